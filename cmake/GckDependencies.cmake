@@ -1,0 +1,22 @@
+# Third-party packages, all from Debian (scripts/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+if(GRADCKPT_OPENMP)
+  find_package(OpenMP REQUIRED COMPONENTS C)
+endif()
+
+# Debian's cmocka 1.1.5 ships variables only, no imported target.
+function(gck_find_cmocka)
+  if(TARGET gck::cmocka)
+    return()
+  endif()
+  pkg_check_modules(CMOCKA REQUIRED IMPORTED_TARGET GLOBAL cmocka)
+  add_library(gck::cmocka ALIAS PkgConfig::CMOCKA)
+endfunction()
+
+function(gck_find_mpfr)
+  if(TARGET gck::mpfr)
+    return()
+  endif()
+  pkg_check_modules(MPFR REQUIRED IMPORTED_TARGET GLOBAL mpfr)
+  add_library(gck::mpfr ALIAS PkgConfig::MPFR)
+endfunction()

@@ -1,0 +1,56 @@
+/* core/status.c - status names and the thread-local last-error message. */
+#include "status_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <gradckpt/version.h>
+
+static _Thread_local char gck_error_buf[GCK_ERROR_MAX];
+
+static const char *const gck_status_names[GCK_STATUS_COUNT] = {
+    [GCK_OK] = "GCK_OK",
+    [GCK_ERR_INVALID_ARGUMENT] = "GCK_ERR_INVALID_ARGUMENT",
+    [GCK_ERR_NO_MEMORY] = "GCK_ERR_NO_MEMORY",
+    [GCK_ERR_NO_ACCUMULATED_GRADIENTS] = "GCK_ERR_NO_ACCUMULATED_GRADIENTS",
+    [GCK_ERR_NOT_FOUND] = "GCK_ERR_NOT_FOUND",
+    [GCK_ERR_DIMENSION_MISMATCH] = "GCK_ERR_DIMENSION_MISMATCH",
+    [GCK_ERR_NONFINITE] = "GCK_ERR_NONFINITE",
+    [GCK_ERR_IO] = "GCK_ERR_IO",
+    [GCK_ERR_CORRUPT] = "GCK_ERR_CORRUPT",
+    [GCK_ERR_UNSUPPORTED] = "GCK_ERR_UNSUPPORTED",
+};
+
+const char *gck_status_name(gck_status s)
+{
+    /* Compare as unsigned: an out-of-range enum may hold any int. */
+    unsigned v = (unsigned)s;
+    if (v < GCK_STATUS_COUNT && gck_status_names[v] != NULL)
+        return gck_status_names[v];
+    return "GCK_ERR_UNKNOWN";
+}
+
+const char *gck_last_error(void)
+{
+    return gck_error_buf;
+}
+
+gck_status gck_fail(gck_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int len = vsnprintf(gck_error_buf, sizeof gck_error_buf, fmt, ap);
+    va_end(ap);
+    if (len < 0) {
+        snprintf(gck_error_buf, sizeof gck_error_buf, "%s", gck_status_name(s));
+    } else if ((size_t)len >= sizeof gck_error_buf) {
+        memcpy(gck_error_buf + sizeof gck_error_buf - 4, "...", 4);
+    }
+    return s;
+}
+
+const char *gck_version_string(void)
+{
+    return GCK_VERSION_STRING;
+}

@@ -1,0 +1,11 @@
+/* gradckpt/gradckpt.h - umbrella header: includes every public gradckpt header. */
+#ifndef GRADCKPT_GRADCKPT_H
+#define GRADCKPT_GRADCKPT_H
+
+#include <gradckpt/export.h>
+#include <gradckpt/version.h>
+#include <gradckpt/status.h>
+#include <gradckpt/isa.h>
+#include <gradckpt/kernels.h>
+
+#endif /* GRADCKPT_GRADCKPT_H */

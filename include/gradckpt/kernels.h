@@ -1,0 +1,157 @@
+/* gradckpt/kernels.h - the numeric kernels: reductions, elementwise updates, hashing. */
+#ifndef GRADCKPT_KERNELS_H
+#define GRADCKPT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradckpt/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Common rules for every kernel below.
+ *
+ * - Pure functions: they cannot fail, allocate nothing, and keep no
+ *   reference to their arguments. n may be 0. Pointers need no alignment and
+ *   may be NULL only when n is 0 (passing NULL with n > 0 is undefined
+ *   behaviour, as for memcpy). Outputs may not overlap inputs unless stated.
+ * - Bit-reproducible: for the same input every ISA (scalar, AVX2, AVX-512,
+ *   NEON) and every OpenMP thread count returns the same bits. The order of
+ *   operations is fixed by the scalar reference (kernels/scalar.c): 64 f64
+ *   lane accumulators per block of 8192 elements, a fixed lane-folding tree,
+ *   and a fixed pairwise tree over blocks. NaN payloads are not part of this
+ *   promise: a NaN result is a NaN everywhere, its payload bits may differ.
+ * - Reductions accumulate in f64 with a separate rounding for each multiply
+ *   and add (no fused multiply-add); f32 inputs are widened exactly.
+ * - Elementwise kernels round once per operation written in their comment,
+ *   exactly as the plain C expression compiled with -ffp-contract=off.
+ * - Non-finite values propagate; nothing traps.
+ * - Arrays of GCK_PARALLEL_MIN elements or more are split into fixed blocks
+ *   run on OpenMP threads (when built with OpenMP); the result is the same.
+ *
+ * Thread-safety: every kernel is safe to call concurrently from any number of
+ * threads on disjoint outputs.
+ */
+
+/** Arrays at least this long run on OpenMP threads. */
+#define GCK_PARALLEL_MIN ((size_t)1 << 18)
+
+/** FNV-1a 64 offset basis: the starting value of a gck_fnv1a64 chain. */
+#define GCK_FNV1A64_INIT UINT64_C(14695981039346656037)
+
+/* ---- reductions (f64 accumulation) ---------------------------------------- */
+
+/**
+ * Sum of squares of x[0..n): sum x[i]*x[i]. Returns +0.0 for n == 0.
+ *
+ * Overflows to +Inf when the true sum exceeds DBL_MAX (use gck_l2norm_f64
+ * for a norm that never does). A NaN anywhere gives NaN; an Inf gives +Inf.
+ *
+ * Ownership: reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_sumsq_f64(const double *x, size_t n);
+
+/**
+ * Sum of squares of the f32 array x[0..n), each element widened to f64 (the
+ * squares are exact) and accumulated in f64. Cannot overflow for finite x.
+ *
+ * Ownership: reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_sumsq_f32(const float *x, size_t n);
+
+/**
+ * Euclidean norm sqrt(sum x[i]^2) of x[0..n), never overflowing or
+ * underflowing for finite input: when the plain sum of squares overflows or
+ * loses precision to underflow, a second pass over x scaled by a power of two
+ * (exact) is used, as LAPACK's dnrm2 does. Within 2 ulp of the correctly
+ * rounded norm; +Inf only when the true norm exceeds DBL_MAX, 0 only when
+ * every element is zero. NaN in, NaN out; Inf (and no NaN) in, +Inf out.
+ *
+ * Ownership: reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_l2norm_f64(const double *x, size_t n);
+
+/**
+ * Euclidean norm of an f32 array, computed and returned in f64 (the f64 sum
+ * of f32 squares cannot overflow or underflow, so one pass suffices).
+ *
+ * Ownership: reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_l2norm_f32(const float *x, size_t n);
+
+/**
+ * Squared distance sum (a[i] - b[i])^2 over [0..n). The difference is
+ * rounded to f64, then squared and added. a and b may alias each other.
+ *
+ * Ownership: reads a and b; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_dist2_f64(const double *a, const double *b, size_t n);
+
+/**
+ * Squared distance of two f32 arrays: d = (double)a[i] - (double)b[i]
+ * rounded to f64, then d*d accumulated in f64. a and b may alias.
+ *
+ * Ownership: reads a and b; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_dist2_f32(const float *a, const float *b, size_t n);
+
+/* ---- elementwise updates --------------------------------------------------- */
+
+/**
+ * acc[i] = acc[i] + x[i] for i in [0..n). x may equal acc exactly (doubling)
+ * but may not partially overlap it.
+ *
+ * Ownership: writes acc, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_add_f64(double *acc, const double *x, size_t n);
+/** f32 version of gck_add_f64, computed in float. */
+GCK_API void gck_add_f32(float *acc, const float *x, size_t n);
+
+/**
+ * acc[i] = acc[i] + (w * x[i]): two roundings, never a fused multiply-add,
+ * so the result equals the plain C expression. x may equal acc exactly.
+ *
+ * Ownership: writes acc, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_axpy_f64(double *acc, double w, const double *x, size_t n);
+/** f32 version of gck_axpy_f64, computed in float. */
+GCK_API void gck_axpy_f32(float *acc, float w, const float *x, size_t n);
+
+/**
+ * x[i] = x[i] * s for i in [0..n).
+ *
+ * Ownership: writes x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_scale_f64(double *x, double s, size_t n);
+/** f32 version of gck_scale_f64, computed in float. */
+GCK_API void gck_scale_f32(float *x, float s, size_t n);
+
+/* ---- hashing --------------------------------------------------------------- */
+
+/**
+ * FNV-1a 64 over the bytes data[0..len), continuing from h: for each byte,
+ * h = (h ^ byte) * 1099511628211 (mod 2^64). Start a chain with
+ * h = GCK_FNV1A64_INIT; feeding a buffer in pieces gives the same value as
+ * feeding it at once. Byte-serial by definition (about 1 GB/s).
+ *
+ * Ownership: reads data; keeps no reference.  Errors: none.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API uint64_t gck_fnv1a64(const void *data, size_t len, uint64_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRADCKPT_KERNELS_H */

@@ -1,0 +1,283 @@
+/* kernels/api.c - the public kernel functions: blocks, OpenMP, pairwise combine, nrm2 rescale.
+ *
+ * The ISA files only reduce one block; this file owns the loop structure, so
+ * the combining order (kernels_internal.h) is written exactly once. */
+#include <math.h>
+#include <stdint.h>
+
+#include <gradckpt/kernels.h>
+
+#include "kernels_internal.h"
+
+#if GCK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+/* ---- pairwise combining of block results ------------------------------------
+ * A binary counter: push block results left to right, merging the top two
+ * while they cover equally many blocks; finish folds what is left from the
+ * right. This is exactly the tree "left = largest power of two below m". */
+typedef struct gck_pairwise {
+    double v[64];
+    uint64_t w[64]; /* blocks covered by v[k] */
+    int top;
+} gck_pairwise;
+
+static void gck_pairwise_push(gck_pairwise *p, double v, uint64_t w)
+{
+    while (p->top > 0 && p->w[p->top - 1] == w) {
+        p->top--;
+        v = p->v[p->top] + v;
+        w *= 2;
+    }
+    p->v[p->top] = v;
+    p->w[p->top] = w;
+    p->top++;
+}
+
+static double gck_pairwise_finish(gck_pairwise *p)
+{
+    if (p->top == 0)
+        return 0.0;
+    double v = p->v[--p->top];
+    while (p->top > 0) {
+        p->top--;
+        v = p->v[p->top] + v;
+    }
+    return v;
+}
+
+/* ---- one reduction, described as data so one driver serves all of them ---- */
+typedef enum gck_reduce_op {
+    GCK_R_SUMSQ_F64,
+    GCK_R_SUMSQ_F32,
+    GCK_R_SCALED_F64,
+    GCK_R_DIST2_F64,
+    GCK_R_DIST2_F32
+} gck_reduce_op;
+
+typedef struct gck_reduce_args {
+    const gck_kernel_table *t; /* read once per public call */
+    gck_reduce_op op;
+    const void *a, *b;
+    double s;
+} gck_reduce_args;
+
+static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
+{
+    switch (r->op) {
+    case GCK_R_SUMSQ_F64:
+        return r->t->sumsq_f64_block((const double *)r->a + lo, len);
+    case GCK_R_SUMSQ_F32:
+        return r->t->sumsq_f32_block((const float *)r->a + lo, len);
+    case GCK_R_SCALED_F64:
+        return r->t->sumsq_scaled_f64_block((const double *)r->a + lo, r->s, len);
+    case GCK_R_DIST2_F64:
+        return r->t->dist2_f64_block((const double *)r->a + lo, (const double *)r->b + lo, len);
+    case GCK_R_DIST2_F32:
+    default:
+        return r->t->dist2_f32_block((const float *)r->a + lo, (const float *)r->b + lo, len);
+    }
+}
+
+static size_t gck_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Pairwise result of the blocks covering [lo, lo + len). */
+static double gck_reduce_range(const gck_reduce_args *r, size_t lo, size_t len)
+{
+    if (len <= GCK_BLOCK)
+        return gck_reduce_block(r, lo, len);
+    gck_pairwise p;
+    p.top = 0;
+    for (size_t off = 0; off < len; off += GCK_BLOCK)
+        gck_pairwise_push(&p, gck_reduce_block(r, lo + off, gck_min(GCK_BLOCK, len - off)), 1);
+    return gck_pairwise_finish(&p);
+}
+
+/* 1 when a call of n elements should open an OpenMP region. */
+static int gck_use_threads(size_t n)
+{
+#if GCK_HAVE_OPENMP
+    return n >= GCK_PARALLEL_MIN && !omp_in_parallel() && omp_get_max_threads() > 1;
+#else
+    (void)n;
+    return 0;
+#endif
+}
+
+#define GCK_CHUNK ((size_t)GCK_CHUNK_BLOCKS * GCK_BLOCK)
+#define GCK_GROUP_CHUNKS 1024 /* chunk results per parallel region; a power of two */
+
+static double gck_reduce(const gck_reduce_args *r, size_t n)
+{
+    if (!gck_use_threads(n))
+        return gck_reduce_range(r, 0, n);
+    /* Chunks are aligned runs of GCK_CHUNK_BLOCKS (a power of two) blocks, so
+     * each chunk's result is a subtree of the serial tree, whichever thread
+     * computes it. */
+    const size_t nchunks = (n + GCK_CHUNK - 1) / GCK_CHUNK;
+    gck_pairwise p;
+    p.top = 0;
+    for (size_t g0 = 0; g0 < nchunks; g0 += GCK_GROUP_CHUNKS) {
+        const size_t gn = gck_min(GCK_GROUP_CHUNKS, nchunks - g0);
+        double part[GCK_GROUP_CHUNKS];
+        long long c;
+#if GCK_HAVE_OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (c = 0; c < (long long)gn; c++) {
+            const size_t lo = (g0 + (size_t)c) * GCK_CHUNK;
+            part[c] = gck_reduce_range(r, lo, gck_min(GCK_CHUNK, n - lo));
+        }
+        for (size_t k = 0; k < gn; k++) {
+            const size_t lo = (g0 + k) * GCK_CHUNK;
+            const size_t blocks = (gck_min(GCK_CHUNK, n - lo) + GCK_BLOCK - 1) / GCK_BLOCK;
+            gck_pairwise_push(&p, part[k], blocks);
+        }
+    }
+    return gck_pairwise_finish(&p);
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+double gck_sumsq_f64(const double *x, size_t n)
+{
+    const gck_reduce_args r = {gck_kernels_active(), GCK_R_SUMSQ_F64, x, NULL, 0.0};
+    return gck_reduce(&r, n);
+}
+
+double gck_sumsq_f32(const float *x, size_t n)
+{
+    const gck_reduce_args r = {gck_kernels_active(), GCK_R_SUMSQ_F32, x, NULL, 0.0};
+    return gck_reduce(&r, n);
+}
+
+double gck_dist2_f64(const double *a, const double *b, size_t n)
+{
+    const gck_reduce_args r = {gck_kernels_active(), GCK_R_DIST2_F64, a, b, 0.0};
+    return gck_reduce(&r, n);
+}
+
+double gck_dist2_f32(const float *a, const float *b, size_t n)
+{
+    const gck_reduce_args r = {gck_kernels_active(), GCK_R_DIST2_F32, a, b, 0.0};
+    return gck_reduce(&r, n);
+}
+
+static double gck_amax_f64(const gck_kernel_table *t, const double *x, size_t n)
+{
+    if (!gck_use_threads(n))
+        return t->amax_f64(x, n);
+    /* max is exact, so any split gives the same value */
+    double m = 0.0;
+    long long c;
+    const long long nchunks = (long long)((n + GCK_CHUNK - 1) / GCK_CHUNK);
+#if GCK_HAVE_OPENMP
+#pragma omp parallel for schedule(static) reduction(max : m)
+#endif
+    for (c = 0; c < nchunks; c++) {
+        const size_t lo = (size_t)c * GCK_CHUNK;
+        const double v = t->amax_f64(x + lo, gck_min(GCK_CHUNK, n - lo));
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* A plain sum of squares below this may hold squares that lost bits to
+ * underflow (|x| < 2^-511); their total error is below n * 2^-1074, which is
+ * negligible next to 2^-900 for any n < 2^100. */
+#define GCK_NRM2_TINY 0x1p-900
+
+double gck_l2norm_f64(const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    const gck_reduce_args r = {t, GCK_R_SUMSQ_F64, x, NULL, 0.0};
+    const double s = gck_reduce(&r, n);
+    if (isnan(s) || (s >= GCK_NRM2_TINY && s < INFINITY))
+        return sqrt(s);
+    /* Overflowed (+Inf) or too small: rescale by a power of two so that the
+     * largest element lands in [1, 2). No NaN is present here (it would have
+     * made s NaN), so amax is well defined. */
+    const double m = gck_amax_f64(t, x, n);
+    if (m == 0.0 || isinf(m))
+        return m;
+    int k = -ilogb(m);
+    if (k > 1023) /* m subnormal: 2^k would overflow; 2^1023 still lifts x far enough */
+        k = 1023;
+    const gck_reduce_args rs = {t, GCK_R_SCALED_F64, x, NULL, ldexp(1.0, k)};
+    return ldexp(sqrt(gck_reduce(&rs, n)), -k);
+}
+
+double gck_l2norm_f32(const float *x, size_t n)
+{
+    /* f32 squares lie in [2^-298, 2^256] in f64: no overflow, no underflow */
+    return sqrt(gck_sumsq_f32(x, n));
+}
+
+/* ---- elementwise ----------------------------------------------------------- */
+
+/* Runs body(lo, len) over [0, n) in chunks, on threads when n is large. Each
+ * element's result is independent of the split. */
+#if GCK_HAVE_OPENMP
+#define GCK_ELEMENTWISE(n, body)                                                \
+    do {                                                                        \
+        if (!gck_use_threads(n)) {                                              \
+            const size_t lo = 0, len = (n);                                     \
+            body;                                                               \
+        } else {                                                                \
+            const long long nch_ = (long long)(((n) + GCK_CHUNK - 1) / GCK_CHUNK); \
+            long long c_;                                                       \
+            _Pragma("omp parallel for schedule(static)")                        \
+            for (c_ = 0; c_ < nch_; c_++) {                                     \
+                const size_t lo = (size_t)c_ * GCK_CHUNK;                       \
+                const size_t len = gck_min(GCK_CHUNK, (n) - lo);                \
+                body;                                                           \
+            }                                                                   \
+        }                                                                       \
+    } while (0)
+#else
+#define GCK_ELEMENTWISE(n, body)                                                \
+    do {                                                                        \
+        const size_t lo = 0, len = (n);                                         \
+        body;                                                                   \
+    } while (0)
+#endif
+
+void gck_add_f64(double *acc, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->add_f64(acc + lo, x + lo, len));
+}
+
+void gck_add_f32(float *acc, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->add_f32(acc + lo, x + lo, len));
+}
+
+void gck_axpy_f64(double *acc, double w, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_f64(acc + lo, w, x + lo, len));
+}
+
+void gck_axpy_f32(float *acc, float w, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_f32(acc + lo, w, x + lo, len));
+}
+
+void gck_scale_f64(double *x, double s, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->scale_f64(x + lo, s, len));
+}
+
+void gck_scale_f32(float *x, float s, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->scale_f32(x + lo, s, len));
+}

@@ -1,0 +1,11 @@
+/* kernels/cpu.h - raw CPU feature detection (no policy). */
+#ifndef GCK_CPU_H
+#define GCK_CPU_H
+
+#include "kernels_internal.h"
+
+/* 1 if this CPU and OS can execute code built with the flags of that ISA's
+ * kernel file (cmake/GckIsa.cmake), whether or not the file is compiled in. */
+GCK_KINTERNAL int gck_cpu_can_run(gck_isa isa);
+
+#endif /* GCK_CPU_H */

@@ -1,0 +1,30 @@
+/* kernels/kernel_list.h - the one list of kernel-table slots (an X-macro). */
+#ifndef GCK_KERNEL_LIST_H
+#define GCK_KERNEL_LIST_H
+
+#include <stddef.h>
+
+/*
+ * X(slot, return type, parameter list).
+ *
+ * Slots named *_block reduce ONE block of at most GCK_BLOCK elements to a
+ * double following the canonical lane shape (kernels_internal.h); api.c
+ * splits arrays into blocks, runs them on threads and combines the block
+ * results, so the combining order lives in one place. Elementwise slots take
+ * any n: each element's result does not depend on how the array is split.
+ */
+#define GCK_KERNEL_LIST(X)                                                        \
+    X(sumsq_f64_block, double, (const double *x, size_t n))                       \
+    X(sumsq_f32_block, double, (const float *x, size_t n))                        \
+    X(sumsq_scaled_f64_block, double, (const double *x, double s, size_t n))      \
+    X(dist2_f64_block, double, (const double *a, const double *b, size_t n))      \
+    X(dist2_f32_block, double, (const float *a, const float *b, size_t n))        \
+    X(amax_f64, double, (const double *x, size_t n))                              \
+    X(add_f64, void, (double *acc, const double *x, size_t n))                    \
+    X(add_f32, void, (float *acc, const float *x, size_t n))                      \
+    X(axpy_f64, void, (double *acc, double w, const double *x, size_t n))         \
+    X(axpy_f32, void, (float *acc, float w, const float *x, size_t n))            \
+    X(scale_f64, void, (double *x, double s, size_t n))                           \
+    X(scale_f32, void, (float *x, float s, size_t n))
+
+#endif /* GCK_KERNEL_LIST_H */

@@ -1,0 +1,96 @@
+/* kernels/kernels_internal.h - the kernel table, the canonical reduction shape (internal). */
+#ifndef GCK_KERNELS_INTERNAL_H
+#define GCK_KERNELS_INTERNAL_H
+
+#include <stddef.h>
+
+#include <gradckpt/isa.h>
+
+#include "gck_isa_config.h"
+#include "kernel_list.h"
+
+#if defined(__GNUC__)
+#  define GCK_KINTERNAL __attribute__((visibility("hidden")))
+#else
+#  define GCK_KINTERNAL
+#endif
+
+/*
+ * The canonical reduction shape. Every ISA reproduces it exactly.
+ *
+ * GCK_LANES = 64 f64 accumulators inside a block: element i of the block is
+ *   added to lane (i mod 64), in increasing i, as lane = lane + term (a
+ *   separate multiply and add: no FMA, so the scalar reference is plain C and
+ *   needs no libm fma()). 64 is a multiple of every vector width (2 NEON,
+ *   4 AVX2, 8 AVX-512 doubles), and 64 independent chains hide the 3-4 cycle
+ *   add latency with 8 zmm accumulators on AVX-512; AVX2 (16 ymm registers)
+ *   and NEON walk a block's lanes in two halves, which is the same order per
+ *   lane. Elements past n in the last stripe are absent, so SIMD tails may
+ *   load zeros there: lane + (+0) == lane exactly, since lanes start at +0.0
+ *   and only ever add squares (>= +0 or NaN).
+ * Runs: a lane's chain restarts every GCK_RUN = 512 elements (8 stripes of
+ *   64): the run's lanes start at +0.0, take their 8 terms, and are then
+ *   added into the block's lanes (block lane = block lane + run lane). Why:
+ *   squares of f32 values (and of short f64 differences) are exact and have
+ *   structured low bits (m^2 mod 8 is 0, 1 or 4), so long chains of
+ *   similar-magnitude squares round with a bias: 128-term chains were
+ *   measured 12 u off, 4 ulp on the norm. Chains of 8 keep the bias under a
+ *   unit; the extra adds cost one vector add per stripe every 8 stripes.
+ * Lane fold: for h = 32, 16, 8, 4, 2, 1: lane[j] = lane[j] + lane[j + h]
+ *   (j < h); the block result is lane[0]. Halving matches how registers are
+ *   folded (zmm pairs, then 256/128-bit halves, then adjacent lanes).
+ * GCK_BLOCK = 8192 elements per block: long enough that the fold costs < 1 %
+ *   of the block, short enough to be one OpenMP-free unit of work and to keep
+ *   the outer lane chains at 16 runs (tests/test_kernels_accuracy.c states
+ *   the error bound).
+ * Blocks are combined by a pairwise tree: pairwise(b[0..m)) = b[0] for m == 1,
+ *   else pairwise(b[0..h)) + pairwise(b[h..m)) with h the largest power of two
+ *   below m. Every left subtree is an aligned power-of-two range, so groups of
+ *   GCK_CHUNK_BLOCKS blocks can be reduced by any thread and combined by the
+ *   same rule with the same result: thread count never changes the bits.
+ *
+ * NaN payloads are not reproduced (compilers may commute a + b); every NaN
+ * result is a NaN on every ISA.
+ */
+#define GCK_LANES 64
+#define GCK_BLOCK 8192
+#define GCK_RUN 512 /* a multiple of GCK_LANES dividing GCK_BLOCK */
+#define GCK_CHUNK_BLOCKS 16 /* one OpenMP work item: 128 Ki elements */
+
+typedef struct gck_kernel_table {
+    gck_isa isa;
+    const char *name; /* == gck_isa_name(isa) */
+#define GCK_SLOT(slot, ret, params) ret(*slot) params;
+    GCK_KERNEL_LIST(GCK_SLOT)
+#undef GCK_SLOT
+} gck_kernel_table;
+
+extern GCK_KINTERNAL const gck_kernel_table gck_kernels_scalar; /* always present */
+#if GCK_HAVE_AVX2
+extern GCK_KINTERNAL const gck_kernel_table gck_kernels_avx2;
+#endif
+#if GCK_HAVE_AVX512
+extern GCK_KINTERNAL const gck_kernel_table gck_kernels_avx512;
+#endif
+#if GCK_HAVE_NEON
+extern GCK_KINTERNAL const gck_kernel_table gck_kernels_neon;
+#endif
+
+/* The table for isa if it is compiled in and this CPU/OS can run it, else NULL. */
+GCK_KINTERNAL const gck_kernel_table *gck_kernels_for(gck_isa isa);
+/* The table for isa if it is compiled in, whether or not the CPU can run it. */
+GCK_KINTERNAL const gck_kernel_table *gck_kernels_compiled(gck_isa isa);
+/* The active table; never NULL. Read it once per public call. */
+GCK_KINTERNAL const gck_kernel_table *gck_kernels_active(void);
+
+/* The lane fold of the canonical shape, shared by the scalar reference and
+ * the SIMD tails that spill lanes to memory. */
+static inline double gck_fold_lanes(double lane[GCK_LANES])
+{
+    for (size_t h = GCK_LANES / 2; h >= 1; h /= 2)
+        for (size_t j = 0; j < h; j++)
+            lane[j] = lane[j] + lane[j + h];
+    return lane[0];
+}
+
+#endif /* GCK_KERNELS_INTERNAL_H */

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs every Debian package gradckpt's build, tests, benchmarks and
+# cross-builds need. Idempotent; quiet when nothing is missing; works as root
+# on a fresh machine (runs apt-get update itself when it must install).
+#   GCK_SETUP_CROSS=0  skip the aarch64/s390x cross toolchains and libraries
+set -euo pipefail
+
+native=(cmake ninja-build gcc g++ pkg-config make
+        libcmocka-dev libbenchmark-dev libsleef-dev libmpfr-dev libgmp-dev
+        libxxhash-dev libzstd-dev libjansson-dev libopenblas-dev)
+cross=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-s390x-linux-gnu qemu-user)
+cross_arm64=(libcmocka-dev:arm64 libsleef-dev:arm64 libgomp1:arm64 libmpfr-dev:arm64
+             libasan8:arm64 libubsan1:arm64)
+cross_s390x=(libcmocka-dev:s390x libgomp1:s390x libmpfr-dev:s390x)
+
+want=("${native[@]}")
+if [ "${GCK_SETUP_CROSS:-1}" = 1 ] && [ "$(uname -m)" = x86_64 ]; then
+  want+=("${cross[@]}" "${cross_arm64[@]}" "${cross_s390x[@]}")
+fi
+
+# A plain name must be installed for this machine's architecture (or 'all'):
+# an :arm64 copy of the same library does not count.
+native_arch=$(dpkg --print-architecture)
+is_installed() {
+  case "$1" in
+    *:*) dpkg-query -W -f='${db:Status-Status}\n' "$1" 2>/dev/null | grep -qx installed ;;
+    *) dpkg-query -W -f='${db:Status-Status} ${Architecture}\n' "$1" 2>/dev/null \
+         | grep -qE "^installed ($native_arch|all)\$" ;;
+  esac
+}
+missing=()
+for p in "${want[@]}"; do
+  is_installed "$p" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+  command -v sudo >/dev/null || { echo "setup.sh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "setup.sh: installing ${missing[*]}"
+# Foreign architectures must be known to dpkg before apt can resolve :arm64/:s390x.
+for a in arm64 s390x; do
+  if printf '%s\n' "${missing[@]}" | grep -q ":$a\$" && ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+    $SUDO dpkg --add-architecture "$a"
+  fi
+done
+export DEBIAN_FRONTEND=noninteractive
+apt_opts=(-o DPkg::Lock::Timeout=600 -q)
+$SUDO apt-get "${apt_opts[@]}" update >/dev/null
+$SUDO apt-get "${apt_opts[@]}" install -y "${missing[@]}" >/dev/null
+echo "setup.sh: done"

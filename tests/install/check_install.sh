@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, then builds and runs a separate
+# consumer project against it through find_package (shared and static) and
+# through pkg-config. Usage: check_install.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1
+src=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+
+cmake -S "$src/tests/install/consumer" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/cmake-build" >/dev/null
+libdir=$(dirname "$(find "$tmp/prefix" -name 'libgradckpt.so' | head -n 1)")
+LD_LIBRARY_PATH="$libdir" "$tmp/cmake-build/consumer"
+"$tmp/cmake-build/consumer_static"
+
+pcdir="$libdir/pkgconfig"
+cc -std=c11 "$src/tests/install/consumer/main.c" -o "$tmp/pc-consumer" \
+   $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs gradckpt)
+LD_LIBRARY_PATH="$libdir" "$tmp/pc-consumer"
+cc -std=c11 "$src/tests/install/consumer/main.c" -o "$tmp/pc-consumer-static" -static-libgcc \
+   $(PKG_CONFIG_PATH="$pcdir" pkg-config --static --cflags gradckpt) \
+   "$libdir/libgradckpt.a" $(PKG_CONFIG_PATH="$pcdir" pkg-config --static --libs-only-other --libs-only-l gradckpt | sed 's/-lgradckpt//')
+"$tmp/pc-consumer-static"
+echo "install check passed (find_package shared+static, pkg-config shared+static)"

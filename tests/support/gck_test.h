@@ -1,0 +1,88 @@
+/* tests/support/gck_test.h - shared test helpers: ISA choice, inputs, bit comparisons.
+ *
+ * Bit comparison rule: two doubles (or floats) are "the same" when their bits
+ * are equal, or when both are NaN. NaN payloads are not compared: compilers
+ * may commute a + b, and x86 and AArch64 create NaNs with different signs. */
+#ifndef GCK_TEST_H
+#define GCK_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <gradckpt/gradckpt.h>
+
+#include "kernels_internal.h"
+
+/* Exit code CTest treats as "skipped" (SKIP_RETURN_CODE). */
+#define GCK_TEST_SKIP 77
+
+/* The ISA under test and the reference it is compared with. */
+typedef struct gck_isa_pair {
+    const gck_kernel_table *ref; /* scalar */
+    const gck_kernel_table *isa; /* the one named by --isa */
+} gck_isa_pair;
+
+/* Reads "--isa NAME" (default scalar), selects it for the public API too.
+ * Returns 0 when ready, GCK_TEST_SKIP when this CPU cannot run it (after
+ * saying so on stderr), 2 on a bad argument. */
+int gck_test_isa_from_args(int argc, char **argv, gck_isa_pair *out);
+
+/* splitmix64: a portable generator, identical on every platform. */
+uint64_t gck_test_rand(uint64_t *state);
+/* Uniform in [-1, 1), exact multiples of 2^-52. */
+double gck_test_uniform(uint64_t *state);
+
+/* Input families for kernel tests. */
+typedef enum gck_test_kind {
+    GCK_K_UNIFORM,     /* [-1, 1) */
+    GCK_K_ILL_SCALED,  /* random exponents in [-300, 300] */
+    GCK_K_HUGE,        /* near the f64 overflow limit (squares overflow) */
+    GCK_K_TINY,        /* near and below the f64 underflow limit (denormals) */
+    GCK_K_DENORMAL,    /* subnormal values only */
+    GCK_K_WITH_NAN,    /* uniform with one NaN */
+    GCK_K_WITH_INF,    /* uniform with one +Inf and one -Inf */
+    GCK_K_ZERO,        /* all +0 and -0 */
+    GCK_K_COUNT
+} gck_test_kind;
+const char *gck_test_kind_name(gck_test_kind k);
+
+/* Fill x[0..n) with family k (f64; f32 variants scale into float range). */
+void gck_test_fill_f64(double *x, size_t n, gck_test_kind k, uint64_t seed);
+void gck_test_fill_f32(float *x, size_t n, gck_test_kind k, uint64_t seed);
+
+/* Sizes every kernel test walks: 0, 1, small odd, lane and block boundaries
+ * +- 1, chunk boundaries, and sizes above the OpenMP threshold. */
+extern const size_t gck_test_sizes[];
+extern const size_t gck_test_nsizes;
+/* The largest of gck_test_sizes. */
+size_t gck_test_max_size(void);
+
+/* Misalignments (in elements) applied to pointers: 0 and 1, and 3 for f32. */
+#define GCK_TEST_MAX_OFFSET 3
+
+int gck_same_f64(double a, double b);
+int gck_same_f32(float a, float b);
+
+/* Fails the current cmocka test with a formatted message. */
+#define gck_assert_same_f64(want, got, ...)                                         \
+    do {                                                                            \
+        double w_ = (want), g_ = (got);                                             \
+        if (!gck_same_f64(w_, g_)) {                                                \
+            print_error("want %a got %a: ", w_, g_);                                \
+            print_error(__VA_ARGS__);                                               \
+            print_error("\n");                                                      \
+            fail();                                                                 \
+        }                                                                           \
+    } while (0)
+
+/* Aligned allocation helpers that fail the test on OOM. */
+void *gck_test_alloc(size_t bytes);
+
+/* Distance in units in the last place between two finite doubles of the
+ * same sign (|ordered bits difference|). */
+uint64_t gck_ulp_diff(double a, double b);
+
+#endif /* GCK_TEST_H */

@@ -1,0 +1,211 @@
+/* tests/test_kernels_elementwise.c - add/axpy/scale on one ISA vs scalar and vs the C expression. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/gck_test.h"
+
+static const double g_weights[] = {0.5, -3.0, 1.0 / 3.0, 1e300, 1e-300, 0x1p-1070, 0.0, -0.0, INFINITY, NAN};
+#define NW (sizeof g_weights / sizeof g_weights[0])
+
+static double *g_x64, *g_acc64, *g_ref64, *g_out64;
+static float *g_x32, *g_acc32, *g_ref32, *g_out32;
+
+static int setup(void **state)
+{
+    (void)state;
+    const size_t cap = gck_test_max_size() + GCK_TEST_MAX_OFFSET + 8;
+    g_x64 = gck_test_alloc(cap * 8);
+    g_acc64 = gck_test_alloc(cap * 8);
+    g_ref64 = gck_test_alloc(cap * 8);
+    g_out64 = gck_test_alloc(cap * 8);
+    g_x32 = gck_test_alloc(cap * 4);
+    g_acc32 = gck_test_alloc(cap * 4);
+    g_ref32 = gck_test_alloc(cap * 4);
+    g_out32 = gck_test_alloc(cap * 4);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(g_x64), free(g_acc64), free(g_ref64), free(g_out64);
+    free(g_x32), free(g_acc32), free(g_ref32), free(g_out32);
+    return 0;
+}
+
+typedef enum op { OP_ADD, OP_AXPY, OP_SCALE } op;
+static const char *const op_names[] = {"add", "axpy", "scale"};
+
+static void run_f64(const gck_kernel_table *t, op o, double *acc, double w, const double *x, size_t n)
+{
+    switch (o) {
+    case OP_ADD: t->add_f64(acc, x, n); break;
+    case OP_AXPY: t->axpy_f64(acc, w, x, n); break;
+    case OP_SCALE: t->scale_f64(acc, w, n); break;
+    }
+}
+
+static void run_f64_public(op o, double *acc, double w, const double *x, size_t n)
+{
+    switch (o) {
+    case OP_ADD: gck_add_f64(acc, x, n); break;
+    case OP_AXPY: gck_axpy_f64(acc, w, x, n); break;
+    case OP_SCALE: gck_scale_f64(acc, w, n); break;
+    }
+}
+
+/* The definition: the plain C expression, built with -ffp-contract=off. */
+static double expr_f64(op o, double acc, double w, double x)
+{
+    switch (o) {
+    case OP_ADD: return acc + x;
+    case OP_AXPY: return acc + w * x;
+    default: return acc * w;
+    }
+}
+
+static void test_f64_elementwise(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        for (int o = OP_ADD; o <= OP_SCALE; o++)
+            for (size_t wi = 0; wi < NW; wi++) {
+                if ((o == OP_ADD && wi > 0) || (n > 100000 && wi > 1))
+                    continue;
+                for (int k = 0; k < GCK_K_COUNT; k++) {
+                    if (n > 100000 && k > GCK_K_ILL_SCALED)
+                        continue;
+                    const size_t off = (size_t)k & 1; /* misalign every other family */
+                    double *x = g_x64 + off, *acc = g_acc64 + off, *ref = g_ref64 + off, *out = g_out64 + off;
+                    gck_test_fill_f64(x, n, (gck_test_kind)k, n + 11);
+                    gck_test_fill_f64(acc, n, (gck_test_kind)((k + 3) % GCK_K_COUNT), n + 12);
+                    const double w = g_weights[wi];
+                    memcpy(ref, acc, n * 8);
+                    memcpy(out, acc, n * 8);
+                    run_f64(p->ref, (op)o, ref, w, x, n);
+                    run_f64(p->isa, (op)o, out, w, x, n);
+                    for (size_t i = 0; i < n; i++) {
+                        gck_assert_same_f64(expr_f64((op)o, acc[i], w, x[i]), ref[i], "scalar %s f64 i=%zu",
+                                            op_names[o], i);
+                        gck_assert_same_f64(ref[i], out[i], "%s %s_f64 n=%zu i=%zu w=%a %s", p->isa->name,
+                                            op_names[o], n, i, w, gck_test_kind_name((gck_test_kind)k));
+                    }
+                    memcpy(out, acc, n * 8);
+                    run_f64_public((op)o, out, w, x, n);
+                    assert_memory_equal(ref, out, n * 8); /* no NaN payload freedom: same ops, same order */
+                }
+            }
+    }
+}
+
+static void run_f32(const gck_kernel_table *t, op o, float *acc, float w, const float *x, size_t n)
+{
+    switch (o) {
+    case OP_ADD: t->add_f32(acc, x, n); break;
+    case OP_AXPY: t->axpy_f32(acc, w, x, n); break;
+    case OP_SCALE: t->scale_f32(acc, w, n); break;
+    }
+}
+
+static void run_f32_public(op o, float *acc, float w, const float *x, size_t n)
+{
+    switch (o) {
+    case OP_ADD: gck_add_f32(acc, x, n); break;
+    case OP_AXPY: gck_axpy_f32(acc, w, x, n); break;
+    case OP_SCALE: gck_scale_f32(acc, w, n); break;
+    }
+}
+
+static float expr_f32(op o, float acc, float w, float x)
+{
+    switch (o) {
+    case OP_ADD: return acc + x;
+    case OP_AXPY: return acc + w * x;
+    default: return acc * w;
+    }
+}
+
+static void test_f32_elementwise(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        for (int o = OP_ADD; o <= OP_SCALE; o++)
+            for (size_t wi = 0; wi < NW; wi++) {
+                if ((o == OP_ADD && wi > 0) || (n > 100000 && wi > 1))
+                    continue;
+                for (int k = 0; k < GCK_K_COUNT; k++) {
+                    if (n > 100000 && k > GCK_K_ILL_SCALED)
+                        continue;
+                    const size_t off = (size_t)k % (GCK_TEST_MAX_OFFSET + 1);
+                    float *x = g_x32 + off, *acc = g_acc32 + off, *ref = g_ref32 + off, *out = g_out32 + off;
+                    gck_test_fill_f32(x, n, (gck_test_kind)k, n + 13);
+                    gck_test_fill_f32(acc, n, (gck_test_kind)((k + 5) % GCK_K_COUNT), n + 14);
+                    const float w = (float)g_weights[wi];
+                    memcpy(ref, acc, n * 4);
+                    memcpy(out, acc, n * 4);
+                    run_f32(p->ref, (op)o, ref, w, x, n);
+                    run_f32(p->isa, (op)o, out, w, x, n);
+                    for (size_t i = 0; i < n; i++) {
+                        if (!gck_same_f32(expr_f32((op)o, acc[i], w, x[i]), ref[i]))
+                            fail_msg("scalar %s f32 i=%zu", op_names[o], i);
+                        if (!gck_same_f32(ref[i], out[i]))
+                            fail_msg("%s %s_f32 n=%zu i=%zu want %a got %a", p->isa->name, op_names[o], n, i,
+                                     (double)ref[i], (double)out[i]);
+                    }
+                    memcpy(out, acc, n * 4);
+                    run_f32_public((op)o, out, w, x, n);
+                    assert_memory_equal(ref, out, n * 4);
+                }
+            }
+    }
+}
+
+/* x may be the accumulator itself (acc += acc). */
+static void test_exact_alias(void **state)
+{
+    const gck_isa_pair *p = *state;
+    const size_t n = 1000;
+    gck_test_fill_f64(g_acc64, n, GCK_K_UNIFORM, 99);
+    for (size_t i = 0; i < n; i++)
+        g_ref64[i] = g_acc64[i] + g_acc64[i];
+    p->isa->add_f64(g_acc64, g_acc64, n);
+    assert_memory_equal(g_ref64, g_acc64, n * 8);
+}
+
+/* NULL with n == 0 is allowed everywhere. */
+static void test_null_empty(void **state)
+{
+    (void)state;
+    gck_add_f64(NULL, NULL, 0);
+    gck_add_f32(NULL, NULL, 0);
+    gck_axpy_f64(NULL, 2.0, NULL, 0);
+    gck_axpy_f32(NULL, 2.0f, NULL, 0);
+    gck_scale_f64(NULL, 2.0, 0);
+    gck_scale_f32(NULL, 2.0f, 0);
+    assert_true(gck_sumsq_f64(NULL, 0) == 0.0 && !signbit(gck_sumsq_f64(NULL, 0)));
+    assert_true(gck_sumsq_f32(NULL, 0) == 0.0);
+    assert_true(gck_l2norm_f64(NULL, 0) == 0.0);
+    assert_true(gck_l2norm_f32(NULL, 0) == 0.0);
+    assert_true(gck_dist2_f64(NULL, NULL, 0) == 0.0);
+    assert_true(gck_dist2_f32(NULL, NULL, 0) == 0.0);
+    assert_true(gck_fnv1a64(NULL, 0, GCK_FNV1A64_INIT) == GCK_FNV1A64_INIT);
+}
+
+int main(int argc, char **argv)
+{
+    gck_isa_pair pair;
+    int rc = gck_test_isa_from_args(argc, argv, &pair);
+    if (rc != 0)
+        return rc;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_prestate(test_f64_elementwise, &pair),
+        cmocka_unit_test_prestate(test_f32_elementwise, &pair),
+        cmocka_unit_test_prestate(test_exact_alias, &pair),
+        cmocka_unit_test_prestate(test_null_empty, &pair),
+    };
+    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
+}

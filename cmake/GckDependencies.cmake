@@ -4,6 +4,9 @@ if(GRADCKPT_OPENMP)
   find_package(OpenMP REQUIRED COMPONENTS C)
 endif()
 
+# SLEEF (vector pow for p-norms): Debian ships only a .pc file.
+pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET GLOBAL sleef)
+
 # Debian's cmocka 1.1.5 ships variables only, no imported target.
 function(gck_find_cmocka)
   if(TARGET gck::cmocka)

@@ -53,30 +53,44 @@ typedef enum gck_reduce_op {
     GCK_R_SUMSQ_F32,
     GCK_R_SCALED_F64,
     GCK_R_DIST2_F64,
-    GCK_R_DIST2_F32
+    GCK_R_DIST2_F32,
+    GCK_R_ASUM_F64,
+    GCK_R_ASUM_F32,
+    GCK_R_POWSUM_F64,
+    GCK_R_POWSUM_F32,
+    GCK_R_DIV_SUMSQ_F64, /* these four write through m */
+    GCK_R_DIV_SUMSQ_F32,
+    GCK_R_SCALE_SUMSQ_F64,
+    GCK_R_SCALE_SUMSQ_F32
 } gck_reduce_op;
 
 typedef struct gck_reduce_args {
     const gck_kernel_table *t; /* read once per public call */
     gck_reduce_op op;
-    const void *a, *b;
-    double s;
+    const void *a, *b; /* inputs */
+    void *m;           /* the array a fused kernel updates */
+    double s, p;       /* scale / divisor, exponent */
 } gck_reduce_args;
 
 static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
 {
+    const double *a64 = (const double *)r->a + lo, *b64 = (const double *)r->b + lo;
+    const float *a32 = (const float *)r->a + lo, *b32 = (const float *)r->b + lo;
     switch (r->op) {
-    case GCK_R_SUMSQ_F64:
-        return r->t->sumsq_f64_block((const double *)r->a + lo, len);
-    case GCK_R_SUMSQ_F32:
-        return r->t->sumsq_f32_block((const float *)r->a + lo, len);
-    case GCK_R_SCALED_F64:
-        return r->t->sumsq_scaled_f64_block((const double *)r->a + lo, r->s, len);
-    case GCK_R_DIST2_F64:
-        return r->t->dist2_f64_block((const double *)r->a + lo, (const double *)r->b + lo, len);
-    case GCK_R_DIST2_F32:
-    default:
-        return r->t->dist2_f32_block((const float *)r->a + lo, (const float *)r->b + lo, len);
+    case GCK_R_SUMSQ_F64: return r->t->sumsq_f64_block(a64, len);
+    case GCK_R_SUMSQ_F32: return r->t->sumsq_f32_block(a32, len);
+    case GCK_R_SCALED_F64: return r->t->sumsq_scaled_f64_block(a64, r->s, len);
+    case GCK_R_DIST2_F64: return r->t->dist2_f64_block(a64, b64, len);
+    case GCK_R_DIST2_F32: return r->t->dist2_f32_block(a32, b32, len);
+    case GCK_R_ASUM_F64: return r->t->asum_f64_block(a64, len);
+    case GCK_R_ASUM_F32: return r->t->asum_f32_block(a32, len);
+    case GCK_R_POWSUM_F64: return r->t->powsum_f64_block(a64, r->p, r->s, len);
+    case GCK_R_POWSUM_F32: return r->t->powsum_f32_block(a32, r->p, r->s, len);
+    case GCK_R_DIV_SUMSQ_F64: return r->t->div_sumsq_f64_block((double *)r->m + lo, r->s, len);
+    case GCK_R_DIV_SUMSQ_F32: return r->t->div_sumsq_f32_block((float *)r->m + lo, (float)r->s, len);
+    case GCK_R_SCALE_SUMSQ_F64: return r->t->scale_sumsq_f64_block((double *)r->m + lo, r->s, len);
+    case GCK_R_SCALE_SUMSQ_F32:
+    default: return r->t->scale_sumsq_f32_block((float *)r->m + lo, (float)r->s, len);
     }
 }
 
@@ -143,71 +157,106 @@ static double gck_reduce(const gck_reduce_args *r, size_t n)
 
 /* ---- reductions --------------------------------------------------------- */
 
+/* One reduction of op over n elements on the active ISA. */
+static double gck_reduce_op_n(gck_reduce_op op, const void *a, const void *b, void *m, double s, double p,
+                              size_t n)
+{
+    const gck_reduce_args r = {gck_kernels_active(), op, a, b, m, s, p};
+    return gck_reduce(&r, n);
+}
+
 double gck_sumsq_f64(const double *x, size_t n)
 {
-    const gck_reduce_args r = {gck_kernels_active(), GCK_R_SUMSQ_F64, x, NULL, 0.0};
-    return gck_reduce(&r, n);
+    return gck_reduce_op_n(GCK_R_SUMSQ_F64, x, NULL, NULL, 0.0, 0.0, n);
 }
 
 double gck_sumsq_f32(const float *x, size_t n)
 {
-    const gck_reduce_args r = {gck_kernels_active(), GCK_R_SUMSQ_F32, x, NULL, 0.0};
-    return gck_reduce(&r, n);
+    return gck_reduce_op_n(GCK_R_SUMSQ_F32, x, NULL, NULL, 0.0, 0.0, n);
 }
 
 double gck_dist2_f64(const double *a, const double *b, size_t n)
 {
-    const gck_reduce_args r = {gck_kernels_active(), GCK_R_DIST2_F64, a, b, 0.0};
-    return gck_reduce(&r, n);
+    return gck_reduce_op_n(GCK_R_DIST2_F64, a, b, NULL, 0.0, 0.0, n);
 }
 
 double gck_dist2_f32(const float *a, const float *b, size_t n)
 {
-    const gck_reduce_args r = {gck_kernels_active(), GCK_R_DIST2_F32, a, b, 0.0};
-    return gck_reduce(&r, n);
+    return gck_reduce_op_n(GCK_R_DIST2_F32, a, b, NULL, 0.0, 0.0, n);
 }
 
-static double gck_amax_f64(const gck_kernel_table *t, const double *x, size_t n)
+double gck_div_sumsq_f64(double *x, double d, size_t n)
 {
-    if (!gck_use_threads(n))
-        return t->amax_f64(x, n);
-    /* max is exact, so any split gives the same value */
-    double m = 0.0;
-    long long c;
+    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F64, NULL, NULL, x, d, 0.0, n);
+}
+
+double gck_div_sumsq_f32(float *x, float d, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F32, NULL, NULL, x, (double)d, 0.0, n);
+}
+
+double gck_scale_sumsq_f64(double *x, double s, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F64, NULL, NULL, x, s, 0.0, n);
+}
+
+double gck_scale_sumsq_f32(float *x, float s, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F32, NULL, NULL, x, (double)s, 0.0, n);
+}
+
+/* max |x| of either dtype; NaN if any element is NaN. max is exact, so any
+ * split gives the same value. */
+static double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, size_t n)
+{
     const long long nchunks = (long long)((n + GCK_CHUNK - 1) / GCK_CHUNK);
+    const long long nthreaded = gck_use_threads(n) ? nchunks : (n > 0);
+    double part_max = 0.0;
+    int any_nan = 0;
+    long long c;
 #if GCK_HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(max : m)
+#pragma omp parallel for schedule(static) reduction(max : part_max) reduction(| : any_nan) if (nthreaded > 1)
 #endif
-    for (c = 0; c < nchunks; c++) {
-        const size_t lo = (size_t)c * GCK_CHUNK;
-        const double v = t->amax_f64(x + lo, gck_min(GCK_CHUNK, n - lo));
-        m = v > m ? v : m;
+    for (c = 0; c < nthreaded; c++) {
+        const size_t lo = nthreaded == 1 ? 0 : (size_t)c * GCK_CHUNK;
+        const size_t len = nthreaded == 1 ? n : gck_min(GCK_CHUNK, n - lo);
+        const double v = is_f32 ? t->amax_f32((const float *)x + lo, len) : t->amax_f64((const double *)x + lo, len);
+        any_nan |= isnan(v);
+        part_max = v > part_max ? v : part_max;
     }
-    return m;
+    return any_nan ? NAN : part_max;
+}
+
+/* k such that m * 2^k lies in [1, 2), clamped so that 2^k stays finite (a
+ * subnormal m then lands in [2^-51, 1), still far from underflow). */
+static int gck_unit_exponent(double m)
+{
+    const int k = -ilogb(m);
+    return k > 1023 ? 1023 : k;
 }
 
 /* A plain sum of squares below this may hold squares that lost bits to
  * underflow (|x| < 2^-511); their total error is below n * 2^-1074, which is
  * negligible next to 2^-900 for any n < 2^100. */
 #define GCK_NRM2_TINY 0x1p-900
+/* Largest p for which pnorm scales by a power of two (terms < 2^p). */
+#define GCK_PNORM_POW2_MAX 900.0
 
 double gck_l2norm_f64(const double *x, size_t n)
 {
     const gck_kernel_table *t = gck_kernels_active();
-    const gck_reduce_args r = {t, GCK_R_SUMSQ_F64, x, NULL, 0.0};
+    const gck_reduce_args r = {t, GCK_R_SUMSQ_F64, x, NULL, NULL, 0.0, 0.0};
     const double s = gck_reduce(&r, n);
     if (isnan(s) || (s >= GCK_NRM2_TINY && s < INFINITY))
         return sqrt(s);
     /* Overflowed (+Inf) or too small: rescale by a power of two so that the
      * largest element lands in [1, 2). No NaN is present here (it would have
-     * made s NaN), so amax is well defined. */
-    const double m = gck_amax_f64(t, x, n);
+     * made s NaN). */
+    const double m = gck_amax(t, x, 0, n);
     if (m == 0.0 || isinf(m))
         return m;
-    int k = -ilogb(m);
-    if (k > 1023) /* m subnormal: 2^k would overflow; 2^1023 still lifts x far enough */
-        k = 1023;
-    const gck_reduce_args rs = {t, GCK_R_SCALED_F64, x, NULL, ldexp(1.0, k)};
+    const int k = gck_unit_exponent(m);
+    const gck_reduce_args rs = {t, GCK_R_SCALED_F64, x, NULL, NULL, ldexp(1.0, k), 0.0};
     return ldexp(sqrt(gck_reduce(&rs, n)), -k);
 }
 
@@ -215,6 +264,45 @@ double gck_l2norm_f32(const float *x, size_t n)
 {
     /* f32 squares lie in [2^-298, 2^256] in f64: no overflow, no underflow */
     return sqrt(gck_sumsq_f32(x, n));
+}
+
+/* p-norm of either dtype (see kernels.h). */
+static double gck_pnorm(const void *x, int is_f32, size_t n, double p)
+{
+    if (!(p > 0.0))
+        return NAN; /* p <= 0 or NaN: not a norm */
+    if (p == 2.0)
+        return is_f32 ? gck_l2norm_f32(x, n) : gck_l2norm_f64(x, n);
+    const gck_kernel_table *t = gck_kernels_active();
+    if (p == 1.0) {
+        const gck_reduce_args r = {t, is_f32 ? GCK_R_ASUM_F32 : GCK_R_ASUM_F64, x, NULL, NULL, 0.0, 0.0};
+        return gck_reduce(&r, n);
+    }
+    const double m = gck_amax(t, x, is_f32, n);
+    if (isinf(p) || isnan(m) || m == 0.0 || isinf(m))
+        return m;
+    /* Scale so the largest |x| is near 1: no term can overflow or lose the
+     * sum to underflow. Up to p = 900 the scale is an exact power of two and
+     * terms stay below 2^p; beyond, 2^p could overflow, so divide by m
+     * (one more rounding per element, which pow divides by p again). */
+    const gck_reduce_op op = is_f32 ? GCK_R_POWSUM_F32 : GCK_R_POWSUM_F64;
+    if (p <= GCK_PNORM_POW2_MAX || m < 0x1p-1000) {
+        const int k = gck_unit_exponent(m);
+        const gck_reduce_args r = {t, op, x, NULL, NULL, ldexp(1.0, k), p};
+        return ldexp(pow(gck_reduce(&r, n), 1.0 / p), -k);
+    }
+    const gck_reduce_args r = {t, op, x, NULL, NULL, 1.0 / m, p};
+    return m * pow(gck_reduce(&r, n), 1.0 / p);
+}
+
+double gck_pnorm_f64(const double *x, size_t n, double p)
+{
+    return gck_pnorm(x, 0, n, p);
+}
+
+double gck_pnorm_f32(const float *x, size_t n, double p)
+{
+    return gck_pnorm(x, 1, n, p);
 }
 
 /* ---- elementwise ----------------------------------------------------------- */
@@ -280,4 +368,28 @@ void gck_scale_f32(float *x, float s, size_t n)
 {
     const gck_kernel_table *t = gck_kernels_active();
     GCK_ELEMENTWISE(n, t->scale_f32(x + lo, s, len));
+}
+
+void gck_add_f32_to_f64(double *acc, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->add_f32_to_f64(acc + lo, x + lo, len));
+}
+
+void gck_axpy_f32_to_f64(double *acc, double w, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_f32_to_f64(acc + lo, w, x + lo, len));
+}
+
+void gck_add_f64_to_f32(float *acc, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->add_f64_to_f32(acc + lo, x + lo, len));
+}
+
+void gck_axpy_f64_to_f32(float *acc, float w, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_f64_to_f32(acc + lo, w, x + lo, len));
 }

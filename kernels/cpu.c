@@ -47,6 +47,20 @@ static int gck_x86_features(int want_avx512)
 #endif
 #endif
 
+int gck_cpu_has_fma(void)
+{
+#if defined(__x86_64__) || defined(_M_X64)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    return (c & bit_FMA) && (c & bit_OSXSAVE) && (gck_xgetbv0() & GCK_XCR0_AVX) == GCK_XCR0_AVX;
+#elif defined(__i386__)
+    return 0;
+#else
+    return 1;
+#endif
+}
+
 int gck_cpu_can_run(gck_isa isa)
 {
     switch (isa) {

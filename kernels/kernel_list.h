@@ -14,17 +14,37 @@
  * any n: each element's result does not depend on how the array is split.
  */
 #define GCK_KERNEL_LIST(X)                                                        \
+    /* reductions over one block: terms x^2, (a-b)^2, (x*s)^2, |x|, (|x|*s)^p */  \
     X(sumsq_f64_block, double, (const double *x, size_t n))                       \
     X(sumsq_f32_block, double, (const float *x, size_t n))                        \
     X(sumsq_scaled_f64_block, double, (const double *x, double s, size_t n))      \
     X(dist2_f64_block, double, (const double *a, const double *b, size_t n))      \
     X(dist2_f32_block, double, (const float *a, const float *b, size_t n))        \
+    X(asum_f64_block, double, (const double *x, size_t n))                        \
+    X(asum_f32_block, double, (const float *x, size_t n))                         \
+    X(powsum_f64_block, double, (const double *x, double p, double s, size_t n))  \
+    X(powsum_f32_block, double, (const float *x, double p, double s, size_t n))   \
+    /* fused update + reduction over one block: x = x / d or x = x * s, then    \
+     * the block's sum of squares of the new values */                          \
+    X(div_sumsq_f64_block, double, (double *x, double d, size_t n))               \
+    X(div_sumsq_f32_block, double, (float *x, float d, size_t n))                 \
+    X(scale_sumsq_f64_block, double, (double *x, double s, size_t n))             \
+    X(scale_sumsq_f32_block, double, (float *x, float s, size_t n))               \
+    /* max |x| over any n; NaN if any element is NaN */                          \
     X(amax_f64, double, (const double *x, size_t n))                              \
+    X(amax_f32, double, (const float *x, size_t n))                               \
+    /* elementwise, any n */                                                     \
     X(add_f64, void, (double *acc, const double *x, size_t n))                    \
     X(add_f32, void, (float *acc, const float *x, size_t n))                      \
     X(axpy_f64, void, (double *acc, double w, const double *x, size_t n))         \
     X(axpy_f32, void, (float *acc, float w, const float *x, size_t n))            \
     X(scale_f64, void, (double *x, double s, size_t n))                           \
-    X(scale_f32, void, (float *x, float s, size_t n))
+    X(scale_f32, void, (float *x, float s, size_t n))                             \
+    /* mixed precision: acc + (double)x, acc + ((double)x * w),                 \
+     * acc + (float)x, acc + ((float)x * w) */                                    \
+    X(add_f32_to_f64, void, (double *acc, const float *x, size_t n))              \
+    X(axpy_f32_to_f64, void, (double *acc, double w, const float *x, size_t n))   \
+    X(add_f64_to_f32, void, (float *acc, const double *x, size_t n))              \
+    X(axpy_f64_to_f32, void, (float *acc, float w, const double *x, size_t n))
 
 #endif /* GCK_KERNEL_LIST_H */

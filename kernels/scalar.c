@@ -7,6 +7,9 @@
  * separate. */
 #include <math.h>
 
+#include <sleef.h>
+
+#include "cpu.h"
 #include "kernels_internal.h"
 
 #if defined(__AVX__) && !defined(GRADCKPT_NATIVE)
@@ -60,14 +63,112 @@ static double gck_dist2_f32_block_scalar(const float *a, const float *b, size_t 
     GCK_LANE_REDUCE(n, ((double)a[i] - (double)b[i]) * ((double)a[i] - (double)b[i]));
 }
 
-/* Largest |x[i]|. Only used on inputs without NaN (l2norm's scaled path), so
- * the order of comparisons cannot change the result. */
+static double gck_asum_f64_block_scalar(const double *x, size_t n)
+{
+    GCK_LANE_REDUCE(n, fabs(x[i]));
+}
+
+static double gck_asum_f32_block_scalar(const float *x, size_t n)
+{
+    GCK_LANE_REDUCE(n, fabs((double)x[i]));
+}
+
+/* SLEEF's FMA pow variants (avx2, avx512f, advsimd, purecfma) agree bit for
+ * bit; the non-FMA ones do not. The reference uses purecfma wherever the CPU
+ * has FMA, which every CPU that runs a SIMD path does. */
+typedef double (*gck_pow_fn)(double, double);
+#ifndef FP_FAST_FMA
+/* sleef.h declares it only for FMA-enabled compiles; the library always has it. */
+double Sleef_powd1_u10purecfma(double, double);
+#endif
+static gck_pow_fn gck_pow_reference(void)
+{
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+    return gck_cpu_has_fma() ? Sleef_powd1_u10purecfma : Sleef_pow_u10;
+#else
+    return Sleef_powd1_u10purecfma;
+#endif
+}
+
+static double gck_powsum_f64_block_scalar(const double *x, double p, double s, size_t n)
+{
+    const gck_pow_fn pw = gck_pow_reference();
+    GCK_LANE_REDUCE(n, pw(fabs(x[i]) * s, p));
+}
+
+static double gck_powsum_f32_block_scalar(const float *x, double p, double s, size_t n)
+{
+    const gck_pow_fn pw = gck_pow_reference();
+    GCK_LANE_REDUCE(n, pw(fabs((double)x[i]) * s, p));
+}
+
+/* The fused kernels store the new value, then square what was stored. */
+static inline double gck_div_store_sq_f64(double *p, double d)
+{
+    const double v = *p / d;
+    *p = v;
+    return v * v;
+}
+
+static inline double gck_scale_store_sq_f64(double *p, double s)
+{
+    const double v = *p * s;
+    *p = v;
+    return v * v;
+}
+
+static inline double gck_div_store_sq_f32(float *p, float d)
+{
+    const float v = *p / d;
+    *p = v;
+    return (double)v * (double)v;
+}
+
+static inline double gck_scale_store_sq_f32(float *p, float s)
+{
+    const float v = *p * s;
+    *p = v;
+    return (double)v * (double)v;
+}
+
+static double gck_div_sumsq_f64_block_scalar(double *x, double d, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_div_store_sq_f64(&x[i], d));
+}
+
+static double gck_div_sumsq_f32_block_scalar(float *x, float d, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_div_store_sq_f32(&x[i], d));
+}
+
+static double gck_scale_sumsq_f64_block_scalar(double *x, double s, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_scale_store_sq_f64(&x[i], s));
+}
+
+static double gck_scale_sumsq_f32_block_scalar(float *x, float s, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_scale_store_sq_f32(&x[i], s));
+}
+
+/* Largest |x[i]|; a NaN anywhere makes the result NaN (once m is NaN no
+ * comparison replaces it). max is exact, so any order gives the same value. */
 static double gck_amax_f64_scalar(const double *x, size_t n)
 {
     double m = 0.0;
     for (size_t i = 0; i < n; i++) {
         const double v = fabs(x[i]);
-        m = v > m ? v : m;
+        m = (v > m || isnan(v)) ? v : m;
+    }
+    return m;
+}
+
+static double gck_amax_f32_scalar(const float *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double v = fabs((double)x[i]);
+        m = (v > m || isnan(v)) ? v : m;
     }
     return m;
 }
@@ -108,6 +209,30 @@ static void gck_scale_f32_scalar(float *x, float s, size_t n)
         x[i] = x[i] * s;
 }
 
+static void gck_add_f32_to_f64_scalar(double *acc, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] = acc[i] + (double)x[i];
+}
+
+static void gck_axpy_f32_to_f64_scalar(double *acc, double w, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] = acc[i] + (double)x[i] * w;
+}
+
+static void gck_add_f64_to_f32_scalar(float *acc, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] = acc[i] + (float)x[i];
+}
+
+static void gck_axpy_f64_to_f32_scalar(float *acc, float w, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] = acc[i] + (float)x[i] * w;
+}
+
 const gck_kernel_table gck_kernels_scalar = {
     .isa = GCK_ISA_SCALAR,
     .name = "scalar",
@@ -116,11 +241,24 @@ const gck_kernel_table gck_kernels_scalar = {
     .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_scalar,
     .dist2_f64_block = gck_dist2_f64_block_scalar,
     .dist2_f32_block = gck_dist2_f32_block_scalar,
+    .asum_f64_block = gck_asum_f64_block_scalar,
+    .asum_f32_block = gck_asum_f32_block_scalar,
+    .powsum_f64_block = gck_powsum_f64_block_scalar,
+    .powsum_f32_block = gck_powsum_f32_block_scalar,
+    .div_sumsq_f64_block = gck_div_sumsq_f64_block_scalar,
+    .div_sumsq_f32_block = gck_div_sumsq_f32_block_scalar,
+    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_scalar,
+    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_scalar,
     .amax_f64 = gck_amax_f64_scalar,
+    .amax_f32 = gck_amax_f32_scalar,
     .add_f64 = gck_add_f64_scalar,
     .add_f32 = gck_add_f32_scalar,
     .axpy_f64 = gck_axpy_f64_scalar,
     .axpy_f32 = gck_axpy_f32_scalar,
     .scale_f64 = gck_scale_f64_scalar,
     .scale_f32 = gck_scale_f32_scalar,
+    .add_f32_to_f64 = gck_add_f32_to_f64_scalar,
+    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_scalar,
+    .add_f64_to_f32 = gck_add_f64_to_f32_scalar,
+    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_scalar,
 };

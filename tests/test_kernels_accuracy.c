@@ -261,6 +261,45 @@ static void test_elementwise_f32_correctly_rounded(void **state)
     free(x), free(acc), free(out);
 }
 
+/* General p against MPFR: within 4 ulp for p >= 1, 4/p ulp below 1. */
+static void test_pnorm_accuracy(void **state)
+{
+    (void)state;
+    static const double ps[] = {0.5, 1.0, 1.5, 3.0, 4.0, 7.25, 1000.0};
+    const size_t n = 3001;
+    double *a = gck_test_alloc(n * 8);
+    float *f = gck_test_alloc(n * 4);
+    mpfr_t sum, t, pp;
+    mpfr_inits2(512, sum, t, pp, (mpfr_ptr)0);
+    for (int k = GCK_K_UNIFORM; k <= GCK_K_DENORMAL; k++) {
+        gck_test_fill_f64(a, n, (gck_test_kind)k, 77);
+        gck_test_fill_f32(f, n, (gck_test_kind)k, 78);
+        for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+            const double p = ps[pi];
+            const uint64_t bound = p >= 1.0 ? 4 : (uint64_t)ceil(4.0 / p);
+            for (int is32 = 0; is32 <= 1; is32++) {
+                mpfr_set_d(pp, p, MPFR_RNDN);
+                mpfr_set_zero(sum, 1);
+                for (size_t i = 0; i < n; i++) {
+                    mpfr_set_d(t, fabs(is32 ? (double)f[i] : a[i]), MPFR_RNDN);
+                    mpfr_pow(t, t, pp, MPFR_RNDN);
+                    mpfr_add(sum, sum, t, MPFR_RNDN);
+                }
+                mpfr_ui_div(pp, 1, pp, MPFR_RNDN);
+                mpfr_pow(sum, sum, pp, MPFR_RNDN);
+                const double want = mpfr_get_d(sum, MPFR_RNDN);
+                const double got = is32 ? gck_pnorm_f32(f, n, p) : gck_pnorm_f64(a, n, p);
+                if (gck_ulp_diff(want, got) > bound)
+                    fail_msg("pnorm_%s p=%g %s: got %a want %a (%llu ulp > %llu)", is32 ? "f32" : "f64", p,
+                             gck_test_kind_name((gck_test_kind)k), got, want,
+                             (unsigned long long)gck_ulp_diff(want, got), (unsigned long long)bound);
+            }
+        }
+    }
+    mpfr_clears(sum, t, pp, (mpfr_ptr)0);
+    free(a), free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_nonfinite_propagate),
         cmocka_unit_test(test_elementwise_correctly_rounded),
         cmocka_unit_test(test_elementwise_f32_correctly_rounded),
+        cmocka_unit_test(test_pnorm_accuracy),
     };
     if (gck_isa_select(GCK_ISA_SCALAR) != GCK_OK)
         return 1;

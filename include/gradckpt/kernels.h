@@ -104,6 +104,53 @@ GCK_API double gck_dist2_f64(const double *a, const double *b, size_t n);
  */
 GCK_API double gck_dist2_f32(const float *a, const float *b, size_t n);
 
+/**
+ * p-norm (sum |x[i]|^p)^(1/p) of x[0..n), PyTorch's norm_type: p = 1 (sum of
+ * |x|), 2 (gck_l2norm_f64), INFINITY (max |x|) and any finite p > 0.
+ * Returns NaN for p <= 0 or p NaN, and +0.0 for n == 0. NaN in, NaN out.
+ *
+ * General p computes max |x| first and sums (|x| * s)^p with s a power of two
+ * bringing the largest element to [1, 2) (for p > 900: s = 1/max), so no term
+ * overflows; the powers come from SLEEF's 1-ulp vector pow (FMA variants).
+ * Accuracy against MPFR (tests/test_kernels_accuracy.c): p = 1 is a
+ * sum within the same bound as gck_sumsq_f64; general p is within 4 ulp for
+ * p >= 1 and 4/p ulp for p < 1. Bit-identical across ISAs and thread counts
+ * on any CPU with FMA (SLEEF's FMA variants agree across x86-64 and AArch64);
+ * on an x86-64 CPU without FMA, where only the scalar path runs, general p
+ * uses SLEEF's non-FMA pow and may differ from an FMA machine by 1 ulp.
+ *
+ * Ownership: reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_pnorm_f64(const double *x, size_t n, double p);
+/** f32 version of gck_pnorm_f64: elements widened to f64, result in f64. */
+GCK_API double gck_pnorm_f32(const float *x, size_t n, double p);
+
+/* ---- fused update + sum of squares (one pass over memory) ----------------- */
+
+/**
+ * x[i] = x[i] / d for i in [0..n), then returns the sum of squares of the new
+ * values: exactly gck_sumsq_f64(x, n) after the division, in one pass.
+ * (A true division, not a multiplication by 1/d.)
+ *
+ * Ownership: updates x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_div_sumsq_f64(double *x, double d, size_t n);
+/** f32 version: x[i] = x[i] / d in float; returns gck_sumsq_f32 of the result. */
+GCK_API double gck_div_sumsq_f32(float *x, float d, size_t n);
+
+/**
+ * x[i] = x[i] * s for i in [0..n), then returns the sum of squares of the new
+ * values: exactly gck_sumsq_f64(x, n) after the scaling, in one pass.
+ *
+ * Ownership: updates x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API double gck_scale_sumsq_f64(double *x, double s, size_t n);
+/** f32 version: x[i] = x[i] * s in float; returns gck_sumsq_f32 of the result. */
+GCK_API double gck_scale_sumsq_f32(float *x, float s, size_t n);
+
 /* ---- elementwise updates --------------------------------------------------- */
 
 /**
@@ -137,6 +184,27 @@ GCK_API void gck_axpy_f32(float *acc, float w, const float *x, size_t n);
 GCK_API void gck_scale_f64(double *x, double s, size_t n);
 /** f32 version of gck_scale_f64, computed in float. */
 GCK_API void gck_scale_f32(float *x, float s, size_t n);
+
+/**
+ * Mixed precision accumulation into f64: acc[i] = acc[i] + (double)x[i].
+ * (The widening is exact, so this is one rounding.)
+ *
+ * Ownership: writes acc, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_add_f32_to_f64(double *acc, const float *x, size_t n);
+/** acc[i] = acc[i] + ((double)x[i] * w): two roundings, no FMA. */
+GCK_API void gck_axpy_f32_to_f64(double *acc, double w, const float *x, size_t n);
+/**
+ * Mixed precision accumulation into f32: acc[i] = acc[i] + (float)x[i], the
+ * input rounded to float first (round to nearest even).
+ *
+ * Ownership: writes acc, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_add_f64_to_f32(float *acc, const double *x, size_t n);
+/** acc[i] = acc[i] + ((float)x[i] * w), all in float: three roundings. */
+GCK_API void gck_axpy_f64_to_f32(float *acc, float w, const double *x, size_t n);
 
 /* ---- hashing --------------------------------------------------------------- */
 

@@ -1,0 +1,443 @@
+/* kernels/avx2.c - AVX2 + FMA kernels: the scalar reference's operations, 4 lanes at a time.
+ *
+ * The 64 canonical lanes would need all 16 ymm registers, so each run is
+ * walked twice: lanes 0..31 (8 ymm of run lanes), then lanes 32..63, with
+ * the block lanes kept in a small stack array. Each lane still sees its terms
+ * in increasing order, which is all the canonical shape fixes; the second
+ * walk reads the run (4 KiB of f64) from L1. Tails use AVX masked loads, and
+ * every term is masked to +0.0 outside n. FMA is enabled only for SLEEF's
+ * pow; -ffp-contract=off keeps every multiply and add separate. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include <sleef.h>
+
+#include "kernels_internal.h"
+
+#if !defined(__AVX2__) || !defined(__FMA__)
+#error "avx2.c must be built with -mavx2 -mfma (cmake/GckIsa.cmake)"
+#endif
+
+/* Lanes of the 4-wide group starting at g that lie below n, as an AVX mask
+ * (all ones = load the lane). */
+static inline __m256i gck_mask4(size_t g, size_t n)
+{
+    const int64_t left = g >= n ? 0 : (int64_t)(n - g);
+    return _mm256_cmpgt_epi64(_mm256_set1_epi64x(left), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+/* The same mask for 4 floats (32-bit lanes). */
+static inline __m128i gck_mask4f(__m256i m)
+{
+    return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(m, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7)));
+}
+
+static inline __m256d gck_ld64(const double *p, __m256i m, int full)
+{
+    return full ? _mm256_loadu_pd(p) : _mm256_maskload_pd(p, m);
+}
+
+static inline __m256d gck_ld32w(const float *p, __m256i m, int full) /* 4 floats widened (exact) */
+{
+    return _mm256_cvtps_pd(full ? _mm_loadu_ps(p) : _mm_maskload_ps(p, gck_mask4f(m)));
+}
+
+/* +0.0 in masked-off lanes, so lane + term is exactly the scalar order. */
+static inline __m256d gck_keep(__m256d t, __m256i m, int full)
+{
+    return full ? t : _mm256_and_pd(t, _mm256_castsi256_pd(m));
+}
+
+static inline __m256d gck_sq(__m256d v, __m256i m, int full)
+{
+    return gck_keep(_mm256_mul_pd(v, v), m, full);
+}
+
+/* Fold of the 64 block lanes held as o[0..15] (o[k] = lanes 4k..4k+3). */
+static inline double gck_fold16(__m256d o[16])
+{
+    for (int h = 8; h >= 1; h /= 2) /* h in registers: lanes 32, 16, 8, 4 apart */
+        for (int k = 0; k < h; k++)
+            o[k] = _mm256_add_pd(o[k], o[k + h]);
+    const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(o[0]), _mm256_extractf128_pd(o[0], 1));
+    return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+}
+
+/* TERM(g, m, full): the 4 terms of elements g..g+3, masked by m unless full. */
+#define GCK_AVX2_HALF(h, r0, r1, TERM)                                                       \
+    do {                                                                                     \
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, \
+                a7 = a0;                                                                     \
+        size_t s_ = (r0);                                                                    \
+        const __m256i f_ = _mm256_set1_epi64x(-1);                                           \
+        for (; s_ + GCK_LANES <= (r1); s_ += GCK_LANES) {                                    \
+            const size_t g_ = s_ + 32 * (h);                                                 \
+            a0 = _mm256_add_pd(a0, TERM(g_ + 0, f_, 1));                                     \
+            a1 = _mm256_add_pd(a1, TERM(g_ + 4, f_, 1));                                     \
+            a2 = _mm256_add_pd(a2, TERM(g_ + 8, f_, 1));                                     \
+            a3 = _mm256_add_pd(a3, TERM(g_ + 12, f_, 1));                                    \
+            a4 = _mm256_add_pd(a4, TERM(g_ + 16, f_, 1));                                    \
+            a5 = _mm256_add_pd(a5, TERM(g_ + 20, f_, 1));                                    \
+            a6 = _mm256_add_pd(a6, TERM(g_ + 24, f_, 1));                                    \
+            a7 = _mm256_add_pd(a7, TERM(g_ + 28, f_, 1));                                    \
+        }                                                                                    \
+        if (s_ + 32 * (h) < (r1)) {                                                          \
+            const size_t g_ = s_ + 32 * (h);                                                 \
+            a0 = _mm256_add_pd(a0, TERM(g_ + 0, gck_mask4(g_ + 0, r1), 0));                  \
+            a1 = _mm256_add_pd(a1, TERM(g_ + 4, gck_mask4(g_ + 4, r1), 0));                  \
+            a2 = _mm256_add_pd(a2, TERM(g_ + 8, gck_mask4(g_ + 8, r1), 0));                  \
+            a3 = _mm256_add_pd(a3, TERM(g_ + 12, gck_mask4(g_ + 12, r1), 0));                \
+            a4 = _mm256_add_pd(a4, TERM(g_ + 16, gck_mask4(g_ + 16, r1), 0));                \
+            a5 = _mm256_add_pd(a5, TERM(g_ + 20, gck_mask4(g_ + 20, r1), 0));                \
+            a6 = _mm256_add_pd(a6, TERM(g_ + 24, gck_mask4(g_ + 24, r1), 0));                \
+            a7 = _mm256_add_pd(a7, TERM(g_ + 28, gck_mask4(g_ + 28, r1), 0));                \
+        }                                                                                    \
+        __m256d *o8_ = o_ + 8 * (h);                                                         \
+        o8_[0] = _mm256_add_pd(o8_[0], a0);                                                  \
+        o8_[1] = _mm256_add_pd(o8_[1], a1);                                                  \
+        o8_[2] = _mm256_add_pd(o8_[2], a2);                                                  \
+        o8_[3] = _mm256_add_pd(o8_[3], a3);                                                  \
+        o8_[4] = _mm256_add_pd(o8_[4], a4);                                                  \
+        o8_[5] = _mm256_add_pd(o8_[5], a5);                                                  \
+        o8_[6] = _mm256_add_pd(o8_[6], a6);                                                  \
+        o8_[7] = _mm256_add_pd(o8_[7], a7);                                                  \
+    } while (0)
+
+#define GCK_AVX2_REDUCE(n, TERM)                                          \
+    do {                                                                  \
+        __m256d o_[16];                                                   \
+        for (int k_ = 0; k_ < 16; k_++)                                   \
+            o_[k_] = _mm256_setzero_pd();                                 \
+        for (size_t r0_ = 0; r0_ < (n); r0_ += GCK_RUN) {                 \
+            const size_t r1_ = (n) - r0_ < GCK_RUN ? (n) : r0_ + GCK_RUN; \
+            GCK_AVX2_HALF(0, r0_, r1_, TERM);                             \
+            GCK_AVX2_HALF(1, r0_, r1_, TERM);                             \
+        }                                                                 \
+        return gck_fold16(o_);                                            \
+    } while (0)
+
+/* ---- reductions ---- */
+static double gck_sumsq_f64_block_avx2(const double *x, size_t n)
+{
+#define T(g, m, f) gck_sq(gck_ld64(x + (g), m, f), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_sumsq_f32_block_avx2(const float *x, size_t n)
+{
+#define T(g, m, f) gck_sq(gck_ld32w(x + (g), m, f), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_sumsq_scaled_f64_block_avx2(const double *x, double s, size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s);
+#define T(g, m, f) gck_sq(_mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_dist2_f64_block_avx2(const double *a, const double *b, size_t n)
+{
+#define T(g, m, f) gck_sq(_mm256_sub_pd(gck_ld64(a + (g), m, f), gck_ld64(b + (g), m, f)), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_dist2_f32_block_avx2(const float *a, const float *b, size_t n)
+{
+#define T(g, m, f) gck_sq(_mm256_sub_pd(gck_ld32w(a + (g), m, f), gck_ld32w(b + (g), m, f)), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static inline __m256d gck_abs(__m256d v)
+{
+    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
+}
+
+static double gck_asum_f64_block_avx2(const double *x, size_t n)
+{
+#define T(g, m, f) gck_abs(gck_ld64(x + (g), m, f))
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_asum_f32_block_avx2(const float *x, size_t n)
+{
+#define T(g, m, f) gck_abs(gck_ld32w(x + (g), m, f))
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+/* SLEEF's FMA pow: bit-identical to the reference's Sleef_powd1_u10purecfma. */
+static inline __m256d gck_pow_term(__m256d v, __m256d vs, __m256d vp, __m256i m, int full)
+{
+    return gck_keep(Sleef_powd4_u10avx2(_mm256_mul_pd(gck_abs(v), vs), vp), m, full);
+}
+
+static double gck_powsum_f64_block_avx2(const double *x, double p, double s, size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
+#define T(g, m, f) gck_pow_term(gck_ld64(x + (g), m, f), vs, vp, m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_powsum_f32_block_avx2(const float *x, double p, double s, size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
+#define T(g, m, f) gck_pow_term(gck_ld32w(x + (g), m, f), vs, vp, m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+/* ---- fused update + sum of squares: store the new value, square it ---- */
+static inline __m256d gck_store_sq_f64(double *p, __m256d v, __m256i m, int full)
+{
+    if (full)
+        _mm256_storeu_pd(p, v);
+    else
+        _mm256_maskstore_pd(p, m, v);
+    return gck_sq(v, m, full);
+}
+
+static inline __m256d gck_store_sq_f32(float *p, __m128 v, __m256i m, int full)
+{
+    if (full)
+        _mm_storeu_ps(p, v);
+    else
+        _mm_maskstore_ps(p, gck_mask4f(m), v);
+    return gck_sq(_mm256_cvtps_pd(v), m, full);
+}
+
+static inline __m128 gck_ld32(const float *p, __m256i m, int full)
+{
+    return full ? _mm_loadu_ps(p) : _mm_maskload_ps(p, gck_mask4f(m));
+}
+
+static double gck_div_sumsq_f64_block_avx2(double *x, double d, size_t n)
+{
+    const __m256d vd = _mm256_set1_pd(d);
+#define T(g, m, f) gck_store_sq_f64(x + (g), _mm256_div_pd(gck_ld64(x + (g), m, f), vd), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_div_sumsq_f32_block_avx2(float *x, float d, size_t n)
+{
+    const __m128 vd = _mm_set1_ps(d);
+#define T(g, m, f) gck_store_sq_f32(x + (g), _mm_div_ps(gck_ld32(x + (g), m, f), vd), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_scale_sumsq_f64_block_avx2(double *x, double s, size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s);
+#define T(g, m, f) gck_store_sq_f64(x + (g), _mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+static double gck_scale_sumsq_f32_block_avx2(float *x, float s, size_t n)
+{
+    const __m128 vs = _mm_set1_ps(s);
+#define T(g, m, f) gck_store_sq_f32(x + (g), _mm_mul_ps(gck_ld32(x + (g), m, f), vs), m, f)
+    GCK_AVX2_REDUCE(n, T);
+#undef T
+}
+
+/* ---- max |x|, NaN if any NaN ---- */
+#define GCK_AVX2_AMAX(n, LOAD)                                                          \
+    do {                                                                                \
+        const __m256i f_ = _mm256_set1_epi64x(-1);                                      \
+        __m256d m0 = _mm256_setzero_pd(), m1 = m0, m2 = m0, m3 = m0, nan = m0;          \
+        size_t g = 0;                                                                   \
+        for (; g + 16 <= (n); g += 16) {                                                \
+            const __m256d v0 = gck_abs(LOAD(g, f_, 1)), v1 = gck_abs(LOAD(g + 4, f_, 1)), \
+                          v2 = gck_abs(LOAD(g + 8, f_, 1)), v3 = gck_abs(LOAD(g + 12, f_, 1)); \
+            nan = _mm256_or_pd(nan, _mm256_or_pd(_mm256_cmp_pd(v0, v1, _CMP_UNORD_Q),   \
+                                                 _mm256_cmp_pd(v2, v3, _CMP_UNORD_Q))); \
+            m0 = _mm256_max_pd(m0, v0);                                                 \
+            m1 = _mm256_max_pd(m1, v1);                                                 \
+            m2 = _mm256_max_pd(m2, v2);                                                 \
+            m3 = _mm256_max_pd(m3, v3);                                                 \
+        }                                                                               \
+        for (; g < (n); g += 4) {                                                       \
+            const __m256d v = gck_abs(LOAD(g, gck_mask4(g, n), 0));                     \
+            nan = _mm256_or_pd(nan, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));                 \
+            m0 = _mm256_max_pd(m0, v);                                                  \
+        }                                                                               \
+        if (_mm256_movemask_pd(nan))                                                    \
+            return NAN;                                                                 \
+        m0 = _mm256_max_pd(_mm256_max_pd(m0, m1), _mm256_max_pd(m2, m3));               \
+        const __m128d q = _mm_max_pd(_mm256_castpd256_pd128(m0), _mm256_extractf128_pd(m0, 1)); \
+        return _mm_cvtsd_f64(_mm_max_sd(q, _mm_unpackhi_pd(q, q)));                     \
+    } while (0)
+
+static double gck_amax_f64_avx2(const double *x, size_t n)
+{
+#define L(g, m, f) gck_ld64(x + (g), m, f)
+    GCK_AVX2_AMAX(n, L);
+#undef L
+}
+
+static double gck_amax_f32_avx2(const float *x, size_t n)
+{
+#define L(g, m, f) gck_ld32w(x + (g), m, f)
+    GCK_AVX2_AMAX(n, L);
+#undef L
+}
+
+/* ---- elementwise: 4 vectors per iteration, the C expression for the tail ---- */
+#define GCK_AVX2_ELEMENTWISE(n, W, VOP, SOP)     \
+    do {                                         \
+        size_t i = 0;                            \
+        for (; i + 4 * (W) <= (n); i += 4 * (W)) { \
+            VOP(i);                              \
+            VOP(i + (W));                        \
+            VOP(i + 2 * (W));                    \
+            VOP(i + 3 * (W));                    \
+        }                                        \
+        for (; i + (W) <= (n); i += (W))         \
+            VOP(i);                              \
+        for (; i < (n); i++)                     \
+            SOP(i);                              \
+    } while (0)
+
+static void gck_add_f64_avx2(double *acc, const double *x, size_t n)
+{
+#define V(i) _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_loadu_pd(x + (i))))
+#define S(i) acc[i] = acc[i] + x[i]
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_f64_avx2(double *acc, double w, const double *x, size_t n)
+{
+    const __m256d vw = _mm256_set1_pd(w);
+#define V(i)                                 \
+    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_mul_pd(vw, _mm256_loadu_pd(x + (i)))))
+#define S(i) acc[i] = acc[i] + w * x[i]
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_scale_f64_avx2(double *x, double s, size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s);
+#define V(i) _mm256_storeu_pd(x + (i), _mm256_mul_pd(_mm256_loadu_pd(x + (i)), vs))
+#define S(i) x[i] = x[i] * s
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_add_f32_avx2(float *acc, const float *x, size_t n)
+{
+#define V(i) _mm256_storeu_ps(acc + (i), _mm256_add_ps(_mm256_loadu_ps(acc + (i)), _mm256_loadu_ps(x + (i))))
+#define S(i) acc[i] = acc[i] + x[i]
+    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_f32_avx2(float *acc, float w, const float *x, size_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+#define V(i)                                 \
+    _mm256_storeu_ps(acc + (i), _mm256_add_ps(_mm256_loadu_ps(acc + (i)), _mm256_mul_ps(vw, _mm256_loadu_ps(x + (i)))))
+#define S(i) acc[i] = acc[i] + w * x[i]
+    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
+#undef V
+#undef S
+}
+
+static void gck_scale_f32_avx2(float *x, float s, size_t n)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+#define V(i) _mm256_storeu_ps(x + (i), _mm256_mul_ps(_mm256_loadu_ps(x + (i)), vs))
+#define S(i) x[i] = x[i] * s
+    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
+#undef V
+#undef S
+}
+
+static void gck_add_f32_to_f64_avx2(double *acc, const float *x, size_t n)
+{
+#define V(i) \
+    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_cvtps_pd(_mm_loadu_ps(x + (i)))))
+#define S(i) acc[i] = acc[i] + (double)x[i]
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_f32_to_f64_avx2(double *acc, double w, const float *x, size_t n)
+{
+    const __m256d vw = _mm256_set1_pd(w);
+#define V(i)                                                                                \
+    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)),                   \
+                                              _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + (i))), vw)))
+#define S(i) acc[i] = acc[i] + (double)x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_add_f64_to_f32_avx2(float *acc, const double *x, size_t n)
+{
+#define V(i) _mm_storeu_ps(acc + (i), _mm_add_ps(_mm_loadu_ps(acc + (i)), _mm256_cvtpd_ps(_mm256_loadu_pd(x + (i)))))
+#define S(i) acc[i] = acc[i] + (float)x[i]
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_f64_to_f32_avx2(float *acc, float w, const double *x, size_t n)
+{
+    const __m128 vw = _mm_set1_ps(w);
+#define V(i)                                                                               \
+    _mm_storeu_ps(acc + (i), _mm_add_ps(_mm_loadu_ps(acc + (i)),                           \
+                                        _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(x + (i))), vw)))
+#define S(i) acc[i] = acc[i] + (float)x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+const gck_kernel_table gck_kernels_avx2 = {
+    .isa = GCK_ISA_AVX2,
+    .name = "avx2",
+    .sumsq_f64_block = gck_sumsq_f64_block_avx2,
+    .sumsq_f32_block = gck_sumsq_f32_block_avx2,
+    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_avx2,
+    .dist2_f64_block = gck_dist2_f64_block_avx2,
+    .dist2_f32_block = gck_dist2_f32_block_avx2,
+    .asum_f64_block = gck_asum_f64_block_avx2,
+    .asum_f32_block = gck_asum_f32_block_avx2,
+    .powsum_f64_block = gck_powsum_f64_block_avx2,
+    .powsum_f32_block = gck_powsum_f32_block_avx2,
+    .div_sumsq_f64_block = gck_div_sumsq_f64_block_avx2,
+    .div_sumsq_f32_block = gck_div_sumsq_f32_block_avx2,
+    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_avx2,
+    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_avx2,
+    .amax_f64 = gck_amax_f64_avx2,
+    .amax_f32 = gck_amax_f32_avx2,
+    .add_f64 = gck_add_f64_avx2,
+    .add_f32 = gck_add_f32_avx2,
+    .axpy_f64 = gck_axpy_f64_avx2,
+    .axpy_f32 = gck_axpy_f32_avx2,
+    .scale_f64 = gck_scale_f64_avx2,
+    .scale_f32 = gck_scale_f32_avx2,
+    .add_f32_to_f64 = gck_add_f32_to_f64_avx2,
+    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_avx2,
+    .add_f64_to_f32 = gck_add_f64_to_f32_avx2,
+    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_avx2,
+};

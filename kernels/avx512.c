@@ -1,0 +1,419 @@
+/* kernels/avx512.c - AVX-512 (F/DQ/BW/VL) kernels: the scalar reference's operations, 8 lanes at a time.
+ *
+ * The 64 canonical lanes are 8 zmm registers (zmm k holds lanes 8k..8k+7);
+ * each run keeps its own 8 zmm of run lanes, so a run walks stripes of 64
+ * elements with 8 independent add chains, enough to hide the add latency.
+ * Tails use masked loads, and every term is masked to +0.0 outside n (a
+ * division of a masked zero could otherwise make NaN), so lane + term is
+ * exactly the scalar order. */
+#include <immintrin.h>
+#include <math.h>
+
+#include <sleef.h>
+
+#include "kernels_internal.h"
+
+#if !defined(__AVX512F__) || !defined(__AVX512DQ__) || !defined(__AVX512VL__) || !defined(__AVX512BW__)
+#error "avx512.c must be built with -mavx512f -mavx512dq -mavx512bw -mavx512vl (cmake/GckIsa.cmake)"
+#endif
+
+/* Mask of the lanes of an 8-wide group starting at element g that lie below n. */
+static inline __mmask8 gck_mask8(size_t g, size_t n)
+{
+    return g >= n ? 0 : (n - g >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - g)) - 1u));
+}
+
+static inline __mmask16 gck_mask16(size_t g, size_t n)
+{
+    return g >= n ? 0 : (n - g >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - g)) - 1u));
+}
+
+/* The canonical fold (h = 32, 16, 8, 4, 2, 1) of the lanes in o[0..7]. */
+static inline double gck_fold8(__m512d o[8])
+{
+    for (int k = 0; k < 4; k++)
+        o[k] = _mm512_add_pd(o[k], o[k + 4]);
+    o[0] = _mm512_add_pd(o[0], o[2]);
+    o[1] = _mm512_add_pd(o[1], o[3]);
+    o[0] = _mm512_add_pd(o[0], o[1]);
+    const __m256d q = _mm256_add_pd(_mm512_castpd512_pd256(o[0]), _mm512_extractf64x4_pd(o[0], 1));
+    const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(q), _mm256_extractf128_pd(q, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
+}
+
+/* The canonical block reduction. TERM(g, m) yields the 8 terms of elements
+ * g..g+7 with lanes outside mask m equal to +0.0. Full stripes pass m = 0xFF,
+ * a constant the compiler folds into plain loads. */
+#define GCK_AVX512_REDUCE(n, TERM)                                                        \
+    do {                                                                                  \
+        __m512d o_[8];                                                                    \
+        for (int k_ = 0; k_ < 8; k_++)                                                    \
+            o_[k_] = _mm512_setzero_pd();                                                 \
+        for (size_t r0_ = 0; r0_ < (n); r0_ += GCK_RUN) {                                 \
+            const size_t r1_ = (n) - r0_ < GCK_RUN ? (n) : r0_ + GCK_RUN;                 \
+            __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, \
+                    a6 = a0, a7 = a0;                                                     \
+            size_t g_ = r0_;                                                              \
+            for (; g_ + GCK_LANES <= r1_; g_ += GCK_LANES) {                              \
+                a0 = _mm512_add_pd(a0, TERM(g_ + 0, (__mmask8)0xFF));                     \
+                a1 = _mm512_add_pd(a1, TERM(g_ + 8, (__mmask8)0xFF));                     \
+                a2 = _mm512_add_pd(a2, TERM(g_ + 16, (__mmask8)0xFF));                    \
+                a3 = _mm512_add_pd(a3, TERM(g_ + 24, (__mmask8)0xFF));                    \
+                a4 = _mm512_add_pd(a4, TERM(g_ + 32, (__mmask8)0xFF));                    \
+                a5 = _mm512_add_pd(a5, TERM(g_ + 40, (__mmask8)0xFF));                    \
+                a6 = _mm512_add_pd(a6, TERM(g_ + 48, (__mmask8)0xFF));                    \
+                a7 = _mm512_add_pd(a7, TERM(g_ + 56, (__mmask8)0xFF));                    \
+            }                                                                             \
+            if (g_ < r1_) {                                                               \
+                a0 = _mm512_add_pd(a0, TERM(g_ + 0, gck_mask8(g_ + 0, r1_)));             \
+                a1 = _mm512_add_pd(a1, TERM(g_ + 8, gck_mask8(g_ + 8, r1_)));             \
+                a2 = _mm512_add_pd(a2, TERM(g_ + 16, gck_mask8(g_ + 16, r1_)));           \
+                a3 = _mm512_add_pd(a3, TERM(g_ + 24, gck_mask8(g_ + 24, r1_)));           \
+                a4 = _mm512_add_pd(a4, TERM(g_ + 32, gck_mask8(g_ + 32, r1_)));           \
+                a5 = _mm512_add_pd(a5, TERM(g_ + 40, gck_mask8(g_ + 40, r1_)));           \
+                a6 = _mm512_add_pd(a6, TERM(g_ + 48, gck_mask8(g_ + 48, r1_)));           \
+                a7 = _mm512_add_pd(a7, TERM(g_ + 56, gck_mask8(g_ + 56, r1_)));           \
+            }                                                                             \
+            o_[0] = _mm512_add_pd(o_[0], a0);                                             \
+            o_[1] = _mm512_add_pd(o_[1], a1);                                             \
+            o_[2] = _mm512_add_pd(o_[2], a2);                                             \
+            o_[3] = _mm512_add_pd(o_[3], a3);                                             \
+            o_[4] = _mm512_add_pd(o_[4], a4);                                             \
+            o_[5] = _mm512_add_pd(o_[5], a5);                                             \
+            o_[6] = _mm512_add_pd(o_[6], a6);                                             \
+            o_[7] = _mm512_add_pd(o_[7], a7);                                             \
+        }                                                                                 \
+        return gck_fold8(o_);                                                             \
+    } while (0)
+
+/* ---- loads (masked lanes read nothing and are +0.0) ---- */
+static inline __m512d gck_ld64(const double *p, __mmask8 m)
+{
+    return m == 0xFF ? _mm512_loadu_pd(p) : _mm512_maskz_loadu_pd(m, p);
+}
+
+static inline __m512d gck_ld32w(const float *p, __mmask8 m) /* 8 floats widened to f64 (exact) */
+{
+    return _mm512_cvtps_pd(m == 0xFF ? _mm256_loadu_ps(p) : _mm256_maskz_loadu_ps(m, p));
+}
+
+static inline __m512d gck_sq(__m512d v, __mmask8 m)
+{
+    return m == 0xFF ? _mm512_mul_pd(v, v) : _mm512_maskz_mul_pd(m, v, v);
+}
+
+/* ---- reductions ---- */
+static double gck_sumsq_f64_block_avx512(const double *x, size_t n)
+{
+#define T(g, m) gck_sq(gck_ld64(x + (g), m), m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_sumsq_f32_block_avx512(const float *x, size_t n)
+{
+#define T(g, m) gck_sq(gck_ld32w(x + (g), m), m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_sumsq_scaled_f64_block_avx512(const double *x, double s, size_t n)
+{
+    const __m512d vs = _mm512_set1_pd(s);
+#define T(g, m) gck_sq(_mm512_mul_pd(gck_ld64(x + (g), m), vs), m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_dist2_f64_block_avx512(const double *a, const double *b, size_t n)
+{
+#define T(g, m) gck_sq(_mm512_sub_pd(gck_ld64(a + (g), m), gck_ld64(b + (g), m)), m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_dist2_f32_block_avx512(const float *a, const float *b, size_t n)
+{
+#define T(g, m) gck_sq(_mm512_sub_pd(gck_ld32w(a + (g), m), gck_ld32w(b + (g), m)), m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_asum_f64_block_avx512(const double *x, size_t n)
+{
+#define T(g, m) _mm512_abs_pd(gck_ld64(x + (g), m))
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_asum_f32_block_avx512(const float *x, size_t n)
+{
+#define T(g, m) _mm512_abs_pd(gck_ld32w(x + (g), m))
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+/* SLEEF's FMA pow: bit-identical to the reference's Sleef_powd1_u10purecfma. */
+static inline __m512d gck_pow_term(__m512d v, __m512d vs, __m512d vp, __mmask8 m)
+{
+    return _mm512_maskz_mov_pd(m, Sleef_powd8_u10avx512f(_mm512_mul_pd(_mm512_abs_pd(v), vs), vp));
+}
+
+static double gck_powsum_f64_block_avx512(const double *x, double p, double s, size_t n)
+{
+    const __m512d vs = _mm512_set1_pd(s), vp = _mm512_set1_pd(p);
+#define T(g, m) gck_pow_term(gck_ld64(x + (g), m), vs, vp, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_powsum_f32_block_avx512(const float *x, double p, double s, size_t n)
+{
+    const __m512d vs = _mm512_set1_pd(s), vp = _mm512_set1_pd(p);
+#define T(g, m) gck_pow_term(gck_ld32w(x + (g), m), vs, vp, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+/* ---- fused update + sum of squares: store the new value, square it ---- */
+static inline __m512d gck_div_store_sq_f64(double *p, __m512d vd, __mmask8 m)
+{
+    const __m512d v = _mm512_div_pd(gck_ld64(p, m), vd);
+    _mm512_mask_storeu_pd(p, m, v);
+    return gck_sq(v, m);
+}
+
+static inline __m512d gck_scale_store_sq_f64(double *p, __m512d vs, __mmask8 m)
+{
+    const __m512d v = _mm512_mul_pd(gck_ld64(p, m), vs);
+    _mm512_mask_storeu_pd(p, m, v);
+    return gck_sq(v, m);
+}
+
+static inline __m512d gck_div_store_sq_f32(float *p, __m256 vd, __mmask8 m)
+{
+    const __m256 v = _mm256_div_ps(_mm256_maskz_loadu_ps(m, p), vd);
+    _mm256_mask_storeu_ps(p, m, v);
+    return gck_sq(_mm512_cvtps_pd(v), m);
+}
+
+static inline __m512d gck_scale_store_sq_f32(float *p, __m256 vs, __mmask8 m)
+{
+    const __m256 v = _mm256_mul_ps(_mm256_maskz_loadu_ps(m, p), vs);
+    _mm256_mask_storeu_ps(p, m, v);
+    return gck_sq(_mm512_cvtps_pd(v), m);
+}
+
+static double gck_div_sumsq_f64_block_avx512(double *x, double d, size_t n)
+{
+    const __m512d vd = _mm512_set1_pd(d);
+#define T(g, m) gck_div_store_sq_f64(x + (g), vd, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_div_sumsq_f32_block_avx512(float *x, float d, size_t n)
+{
+    const __m256 vd = _mm256_set1_ps(d);
+#define T(g, m) gck_div_store_sq_f32(x + (g), vd, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_scale_sumsq_f64_block_avx512(double *x, double s, size_t n)
+{
+    const __m512d vs = _mm512_set1_pd(s);
+#define T(g, m) gck_scale_store_sq_f64(x + (g), vs, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+static double gck_scale_sumsq_f32_block_avx512(float *x, float s, size_t n)
+{
+    const __m256 vs = _mm256_set1_ps(s);
+#define T(g, m) gck_scale_store_sq_f32(x + (g), vs, m)
+    GCK_AVX512_REDUCE(n, T);
+#undef T
+}
+
+/* ---- max |x|, NaN if any NaN ---- */
+#define GCK_AVX512_AMAX(n, LOAD)                                                   \
+    do {                                                                           \
+        __m512d m0 = _mm512_setzero_pd(), m1 = m0, m2 = m0, m3 = m0;               \
+        __mmask8 nan = 0;                                                          \
+        size_t g = 0;                                                              \
+        for (; g + 32 <= (n); g += 32) {                                           \
+            const __m512d v0 = _mm512_abs_pd(LOAD(g, 0xFF)),                       \
+                          v1 = _mm512_abs_pd(LOAD(g + 8, 0xFF)),                   \
+                          v2 = _mm512_abs_pd(LOAD(g + 16, 0xFF)),                  \
+                          v3 = _mm512_abs_pd(LOAD(g + 24, 0xFF));                  \
+            nan |= _mm512_cmp_pd_mask(v0, v1, _CMP_UNORD_Q) |                      \
+                   _mm512_cmp_pd_mask(v2, v3, _CMP_UNORD_Q);                       \
+            m0 = _mm512_max_pd(m0, v0);                                            \
+            m1 = _mm512_max_pd(m1, v1);                                            \
+            m2 = _mm512_max_pd(m2, v2);                                            \
+            m3 = _mm512_max_pd(m3, v3);                                            \
+        }                                                                          \
+        for (; g < (n); g += 8) {                                                  \
+            const __m512d v = _mm512_abs_pd(LOAD(g, gck_mask8(g, n)));             \
+            nan |= _mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q);                         \
+            m0 = _mm512_max_pd(m0, v);                                             \
+        }                                                                          \
+        if (nan)                                                                   \
+            return NAN;                                                            \
+        return _mm512_reduce_max_pd(_mm512_max_pd(_mm512_max_pd(m0, m1), _mm512_max_pd(m2, m3))); \
+    } while (0)
+
+static double gck_amax_f64_avx512(const double *x, size_t n)
+{
+#define L(g, m) gck_ld64(x + (g), m)
+    GCK_AVX512_AMAX(n, L);
+#undef L
+}
+
+static double gck_amax_f32_avx512(const float *x, size_t n)
+{
+#define L(g, m) gck_ld32w(x + (g), m)
+    GCK_AVX512_AMAX(n, L);
+#undef L
+}
+
+/* ---- elementwise: 4 vectors per iteration, masked tail ---- */
+#define GCK_AVX512_ELEMENTWISE(n, W, MASK, OP)                   \
+    do {                                                         \
+        size_t i = 0;                                            \
+        for (; i + 4 * (W) <= (n); i += 4 * (W)) {               \
+            OP(i, MASK(0, W));                                   \
+            OP(i + (W), MASK(0, W));                             \
+            OP(i + 2 * (W), MASK(0, W));                         \
+            OP(i + 3 * (W), MASK(0, W));                         \
+        }                                                        \
+        for (; i < (n); i += (W))                                \
+            OP(i, MASK(i, n));                                   \
+    } while (0)
+
+static void gck_add_f64_avx512(double *acc, const double *x, size_t n)
+{
+#define OP(i, m) _mm512_mask_storeu_pd(acc + (i), m, _mm512_add_pd(gck_ld64(acc + (i), m), gck_ld64(x + (i), m)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_axpy_f64_avx512(double *acc, double w, const double *x, size_t n)
+{
+    const __m512d vw = _mm512_set1_pd(w);
+#define OP(i, m)                                                                                            \
+    _mm512_mask_storeu_pd(acc + (i), m,                                                                 \
+                          _mm512_add_pd(gck_ld64(acc + (i), m), _mm512_mul_pd(vw, gck_ld64(x + (i), m))))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_scale_f64_avx512(double *x, double s, size_t n)
+{
+    const __m512d vs = _mm512_set1_pd(s);
+#define OP(i, m) _mm512_mask_storeu_pd(x + (i), m, _mm512_mul_pd(gck_ld64(x + (i), m), vs))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static inline __m512 gck_ld32(const float *p, __mmask16 m)
+{
+    return m == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+
+static void gck_add_f32_avx512(float *acc, const float *x, size_t n)
+{
+#define OP(i, m) _mm512_mask_storeu_ps(acc + (i), m, _mm512_add_ps(gck_ld32(acc + (i), m), gck_ld32(x + (i), m)))
+    GCK_AVX512_ELEMENTWISE(n, 16, gck_mask16, OP);
+#undef OP
+}
+
+static void gck_axpy_f32_avx512(float *acc, float w, const float *x, size_t n)
+{
+    const __m512 vw = _mm512_set1_ps(w);
+#define OP(i, m)                                                                                            \
+    _mm512_mask_storeu_ps(acc + (i), m,                                                                 \
+                          _mm512_add_ps(gck_ld32(acc + (i), m), _mm512_mul_ps(vw, gck_ld32(x + (i), m))))
+    GCK_AVX512_ELEMENTWISE(n, 16, gck_mask16, OP);
+#undef OP
+}
+
+static void gck_scale_f32_avx512(float *x, float s, size_t n)
+{
+    const __m512 vs = _mm512_set1_ps(s);
+#define OP(i, m) _mm512_mask_storeu_ps(x + (i), m, _mm512_mul_ps(gck_ld32(x + (i), m), vs))
+    GCK_AVX512_ELEMENTWISE(n, 16, gck_mask16, OP);
+#undef OP
+}
+
+static void gck_add_f32_to_f64_avx512(double *acc, const float *x, size_t n)
+{
+#define OP(i, m) _mm512_mask_storeu_pd(acc + (i), m, _mm512_add_pd(gck_ld64(acc + (i), m), gck_ld32w(x + (i), m)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_axpy_f32_to_f64_avx512(double *acc, double w, const float *x, size_t n)
+{
+    const __m512d vw = _mm512_set1_pd(w);
+#define OP(i, m)                                                                                            \
+    _mm512_mask_storeu_pd(acc + (i), m,                                                                 \
+                          _mm512_add_pd(gck_ld64(acc + (i), m), _mm512_mul_pd(gck_ld32w(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+/* 8 doubles rounded to float (round to nearest even, as the C cast) */
+static inline __m256 gck_ld64n(const double *p, __mmask8 m)
+{
+    return _mm512_cvtpd_ps(gck_ld64(p, m));
+}
+
+static void gck_add_f64_to_f32_avx512(float *acc, const double *x, size_t n)
+{
+#define OP(i, m) \
+    _mm256_mask_storeu_ps(acc + (i), m, _mm256_add_ps(_mm256_maskz_loadu_ps(m, acc + (i)), gck_ld64n(x + (i), m)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_axpy_f64_to_f32_avx512(float *acc, float w, const double *x, size_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+#define OP(i, m)                                                                                         \
+    _mm256_mask_storeu_ps(acc + (i), m,                                                              \
+                          _mm256_add_ps(_mm256_maskz_loadu_ps(m, acc + (i)), _mm256_mul_ps(gck_ld64n(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+const gck_kernel_table gck_kernels_avx512 = {
+    .isa = GCK_ISA_AVX512,
+    .name = "avx512",
+    .sumsq_f64_block = gck_sumsq_f64_block_avx512,
+    .sumsq_f32_block = gck_sumsq_f32_block_avx512,
+    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_avx512,
+    .dist2_f64_block = gck_dist2_f64_block_avx512,
+    .dist2_f32_block = gck_dist2_f32_block_avx512,
+    .asum_f64_block = gck_asum_f64_block_avx512,
+    .asum_f32_block = gck_asum_f32_block_avx512,
+    .powsum_f64_block = gck_powsum_f64_block_avx512,
+    .powsum_f32_block = gck_powsum_f32_block_avx512,
+    .div_sumsq_f64_block = gck_div_sumsq_f64_block_avx512,
+    .div_sumsq_f32_block = gck_div_sumsq_f32_block_avx512,
+    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_avx512,
+    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_avx512,
+    .amax_f64 = gck_amax_f64_avx512,
+    .amax_f32 = gck_amax_f32_avx512,
+    .add_f64 = gck_add_f64_avx512,
+    .add_f32 = gck_add_f32_avx512,
+    .axpy_f64 = gck_axpy_f64_avx512,
+    .axpy_f32 = gck_axpy_f32_avx512,
+    .scale_f64 = gck_scale_f64_avx512,
+    .scale_f32 = gck_scale_f32_avx512,
+    .add_f32_to_f64 = gck_add_f32_to_f64_avx512,
+    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_avx512,
+    .add_f64_to_f32 = gck_add_f64_to_f32_avx512,
+    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_avx512,
+};

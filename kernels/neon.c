@@ -1,0 +1,605 @@
+/* kernels/neon.c - AArch64 Advanced SIMD kernels, bit-identical to kernels/scalar.c.
+ *
+ * Built with no extra flags (Advanced SIMD is baseline on AArch64) and with
+ * the project's -ffp-contract=off, so every vmulq/vaddq below stays one
+ * rounding: no FMA is ever formed, matching the plain C of the reference.
+ *
+ * Reductions follow the canonical shape of kernels_internal.h. A q register
+ * holds 2 doubles, so the 64 lanes are 32 registers: each run of 512
+ * elements is walked twice, once for lanes 0..31 (16 accumulators in
+ * registers) and once for lanes 32..63; the run lanes start at +0.0, take
+ * their terms stripe by stripe in increasing i, and are then added into the
+ * block lanes held in a stack array. Per lane that is exactly the scalar
+ * order. A partial last stripe is handled by copying its elements into
+ * zero-padded stack stripes, computing the terms there with the same vector
+ * code, and setting the terms of the padding to +0.0 (lanes start at +0.0
+ * and never become -0.0, so adding +0.0 leaves them unchanged). The fused
+ * kernels copy the updated tail elements back. */
+#if !defined(__aarch64__)
+#error "neon.c is for AArch64 (cmake/GckIsa.cmake adds it)"
+#endif
+
+#include <arm_neon.h>
+#include <math.h>
+#include <string.h>
+
+#include <sleef.h>
+
+#include "kernels_internal.h"
+
+#define GCK_NI static inline __attribute__((always_inline))
+#define GCK_HALF (GCK_LANES / 2) /* lanes per pass: 32 doubles = 16 q registers */
+#define GCK_HALF_Q (GCK_HALF / 2)
+
+/* ---- the canonical block reduction ------------------------------------------
+ * One context type serves every reduction; each kernel fills the fields its
+ * term function reads and leaves the others NULL/zero. */
+typedef struct gck_nctx {
+    const double *a, *b; /* f64 inputs */
+    const float *af, *bf; /* f32 inputs */
+    double *m;           /* f64 array a fused kernel updates */
+    float *mf;           /* f32 array a fused kernel updates */
+    float64x2_t s, p;    /* scale or divisor; exponent */
+    float32x4_t sf;      /* f32 scale or divisor */
+} gck_nctx;
+
+/* The terms of elements i .. i+3 (relative to the context's pointers). */
+typedef float64x2x2_t (*gck_term4_fn)(const gck_nctx *c, size_t i);
+
+/* Terms of the partial stripe [i0, i0 + rem), rem < 64, into t[0..64): the
+ * elements are copied into zero-padded stripes, the terms computed there by
+ * the same vector code, and the padding's terms set to +0.0. */
+GCK_NI void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn term, double t[GCK_LANES])
+{
+    double a[GCK_LANES] = {0}, b[GCK_LANES] = {0}, m[GCK_LANES] = {0};
+    float af[GCK_LANES] = {0}, bf[GCK_LANES] = {0}, mf[GCK_LANES] = {0};
+    gck_nctx tc = *c;
+    if (c->a != NULL) {
+        memcpy(a, c->a + i0, rem * sizeof *a);
+        tc.a = a;
+    }
+    if (c->b != NULL) {
+        memcpy(b, c->b + i0, rem * sizeof *b);
+        tc.b = b;
+    }
+    if (c->af != NULL) {
+        memcpy(af, c->af + i0, rem * sizeof *af);
+        tc.af = af;
+    }
+    if (c->bf != NULL) {
+        memcpy(bf, c->bf + i0, rem * sizeof *bf);
+        tc.bf = bf;
+    }
+    if (c->m != NULL) {
+        memcpy(m, c->m + i0, rem * sizeof *m);
+        tc.m = m;
+    }
+    if (c->mf != NULL) {
+        memcpy(mf, c->mf + i0, rem * sizeof *mf);
+        tc.mf = mf;
+    }
+#pragma GCC unroll 16
+    for (size_t k = 0; k < GCK_LANES / 4; k++) {
+        const float64x2x2_t v = term(&tc, 4 * k);
+        vst1q_f64(t + 4 * k, v.val[0]);
+        vst1q_f64(t + 4 * k + 2, v.val[1]);
+    }
+    /* The fused kernels wrote the new values of the copies; only the first
+     * rem are real elements. */
+    if (c->m != NULL)
+        memcpy(c->m + i0, m, rem * sizeof *m);
+    if (c->mf != NULL)
+        memcpy(c->mf + i0, mf, rem * sizeof *mf);
+    /* Padding contributes nothing (pow(0, p) or 0 / d need not be 0). */
+    for (size_t j = rem; j < GCK_LANES; j++)
+        t[j] = 0.0;
+}
+
+GCK_NI double gck_neon_reduce(const gck_nctx *c, size_t n, gck_term4_fn term)
+{
+    double out[GCK_LANES] = {0}; /* block lanes, +0.0 */
+    for (size_t r0 = 0; r0 < n; r0 += GCK_RUN) {
+        const size_t len = n - r0 < GCK_RUN ? n - r0 : GCK_RUN;
+        const size_t full = len / GCK_LANES, rem = len % GCK_LANES;
+        double tail[GCK_LANES];
+        if (rem != 0)
+            gck_neon_tail(c, r0 + full * GCK_LANES, rem, term, tail);
+        for (size_t h = 0; h < GCK_LANES; h += GCK_HALF) {
+            float64x2_t acc[GCK_HALF_Q]; /* run lanes h .. h+31 */
+#pragma GCC unroll 16
+            for (size_t k = 0; k < GCK_HALF_Q; k++)
+                acc[k] = vdupq_n_f64(0.0);
+            for (size_t st = 0; st < full; st++) {
+                const size_t i = r0 + st * GCK_LANES + h;
+#pragma GCC unroll 8
+                for (size_t k = 0; k < GCK_HALF_Q / 2; k++) {
+                    const float64x2x2_t v = term(c, i + 4 * k);
+                    acc[2 * k] = vaddq_f64(acc[2 * k], v.val[0]);
+                    acc[2 * k + 1] = vaddq_f64(acc[2 * k + 1], v.val[1]);
+                }
+            }
+            if (rem != 0) {
+#pragma GCC unroll 16
+                for (size_t k = 0; k < GCK_HALF_Q; k++)
+                    acc[k] = vaddq_f64(acc[k], vld1q_f64(tail + h + 2 * k));
+            }
+#pragma GCC unroll 16
+            for (size_t k = 0; k < GCK_HALF_Q; k++) {
+                double *o = out + h + 2 * k;
+                vst1q_f64(o, vaddq_f64(vld1q_f64(o), acc[k]));
+            }
+        }
+    }
+    return gck_fold_lanes(out);
+}
+
+/* ---- term functions: each is exactly the scalar TERM, two lanes at a time --- */
+GCK_NI float64x2x2_t gck_pair(float64x2_t lo, float64x2_t hi)
+{
+    float64x2x2_t r;
+    r.val[0] = lo;
+    r.val[1] = hi;
+    return r;
+}
+
+/* (double)x for four floats: exact. */
+GCK_NI float64x2x2_t gck_widen4(float32x4_t v)
+{
+    return gck_pair(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v));
+}
+
+GCK_NI float64x2_t gck_sq(float64x2_t v)
+{
+    return vmulq_f64(v, v);
+}
+
+/* x^2 */
+GCK_NI float64x2x2_t gck_t_sumsq_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_sq(vld1q_f64(c->a + i)), gck_sq(vld1q_f64(c->a + i + 2)));
+}
+
+/* (double)x * (double)x */
+GCK_NI float64x2x2_t gck_t_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
+    return gck_pair(gck_sq(x.val[0]), gck_sq(x.val[1]));
+}
+
+/* (x * s) * (x * s) */
+GCK_NI float64x2x2_t gck_t_scaled_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_sq(vmulq_f64(vld1q_f64(c->a + i), c->s)),
+                    gck_sq(vmulq_f64(vld1q_f64(c->a + i + 2), c->s)));
+}
+
+/* (a - b) * (a - b) */
+GCK_NI float64x2x2_t gck_t_dist2_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_sq(vsubq_f64(vld1q_f64(c->a + i), vld1q_f64(c->b + i))),
+                    gck_sq(vsubq_f64(vld1q_f64(c->a + i + 2), vld1q_f64(c->b + i + 2))));
+}
+
+/* ((double)a - (double)b)^2: the difference is taken in f64 */
+GCK_NI float64x2x2_t gck_t_dist2_f32(const gck_nctx *c, size_t i)
+{
+    const float64x2x2_t a = gck_widen4(vld1q_f32(c->af + i));
+    const float64x2x2_t b = gck_widen4(vld1q_f32(c->bf + i));
+    return gck_pair(gck_sq(vsubq_f64(a.val[0], b.val[0])), gck_sq(vsubq_f64(a.val[1], b.val[1])));
+}
+
+/* fabs(x) */
+GCK_NI float64x2x2_t gck_t_asum_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(vabsq_f64(vld1q_f64(c->a + i)), vabsq_f64(vld1q_f64(c->a + i + 2)));
+}
+
+/* fabs((double)x) */
+GCK_NI float64x2x2_t gck_t_asum_f32(const gck_nctx *c, size_t i)
+{
+    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
+    return gck_pair(vabsq_f64(x.val[0]), vabsq_f64(x.val[1]));
+}
+
+/* pow(fabs(x) * s, p) with SLEEF's FMA AdvSIMD pow: bit-identical to the
+ * reference's Sleef_powd1_u10purecfma (TOOLCHAIN.md section 7). */
+GCK_NI float64x2_t gck_pow2(float64x2_t x, const gck_nctx *c)
+{
+    return Sleef_powd2_u10advsimd(vmulq_f64(vabsq_f64(x), c->s), c->p);
+}
+
+GCK_NI float64x2x2_t gck_t_powsum_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_pow2(vld1q_f64(c->a + i), c), gck_pow2(vld1q_f64(c->a + i + 2), c));
+}
+
+GCK_NI float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
+{
+    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
+    return gck_pair(gck_pow2(x.val[0], c), gck_pow2(x.val[1], c));
+}
+
+/* The fused terms store the new value, then square what was stored. */
+GCK_NI float64x2_t gck_div_store_sq_f64(double *p, float64x2_t d)
+{
+    const float64x2_t v = vdivq_f64(vld1q_f64(p), d);
+    vst1q_f64(p, v);
+    return gck_sq(v);
+}
+
+GCK_NI float64x2_t gck_scale_store_sq_f64(double *p, float64x2_t s)
+{
+    const float64x2_t v = vmulq_f64(vld1q_f64(p), s);
+    vst1q_f64(p, v);
+    return gck_sq(v);
+}
+
+GCK_NI float64x2x2_t gck_t_div_sumsq_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_div_store_sq_f64(c->m + i, c->s), gck_div_store_sq_f64(c->m + i + 2, c->s));
+}
+
+GCK_NI float64x2x2_t gck_t_scale_sumsq_f64(const gck_nctx *c, size_t i)
+{
+    return gck_pair(gck_scale_store_sq_f64(c->m + i, c->s), gck_scale_store_sq_f64(c->m + i + 2, c->s));
+}
+
+/* float v = x / d (one f32 rounding), stored, then (double)v * (double)v */
+GCK_NI float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    const float32x4_t v = vdivq_f32(vld1q_f32(c->mf + i), c->sf);
+    vst1q_f32(c->mf + i, v);
+    const float64x2x2_t w = gck_widen4(v);
+    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+}
+
+GCK_NI float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    const float32x4_t v = vmulq_f32(vld1q_f32(c->mf + i), c->sf);
+    vst1q_f32(c->mf + i, v);
+    const float64x2x2_t w = gck_widen4(v);
+    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+}
+
+/* ---- the block slots -------------------------------------------------------- */
+static double gck_sumsq_f64_block_neon(const double *x, size_t n)
+{
+    const gck_nctx c = {.a = x};
+    return gck_neon_reduce(&c, n, gck_t_sumsq_f64);
+}
+
+static double gck_sumsq_f32_block_neon(const float *x, size_t n)
+{
+    const gck_nctx c = {.af = x};
+    return gck_neon_reduce(&c, n, gck_t_sumsq_f32);
+}
+
+static double gck_sumsq_scaled_f64_block_neon(const double *x, double s, size_t n)
+{
+    const gck_nctx c = {.a = x, .s = vdupq_n_f64(s)};
+    return gck_neon_reduce(&c, n, gck_t_scaled_f64);
+}
+
+static double gck_dist2_f64_block_neon(const double *a, const double *b, size_t n)
+{
+    const gck_nctx c = {.a = a, .b = b};
+    return gck_neon_reduce(&c, n, gck_t_dist2_f64);
+}
+
+static double gck_dist2_f32_block_neon(const float *a, const float *b, size_t n)
+{
+    const gck_nctx c = {.af = a, .bf = b};
+    return gck_neon_reduce(&c, n, gck_t_dist2_f32);
+}
+
+static double gck_asum_f64_block_neon(const double *x, size_t n)
+{
+    const gck_nctx c = {.a = x};
+    return gck_neon_reduce(&c, n, gck_t_asum_f64);
+}
+
+static double gck_asum_f32_block_neon(const float *x, size_t n)
+{
+    const gck_nctx c = {.af = x};
+    return gck_neon_reduce(&c, n, gck_t_asum_f32);
+}
+
+static double gck_powsum_f64_block_neon(const double *x, double p, double s, size_t n)
+{
+    const gck_nctx c = {.a = x, .s = vdupq_n_f64(s), .p = vdupq_n_f64(p)};
+    return gck_neon_reduce(&c, n, gck_t_powsum_f64);
+}
+
+static double gck_powsum_f32_block_neon(const float *x, double p, double s, size_t n)
+{
+    const gck_nctx c = {.af = x, .s = vdupq_n_f64(s), .p = vdupq_n_f64(p)};
+    return gck_neon_reduce(&c, n, gck_t_powsum_f32);
+}
+
+static double gck_div_sumsq_f64_block_neon(double *x, double d, size_t n)
+{
+    const gck_nctx c = {.m = x, .s = vdupq_n_f64(d)};
+    return gck_neon_reduce(&c, n, gck_t_div_sumsq_f64);
+}
+
+static double gck_div_sumsq_f32_block_neon(float *x, float d, size_t n)
+{
+    const gck_nctx c = {.mf = x, .sf = vdupq_n_f32(d)};
+    return gck_neon_reduce(&c, n, gck_t_div_sumsq_f32);
+}
+
+static double gck_scale_sumsq_f64_block_neon(double *x, double s, size_t n)
+{
+    const gck_nctx c = {.m = x, .s = vdupq_n_f64(s)};
+    return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f64);
+}
+
+static double gck_scale_sumsq_f32_block_neon(float *x, float s, size_t n)
+{
+    const gck_nctx c = {.mf = x, .sf = vdupq_n_f32(s)};
+    return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f32);
+}
+
+/* ---- amax -------------------------------------------------------------------
+ * vmaxq (FMAX, not FMAXNM) returns NaN when either operand is NaN, so a NaN
+ * anywhere reaches the result; otherwise max is exact and any order gives the
+ * reference's value (fabs makes every zero +0.0). */
+GCK_NI double gck_amax_combine(double m, double v)
+{
+    return (v > m || isnan(v)) ? v : m; /* the reference's step */
+}
+
+static double gck_amax_f64_neon(const double *x, size_t n)
+{
+    float64x2_t m0 = vdupq_n_f64(0.0), m1 = m0, m2 = m0, m3 = m0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        m0 = vmaxq_f64(m0, vabsq_f64(vld1q_f64(x + i)));
+        m1 = vmaxq_f64(m1, vabsq_f64(vld1q_f64(x + i + 2)));
+        m2 = vmaxq_f64(m2, vabsq_f64(vld1q_f64(x + i + 4)));
+        m3 = vmaxq_f64(m3, vabsq_f64(vld1q_f64(x + i + 6)));
+    }
+    for (; i + 2 <= n; i += 2)
+        m0 = vmaxq_f64(m0, vabsq_f64(vld1q_f64(x + i)));
+    const float64x2_t mv = vmaxq_f64(vmaxq_f64(m0, m1), vmaxq_f64(m2, m3));
+    double m = gck_amax_combine(vgetq_lane_f64(mv, 0), vgetq_lane_f64(mv, 1));
+    for (; i < n; i++)
+        m = gck_amax_combine(m, fabs(x[i]));
+    return m;
+}
+
+/* The max of the floats is taken in f32 (|x| is exact there) and widened
+ * once: widening is exact and monotonic, so it equals the max of the widened
+ * values. */
+static double gck_amax_f32_neon(const float *x, size_t n)
+{
+    float32x4_t m0 = vdupq_n_f32(0.0f), m1 = m0, m2 = m0, m3 = m0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(x + i)));
+        m1 = vmaxq_f32(m1, vabsq_f32(vld1q_f32(x + i + 4)));
+        m2 = vmaxq_f32(m2, vabsq_f32(vld1q_f32(x + i + 8)));
+        m3 = vmaxq_f32(m3, vabsq_f32(vld1q_f32(x + i + 12)));
+    }
+    for (; i + 4 <= n; i += 4)
+        m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(x + i)));
+    const float32x4_t mv = vmaxq_f32(vmaxq_f32(m0, m1), vmaxq_f32(m2, m3));
+    double m = gck_amax_combine((double)vgetq_lane_f32(mv, 0), (double)vgetq_lane_f32(mv, 1));
+    m = gck_amax_combine(m, (double)vgetq_lane_f32(mv, 2));
+    m = gck_amax_combine(m, (double)vgetq_lane_f32(mv, 3));
+    for (; i < n; i++)
+        m = gck_amax_combine(m, fabs((double)x[i]));
+    return m;
+}
+
+/* ---- elementwise: the reference's C expression, one rounding per operation -- */
+static void gck_add_f64_neon(double *acc, const double *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2_t a0 = vld1q_f64(acc + i), a1 = vld1q_f64(acc + i + 2);
+        const float64x2_t a2 = vld1q_f64(acc + i + 4), a3 = vld1q_f64(acc + i + 6);
+        const float64x2_t x0 = vld1q_f64(x + i), x1 = vld1q_f64(x + i + 2);
+        const float64x2_t x2 = vld1q_f64(x + i + 4), x3 = vld1q_f64(x + i + 6);
+        vst1q_f64(acc + i, vaddq_f64(a0, x0));
+        vst1q_f64(acc + i + 2, vaddq_f64(a1, x1));
+        vst1q_f64(acc + i + 4, vaddq_f64(a2, x2));
+        vst1q_f64(acc + i + 6, vaddq_f64(a3, x3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + x[i];
+}
+
+static void gck_add_f32_neon(float *acc, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t a0 = vld1q_f32(acc + i), a1 = vld1q_f32(acc + i + 4);
+        const float32x4_t a2 = vld1q_f32(acc + i + 8), a3 = vld1q_f32(acc + i + 12);
+        const float32x4_t x0 = vld1q_f32(x + i), x1 = vld1q_f32(x + i + 4);
+        const float32x4_t x2 = vld1q_f32(x + i + 8), x3 = vld1q_f32(x + i + 12);
+        vst1q_f32(acc + i, vaddq_f32(a0, x0));
+        vst1q_f32(acc + i + 4, vaddq_f32(a1, x1));
+        vst1q_f32(acc + i + 8, vaddq_f32(a2, x2));
+        vst1q_f32(acc + i + 12, vaddq_f32(a3, x3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + x[i];
+}
+
+/* acc + w * x: the product is rounded, then the sum (never vfmaq). */
+static void gck_axpy_f64_neon(double *acc, double w, const double *x, size_t n)
+{
+    const float64x2_t wv = vdupq_n_f64(w);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2_t p0 = vmulq_f64(wv, vld1q_f64(x + i));
+        const float64x2_t p1 = vmulq_f64(wv, vld1q_f64(x + i + 2));
+        const float64x2_t p2 = vmulq_f64(wv, vld1q_f64(x + i + 4));
+        const float64x2_t p3 = vmulq_f64(wv, vld1q_f64(x + i + 6));
+        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), p0));
+        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), p1));
+        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), p2));
+        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), p3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + w * x[i];
+}
+
+static void gck_axpy_f32_neon(float *acc, float w, const float *x, size_t n)
+{
+    const float32x4_t wv = vdupq_n_f32(w);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t p0 = vmulq_f32(wv, vld1q_f32(x + i));
+        const float32x4_t p1 = vmulq_f32(wv, vld1q_f32(x + i + 4));
+        const float32x4_t p2 = vmulq_f32(wv, vld1q_f32(x + i + 8));
+        const float32x4_t p3 = vmulq_f32(wv, vld1q_f32(x + i + 12));
+        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), p0));
+        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), p1));
+        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), p2));
+        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), p3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + w * x[i];
+}
+
+static void gck_scale_f64_neon(double *x, double s, size_t n)
+{
+    const float64x2_t sv = vdupq_n_f64(s);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2_t v0 = vld1q_f64(x + i), v1 = vld1q_f64(x + i + 2);
+        const float64x2_t v2 = vld1q_f64(x + i + 4), v3 = vld1q_f64(x + i + 6);
+        vst1q_f64(x + i, vmulq_f64(v0, sv));
+        vst1q_f64(x + i + 2, vmulq_f64(v1, sv));
+        vst1q_f64(x + i + 4, vmulq_f64(v2, sv));
+        vst1q_f64(x + i + 6, vmulq_f64(v3, sv));
+    }
+    for (; i < n; i++)
+        x[i] = x[i] * s;
+}
+
+static void gck_scale_f32_neon(float *x, float s, size_t n)
+{
+    const float32x4_t sv = vdupq_n_f32(s);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t v0 = vld1q_f32(x + i), v1 = vld1q_f32(x + i + 4);
+        const float32x4_t v2 = vld1q_f32(x + i + 8), v3 = vld1q_f32(x + i + 12);
+        vst1q_f32(x + i, vmulq_f32(v0, sv));
+        vst1q_f32(x + i + 4, vmulq_f32(v1, sv));
+        vst1q_f32(x + i + 8, vmulq_f32(v2, sv));
+        vst1q_f32(x + i + 12, vmulq_f32(v3, sv));
+    }
+    for (; i < n; i++)
+        x[i] = x[i] * s;
+}
+
+/* ---- mixed precision -------------------------------------------------------- */
+/* acc + (double)x: the widening is exact. */
+static void gck_add_f32_to_f64_neon(double *acc, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
+        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
+        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), w0.val[0]));
+        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), w0.val[1]));
+        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), w1.val[0]));
+        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), w1.val[1]));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + (double)x[i];
+}
+
+/* acc + ((double)x * w) */
+static void gck_axpy_f32_to_f64_neon(double *acc, double w, const float *x, size_t n)
+{
+    const float64x2_t wv = vdupq_n_f64(w);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
+        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
+        const float64x2_t p0 = vmulq_f64(w0.val[0], wv), p1 = vmulq_f64(w0.val[1], wv);
+        const float64x2_t p2 = vmulq_f64(w1.val[0], wv), p3 = vmulq_f64(w1.val[1], wv);
+        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), p0));
+        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), p1));
+        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), p2));
+        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), p3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + (double)x[i] * w;
+}
+
+/* (float)x for four doubles: FCVTN rounds in the FPCR mode (nearest even by
+ * default), as the C conversion does. */
+GCK_NI float32x4_t gck_narrow4(const double *x)
+{
+    return vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(x)), vld1q_f64(x + 2));
+}
+
+/* acc + (float)x, in float */
+static void gck_add_f64_to_f32_neon(float *acc, const double *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t x0 = gck_narrow4(x + i), x1 = gck_narrow4(x + i + 4);
+        const float32x4_t x2 = gck_narrow4(x + i + 8), x3 = gck_narrow4(x + i + 12);
+        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), x0));
+        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), x1));
+        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), x2));
+        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), x3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + (float)x[i];
+}
+
+/* acc + ((float)x * w), in float: three roundings */
+static void gck_axpy_f64_to_f32_neon(float *acc, float w, const double *x, size_t n)
+{
+    const float32x4_t wv = vdupq_n_f32(w);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t p0 = vmulq_f32(gck_narrow4(x + i), wv);
+        const float32x4_t p1 = vmulq_f32(gck_narrow4(x + i + 4), wv);
+        const float32x4_t p2 = vmulq_f32(gck_narrow4(x + i + 8), wv);
+        const float32x4_t p3 = vmulq_f32(gck_narrow4(x + i + 12), wv);
+        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), p0));
+        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), p1));
+        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), p2));
+        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), p3));
+    }
+    for (; i < n; i++)
+        acc[i] = acc[i] + (float)x[i] * w;
+}
+
+const gck_kernel_table gck_kernels_neon = {
+    .isa = GCK_ISA_NEON,
+    .name = "neon",
+    .sumsq_f64_block = gck_sumsq_f64_block_neon,
+    .sumsq_f32_block = gck_sumsq_f32_block_neon,
+    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_neon,
+    .dist2_f64_block = gck_dist2_f64_block_neon,
+    .dist2_f32_block = gck_dist2_f32_block_neon,
+    .asum_f64_block = gck_asum_f64_block_neon,
+    .asum_f32_block = gck_asum_f32_block_neon,
+    .powsum_f64_block = gck_powsum_f64_block_neon,
+    .powsum_f32_block = gck_powsum_f32_block_neon,
+    .div_sumsq_f64_block = gck_div_sumsq_f64_block_neon,
+    .div_sumsq_f32_block = gck_div_sumsq_f32_block_neon,
+    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_neon,
+    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_neon,
+    .amax_f64 = gck_amax_f64_neon,
+    .amax_f32 = gck_amax_f32_neon,
+    .add_f64 = gck_add_f64_neon,
+    .add_f32 = gck_add_f32_neon,
+    .axpy_f64 = gck_axpy_f64_neon,
+    .axpy_f32 = gck_axpy_f32_neon,
+    .scale_f64 = gck_scale_f64_neon,
+    .scale_f32 = gck_scale_f32_neon,
+    .add_f32_to_f64 = gck_add_f32_to_f64_neon,
+    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_neon,
+    .add_f64_to_f32 = gck_add_f64_to_f32_neon,
+    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_neon,
+};

@@ -1,0 +1,163 @@
+/* tests/test_kernels_fused.c - fused update+sumsq and mixed-precision kernels on one ISA, bit for bit.
+ *
+ * Each is checked against its definition (the separate operations, or the
+ * plain C expression) and against the scalar table. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/gck_test.h"
+
+static double *g_x64, *g_y64, *g_z64;
+static float *g_x32, *g_y32, *g_z32;
+
+static int setup(void **state)
+{
+    (void)state;
+    const size_t cap = gck_test_max_size() + GCK_TEST_MAX_OFFSET + 8;
+    g_x64 = gck_test_alloc(cap * 8), g_y64 = gck_test_alloc(cap * 8), g_z64 = gck_test_alloc(cap * 8);
+    g_x32 = gck_test_alloc(cap * 4), g_y32 = gck_test_alloc(cap * 4), g_z32 = gck_test_alloc(cap * 4);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(g_x64), free(g_y64), free(g_z64), free(g_x32), free(g_y32), free(g_z32);
+    return 0;
+}
+
+static const double g_factors[] = {3.0, 0.1, -7.0, 0x1p-1000, 1e300, 0.0, INFINITY};
+#define NF (sizeof g_factors / sizeof g_factors[0])
+
+static void test_fused_sumsq(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        for (size_t fi = 0; fi < NF; fi++)
+            for (int k = 0; k < GCK_K_COUNT; k++) {
+                if (n > 100000 && (k > GCK_K_ILL_SCALED || fi > 1))
+                    continue;
+                const size_t off = (size_t)k & 1;
+                double *x = g_x64 + off, *y = g_y64 + off;
+                float *f = g_x32 + off * 3, *g = g_y32 + off * 3;
+                gck_test_fill_f64(x, n, (gck_test_kind)k, n + 31);
+                gck_test_fill_f32(f, n, (gck_test_kind)k, n + 32);
+                const double d = g_factors[fi];
+                const char *kn = gck_test_kind_name((gck_test_kind)k);
+                /* definition: the update, then gck_sumsq of the result (public API, this ISA) */
+                memcpy(y, x, n * 8);
+                for (size_t i = 0; i < n; i++)
+                    y[i] = y[i] / d;
+                const double want_div = gck_sumsq_f64(y, n);
+                memcpy(g_z64 + off, x, n * 8);
+                const double got_div = gck_div_sumsq_f64(g_z64 + off, d, n);
+                gck_assert_same_f64(want_div, got_div, "%s div_sumsq_f64 d=%a n=%zu %s", p->isa->name, d, n, kn);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(y[i], g_z64[off + i], "%s div_sumsq_f64 value i=%zu", p->isa->name, i);
+
+                memcpy(y, x, n * 8);
+                gck_scale_f64(y, d, n);
+                const double want_sc = gck_sumsq_f64(y, n);
+                memcpy(g_z64 + off, x, n * 8);
+                gck_assert_same_f64(want_sc, gck_scale_sumsq_f64(g_z64 + off, d, n), "%s scale_sumsq_f64 n=%zu %s",
+                                    p->isa->name, n, kn);
+                assert_memory_equal(y, g_z64 + off, n * 8);
+
+                const float fd = (float)d;
+                memcpy(g, f, n * 4);
+                for (size_t i = 0; i < n; i++)
+                    g[i] = g[i] / fd;
+                const double want_div32 = gck_sumsq_f32(g, n);
+                memcpy(g_z32 + off * 3, f, n * 4);
+                gck_assert_same_f64(want_div32, gck_div_sumsq_f32(g_z32 + off * 3, fd, n),
+                                    "%s div_sumsq_f32 d=%a n=%zu %s", p->isa->name, (double)fd, n, kn);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(g[i], g_z32[off * 3 + i]))
+                        fail_msg("%s div_sumsq_f32 value i=%zu", p->isa->name, i);
+
+                memcpy(g, f, n * 4);
+                gck_scale_f32(g, fd, n);
+                const double want_sc32 = gck_sumsq_f32(g, n);
+                memcpy(g_z32 + off * 3, f, n * 4);
+                gck_assert_same_f64(want_sc32, gck_scale_sumsq_f32(g_z32 + off * 3, fd, n),
+                                    "%s scale_sumsq_f32 n=%zu %s", p->isa->name, n, kn);
+
+                /* block slots vs scalar directly */
+                if (n <= GCK_BLOCK) {
+                    memcpy(y, x, n * 8);
+                    memcpy(g_z64 + off, x, n * 8);
+                    gck_assert_same_f64(p->ref->div_sumsq_f64_block(y, d, n),
+                                        p->isa->div_sumsq_f64_block(g_z64 + off, d, n), "%s div block n=%zu",
+                                        p->isa->name, n);
+                }
+            }
+    }
+}
+
+static void test_mixed_precision(void **state)
+{
+    const gck_isa_pair *p = *state;
+    static const double ws[] = {1.0 / 3.0, -2.5, 1e30, 0x1p-140, NAN};
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        for (size_t wi = 0; wi < sizeof ws / sizeof ws[0]; wi++)
+            for (int k = 0; k < GCK_K_COUNT; k++) {
+                if (n > 100000 && (k > GCK_K_ILL_SCALED || wi > 0))
+                    continue;
+                const size_t off = (size_t)k % 4;
+                double *acc64 = g_x64 + (off & 1), *x64 = g_y64 + (off & 1), *ref64 = g_z64;
+                float *acc32 = g_x32 + off, *x32 = g_y32 + off, *ref32 = g_z32;
+                gck_test_fill_f64(acc64, n, GCK_K_ILL_SCALED, n + 41);
+                gck_test_fill_f32(x32, n, (gck_test_kind)k, n + 42);
+                gck_test_fill_f64(x64, n, (gck_test_kind)k, n + 43);
+                gck_test_fill_f32(acc32, n, GCK_K_UNIFORM, n + 44);
+                const double w = ws[wi];
+                const float fw = (float)w;
+                const char *kn = gck_test_kind_name((gck_test_kind)k);
+
+                for (size_t i = 0; i < n; i++)
+                    ref64[i] = acc64[i] + (double)x32[i];
+                p->isa->add_f32_to_f64(acc64, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(ref64[i], acc64[i], "%s add_f32_to_f64 n=%zu i=%zu %s", p->isa->name, n, i, kn);
+
+                for (size_t i = 0; i < n; i++)
+                    ref64[i] = acc64[i] + (double)x32[i] * w;
+                gck_axpy_f32_to_f64(acc64, w, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(ref64[i], acc64[i], "%s axpy_f32_to_f64 n=%zu i=%zu %s", p->isa->name, n, i,
+                                        kn);
+
+                for (size_t i = 0; i < n; i++)
+                    ref32[i] = acc32[i] + (float)x64[i];
+                gck_add_f64_to_f32(acc32, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(ref32[i], acc32[i]))
+                        fail_msg("%s add_f64_to_f32 n=%zu i=%zu %s: want %a got %a", p->isa->name, n, i, kn,
+                                 (double)ref32[i], (double)acc32[i]);
+
+                for (size_t i = 0; i < n; i++)
+                    ref32[i] = acc32[i] + (float)x64[i] * fw;
+                p->isa->axpy_f64_to_f32(acc32, fw, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(ref32[i], acc32[i]))
+                        fail_msg("%s axpy_f64_to_f32 n=%zu i=%zu %s: want %a got %a", p->isa->name, n, i, kn,
+                                 (double)ref32[i], (double)acc32[i]);
+            }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    gck_isa_pair pair;
+    int rc = gck_test_isa_from_args(argc, argv, &pair);
+    if (rc != 0)
+        return rc;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_prestate(test_fused_sumsq, &pair),
+        cmocka_unit_test_prestate(test_mixed_precision, &pair),
+    };
+    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
+}

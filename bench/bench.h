@@ -1,0 +1,81 @@
+/* bench/bench.h - what the C benchmark files share: sizes, input arrays, op tables, registration. */
+#ifndef GCK_BENCH_H
+#define GCK_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shim.h"
+
+/* Element counts: 1 Ki .. 64 Mi by 4 (in L1/L2 up to 16-64 Ki, in DRAM from
+ * 4-16 Mi on). 2-thread runs use only 4 Mi and up: below that one thread
+ * is faster than starting a second one. */
+const int64_t *gck_bench_sizes(int threads, size_t *count);
+
+/*
+ * Inputs shared by every benchmark of one element type: two arrays a and b of
+ * random values in [-1, 1] (a sum of four uniforms: normal-ish, never
+ * denormal), 64-byte aligned. They are allocated when a run first needs
+ * n elements and reused by every smaller run (a prefix), so peak memory is
+ * 2 x 64 Mi x (8 + 4) bytes = 1.5 GiB. Reductions read a (and b); elementwise
+ * kernels update a (acc) from b (x).
+ */
+typedef struct gck_bench_arrays {
+    size_t elem;   /* bytes per element: 1 (bytes), 4 (f32) or 8 (f64) */
+    size_t cap;    /* elements allocated */
+    void *a, *b;
+    unsigned flip; /* elementwise bodies alternate a sign with it */
+} gck_bench_arrays;
+
+/* The arrays of `elem`-byte elements (1, 4 or 8). */
+gck_bench_arrays *gck_bench_arrays_of(size_t elem);
+/* gck_bench_prepare for a gck_bench_arrays ctx: grows it to n elements. */
+const char *gck_bench_prepare_arrays(void *ctx, int64_t n, int threads);
+void gck_bench_free_arrays(void);
+
+#define GCK_BENCH_A(T, ctx) ((T *)((gck_bench_arrays *)(ctx))->a)
+#define GCK_BENCH_B(T, ctx) ((const T *)((gck_bench_arrays *)(ctx))->b)
+
+/* The axpy weight of this iteration: alternating +-0.5 keeps acc a random
+ * walk of rounding errors instead of a ramp, so values stay near [-1, 1]. */
+static inline double gck_bench_next_weight(void *ctx)
+{
+    return (((gck_bench_arrays *)ctx)->flip ^= 1u) ? 0.5 : -0.5;
+}
+/* The scale factor: -1 keeps |x| unchanged for any number of iterations,
+ * and no kernel special-cases it (OpenBLAS returns early for alpha == 1). */
+#define GCK_BENCH_SCALE (-1.0)
+
+/* One operation in f32 and f64: the row type of every bench file's table. */
+typedef struct gck_bench_op {
+    const char *name[2];    /* full op names, [0] f32, [1] f64: "sumsq_f32"   */
+    int arrays;             /* arrays streamed per element, reads + writes    */
+    gck_bench_body body[2]; /* ctx is gck_bench_arrays_of(4) / (8)            */
+} gck_bench_op;
+
+/* A row for ops named <op>_f32 / <op>_f64 with bodies of the same names. */
+#define GCK_BENCH_OP(op, arrays) { { #op "_f32", #op "_f64" }, (arrays), { op##_f32, op##_f64 } }
+
+/* How one table is registered. */
+typedef struct gck_bench_family {
+    const char *prefix;        /* before the op name: "ref_", "naive_", ""        */
+    const char *suffix;        /* after it, before "/<threads>t": "/avx2" or ""   */
+    const char *tag;           /* label "<tag> f64"                               */
+    gck_bench_prepare prepare; /* NULL: gck_bench_prepare_arrays                  */
+    int select_isa;
+    gck_isa isa;
+} gck_bench_family;
+
+/* Registers every op of the table in both types as
+ * "<prefix><name><suffix>/<threads>t/<n>" over gck_bench_sizes(threads). */
+void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, size_t nops, int threads);
+
+#define GCK_BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Each bench file registers its benchmarks for 1 or 2 threads. */
+void gck_bench_register_kernels(int threads);
+void gck_bench_register_baseline(int threads);
+void gck_bench_register_naive(int threads);
+void gck_bench_register_openblas(int threads);
+
+#endif /* GCK_BENCH_H */

@@ -1,0 +1,98 @@
+/* bench/bench_baseline.c - STREAM-style memory-bandwidth references: "ref_read_f64/1t/<n>".
+ *
+ * Built with -O3 -march=native -ffast-math (bench/CMakeLists.txt): the fastest
+ * loops the compiler makes for the same traffic as the kernels, with no
+ * ordering or rounding promises, so kernel GB/s / ref GB/s is the fraction of
+ * the achievable bandwidth. Uses no gradckpt header beyond the shim's:
+ *   ref_read   s += x[i]         1 array read          (sumsq, l2norm, dist2)
+ *   ref_rmw2   acc[i] += x[i]    2 read, 1 written     (add, axpy)
+ *   ref_rmw1   x[i] *= s         1 read, 1 written     (scale)
+ */
+#include "bench.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define A GCK_BENCH_A
+#define B GCK_BENCH_B
+
+/* Elements per OpenMP work item. Runs of 2 or more items use every thread
+ * the shim allows (1 for "1t", 2 for "2t"); anything else is one plain call,
+ * since even an if(0) parallel region costs a few hundred ns. */
+#define REF_CHUNK ((size_t)1 << 16)
+
+typedef double (*ref_chunk)(void *ctx, size_t lo, size_t len);
+
+static double over_chunks(ref_chunk fn, void *ctx, int64_t n)
+{
+#ifdef _OPENMP
+    const long long nchunks = (long long)(((size_t)n + REF_CHUNK - 1) / REF_CHUNK);
+    if (nchunks >= 2 && omp_get_max_threads() > 1) {
+        double s = 0;
+#pragma omp parallel for schedule(static) reduction(+ : s)
+        for (long long k = 0; k < nchunks; k++) {
+            const size_t lo = (size_t)k * REF_CHUNK, left = (size_t)n - lo;
+            s += fn(ctx, lo, left < REF_CHUNK ? left : REF_CHUNK);
+        }
+        return s;
+    }
+#endif
+    return fn(ctx, 0, (size_t)n);
+}
+
+/* Read once so the compiler cannot turn the multiply into a negation. */
+static volatile double ref_scale = GCK_BENCH_SCALE;
+
+/* The read sum keeps 256 bytes of independent partial sums: a single vector
+ * accumulator would make it add-latency bound in cache instead of load bound. */
+#define REF_BODIES(T, sfx)                                                               \
+    static double read_chunk_##sfx(void *c, size_t lo, size_t len)                       \
+    {                                                                                    \
+        enum { LANES = 256 / sizeof(T) };                                                \
+        const T *x = A(T, c) + lo;                                                       \
+        T part[LANES] = { 0 }, s = 0;                                                    \
+        size_t i = 0;                                                                    \
+        for (; i + LANES <= len; i += LANES)                                             \
+            for (size_t k = 0; k < LANES; k++)                                           \
+                part[k] += x[i + k];                                                     \
+        for (; i < len; i++)                                                             \
+            s += x[i];                                                                   \
+        for (size_t k = 0; k < LANES; k++)                                               \
+            s += part[k];                                                                \
+        return (double)s;                                                                \
+    }                                                                                    \
+    static double rmw2_chunk_##sfx(void *c, size_t lo, size_t len)                       \
+    {                                                                                    \
+        T *acc = A(T, c) + lo;                                                           \
+        const T *x = B(T, c) + lo;                                                       \
+        for (size_t i = 0; i < len; i++)                                                 \
+            acc[i] += x[i];                                                              \
+        return 0;                                                                        \
+    }                                                                                    \
+    static double rmw1_chunk_##sfx(void *c, size_t lo, size_t len)                       \
+    {                                                                                    \
+        T *x = A(T, c) + lo;                                                             \
+        const T s = (T)ref_scale;                                                        \
+        for (size_t i = 0; i < len; i++)                                                 \
+            x[i] *= s;                                                                   \
+        return 0;                                                                        \
+    }                                                                                    \
+    static double read_##sfx(void *c, int64_t n) { return over_chunks(read_chunk_##sfx, c, n); } \
+    static double rmw2_##sfx(void *c, int64_t n) { return over_chunks(rmw2_chunk_##sfx, c, n); } \
+    static double rmw1_##sfx(void *c, int64_t n) { return over_chunks(rmw1_chunk_##sfx, c, n); }
+
+REF_BODIES(float, f32)
+REF_BODIES(double, f64)
+
+static const gck_bench_op refs[] = {
+    GCK_BENCH_OP(read, 1),
+    GCK_BENCH_OP(rmw2, 3),
+    GCK_BENCH_OP(rmw1, 2),
+};
+
+void gck_bench_register_baseline(int threads)
+{
+    static const gck_bench_family fam = { .prefix = "ref_", .suffix = "", .tag = "ref" };
+    gck_bench_add_ops(&fam, refs, GCK_BENCH_COUNT(refs), threads);
+}

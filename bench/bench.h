@@ -7,8 +7,8 @@
 
 #include "shim.h"
 
-/* Element counts: 1 Ki .. 64 Mi by 4 (in L1/L2 up to 16-64 Ki, in DRAM from
- * 4-16 Mi on). 2-thread runs use only 4 Mi and up: below that one thread
+/* Element counts: 16, 256 (per-call overhead), then 1 Ki .. 64 Mi by 4 (in
+ * L1/L2 up to 16-64 Ki, in DRAM from 4-16 Mi on). 2-thread runs use only 4 Mi and up: below that one thread
  * is faster than starting a second one. */
 const int64_t *gck_bench_sizes(int threads, size_t *count);
 

@@ -1,10 +1,8 @@
 /* kernels/avx2.c - AVX2 + FMA kernels: the scalar reference's operations, 4 lanes at a time.
  *
- * The 64 canonical lanes would need all 16 ymm registers, so each run is
- * walked twice: lanes 0..31 (8 ymm of run lanes), then lanes 32..63, with
- * the block lanes kept in a small stack array. Each lane still sees its terms
- * in increasing order, which is all the canonical shape fixes; the second
- * walk reads the run (4 KiB of f64) from L1. Tails use AVX masked loads, and
+ * The 64 canonical lanes are 16 ymm (ymm_reduce.h); with 16 registers the
+ * compiler keeps some run lanes in L1, a load-add-store per stripe that
+ * costs little. Tails use AVX masked loads, and
  * every term is masked to +0.0 outside n. FMA is enabled only for SLEEF's
  * pow; -ffp-contract=off keeps every multiply and add separate. */
 #include <immintrin.h>
@@ -14,6 +12,7 @@
 #include <sleef.h>
 
 #include "kernels_internal.h"
+#include "ymm_reduce.h"
 
 #if !defined(__AVX2__) || !defined(__FMA__)
 #error "avx2.c must be built with -mavx2 -mfma (cmake/GckIsa.cmake)"
@@ -54,59 +53,22 @@ static inline __m256d gck_sq(__m256d v, __m256i m, int full)
     return gck_keep(_mm256_mul_pd(v, v), m, full);
 }
 
-/* Fold of the 64 block lanes held as o[0..15] (o[k] = lanes 4k..4k+3). */
-static inline double gck_fold16(__m256d o[16])
-{
-    for (int h = 8; h >= 1; h /= 2) /* h in registers: lanes 32, 16, 8, 4 apart */
-        for (int k = 0; k < h; k++)
-            o[k] = _mm256_add_pd(o[k], o[k + h]);
-    const __m128d d = _mm_add_pd(_mm256_castpd256_pd128(o[0]), _mm256_extractf128_pd(o[0], 1));
-    return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
-}
-
-/* ACC(a, g, m, full): a + the 4 terms of elements g..g+3, masked by m unless
- * full. One walk per run over 16 ymm of run lanes: AVX2 has 16 registers, so
- * the compiler keeps some lanes in L1 (a load-add-store per stripe), which
- * costs little next to walking each run twice (measured: two walks reached
- * only 0.6-0.75 of the read bandwidth out of cache for f64). */
-#define GCK_AVX2_REDUCE(n, ACC)                                                  \
-    do {                                                                              \
-        __m256d o_[16];                                                               \
-        for (int k_ = 0; k_ < 16; k_++)                                               \
-            o_[k_] = _mm256_setzero_pd();                                             \
-        for (size_t r0_ = 0; r0_ < (n); r0_ += GCK_RUN) {                             \
-            const size_t r1_ = (n) - r0_ < GCK_RUN ? (n) : r0_ + GCK_RUN;             \
-            __m256d a_[16];                                                           \
-            for (int k_ = 0; k_ < 16; k_++)                                           \
-                a_[k_] = _mm256_setzero_pd();                                         \
-            size_t s_ = r0_;                                                          \
-            const __m256i f_ = _mm256_set1_epi64x(-1);                                \
-            for (; s_ + GCK_LANES <= r1_; s_ += GCK_LANES)                            \
-                for (int k_ = 0; k_ < 16; k_++)                                       \
-                    a_[k_] = ACC(a_[k_], s_ + 4 * (size_t)k_, f_, 1);                 \
-            if (s_ < r1_)                                                             \
-                for (int k_ = 0; k_ < 16; k_++) {                                     \
-                    const size_t g_ = s_ + 4 * (size_t)k_;                            \
-                    a_[k_] = ACC(a_[k_], g_, gck_mask4(g_, r1_), 0);                  \
-                }                                                                     \
-            for (int k_ = 0; k_ < 16; k_++)                                           \
-                o_[k_] = _mm256_add_pd(o_[k_], a_[k_]);                               \
-        }                                                                             \
-        return gck_fold16(o_);                                                        \
-    } while (0)
+/* The kernels below define A(a, g, m, full); the shared walk calls it so. */
+#define A_FULL(s_, g) A(s_, g, _mm256_set1_epi64x(-1), 1)
+#define A_TAIL(s_, g, r1) A(s_, g, gck_mask4(g, r1), 0)
 
 /* ---- reductions ---- */
 static double gck_sumsq_f64_block_avx2(const double *x, size_t n)
 {
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(gck_ld64(x + (g), m, f), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
 static double gck_sumsq_f32_block_avx2(const float *x, size_t n)
 {
 #define A(s_, g, m, f) _mm256_fmadd_pd(gck_ld32w(x + (g), m, f), gck_ld32w(x + (g), m, f), s_)
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -114,21 +76,21 @@ static double gck_sumsq_scaled_f64_block_avx2(const double *x, double s, size_t 
 {
     const __m256d vs = _mm256_set1_pd(s);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(_mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
 static double gck_dist2_f64_block_avx2(const double *a, const double *b, size_t n)
 {
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(_mm256_sub_pd(gck_ld64(a + (g), m, f), gck_ld64(b + (g), m, f)), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
 static double gck_dist2_f32_block_avx2(const float *a, const float *b, size_t n)
 {
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(_mm256_sub_pd(gck_ld32w(a + (g), m, f), gck_ld32w(b + (g), m, f)), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -140,14 +102,14 @@ static inline __m256d gck_abs(__m256d v)
 static double gck_asum_f64_block_avx2(const double *x, size_t n)
 {
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_abs(gck_ld64(x + (g), m, f)))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
 static double gck_asum_f32_block_avx2(const float *x, size_t n)
 {
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_abs(gck_ld32w(x + (g), m, f)))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -161,7 +123,7 @@ static double gck_powsum_f64_block_avx2(const double *x, double p, double s, siz
 {
     const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_pow_term(gck_ld64(x + (g), m, f), vs, vp, m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -169,7 +131,7 @@ static double gck_powsum_f32_block_avx2(const float *x, double p, double s, size
 {
     const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_pow_term(gck_ld32w(x + (g), m, f), vs, vp, m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -205,7 +167,7 @@ static double gck_div_sumsq_f64_block_avx2(double *x, double d, size_t n)
 {
     const __m256d vd = _mm256_set1_pd(d);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(x + (g), _mm256_div_pd(gck_ld64(x + (g), m, f), vd), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -213,7 +175,7 @@ static double gck_div_sumsq_f32_block_avx2(float *x, float d, size_t n)
 {
     const __m128 vd = _mm_set1_ps(d);
 #define A(s_, g, m, f) gck_store_sq_f32(x + (g), _mm_div_ps(gck_ld32(x + (g), m, f), vd), m, f, s_)
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -221,7 +183,7 @@ static double gck_scale_sumsq_f64_block_avx2(double *x, double s, size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(x + (g), _mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f))
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 
@@ -229,7 +191,7 @@ static double gck_scale_sumsq_f32_block_avx2(float *x, float s, size_t n)
 {
     const __m128 vs = _mm_set1_ps(s);
 #define A(s_, g, m, f) gck_store_sq_f32(x + (g), _mm_mul_ps(gck_ld32(x + (g), m, f), vs), m, f, s_)
-    GCK_AVX2_REDUCE(n, A);
+    GCK_YMM_REDUCE(n);
 #undef A
 }
 

@@ -195,17 +195,8 @@ static void test_null_empty(void **state)
     assert_true(gck_fnv1a64(NULL, 0, GCK_FNV1A64_INIT) == GCK_FNV1A64_INIT);
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_f64_elementwise, &pair),
-        cmocka_unit_test_prestate(test_f32_elementwise, &pair),
-        cmocka_unit_test_prestate(test_exact_alias, &pair),
-        cmocka_unit_test_prestate(test_null_empty, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
-}
+GCK_PER_ISA_MAIN(setup, teardown,
+                 GCK_ISA_TEST(test_f64_elementwise),
+                 GCK_ISA_TEST(test_f32_elementwise),
+                 GCK_ISA_TEST(test_exact_alias),
+                 GCK_ISA_TEST(test_null_empty))

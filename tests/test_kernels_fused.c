@@ -149,15 +149,6 @@ static void test_mixed_precision(void **state)
     }
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_fused_sumsq, &pair),
-        cmocka_unit_test_prestate(test_mixed_precision, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
-}
+GCK_PER_ISA_MAIN(setup, teardown,
+                 GCK_ISA_TEST(test_fused_sumsq),
+                 GCK_ISA_TEST(test_mixed_precision))

@@ -85,14 +85,5 @@ static void test_golden_digest(void **state)
                  (unsigned long long)got, (unsigned long long)GCK_GOLDEN_DIGEST);
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_golden_digest, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, NULL, NULL);
-}
+GCK_PER_ISA_MAIN(NULL, NULL,
+                 GCK_ISA_TEST(test_golden_digest))

@@ -120,16 +120,7 @@ static void test_pnorm_special_p(void **state)
     assert_true(gck_pnorm_f64(big, 2, 1000.0) > 0x1p1000 && isfinite(gck_pnorm_f64(big, 2, 2000.0)));
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_block_slots, &pair),
-        cmocka_unit_test_prestate(test_pnorm_matches_scalar, &pair),
-        cmocka_unit_test_prestate(test_pnorm_special_p, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
-}
+GCK_PER_ISA_MAIN(setup, teardown,
+                 GCK_ISA_TEST(test_block_slots),
+                 GCK_ISA_TEST(test_pnorm_matches_scalar),
+                 GCK_ISA_TEST(test_pnorm_special_p))

@@ -179,17 +179,8 @@ static void test_selected_isa_is_active(void **state)
     assert_string_equal(gck_isa_name(gck_isa_active()), p->isa->name);
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_selected_isa_is_active, &pair),
-        cmocka_unit_test_prestate(test_f64_reductions, &pair),
-        cmocka_unit_test_prestate(test_f32_reductions, &pair),
-        cmocka_unit_test_prestate(test_l2norm_f64_matches_scalar, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, setup, teardown);
-}
+GCK_PER_ISA_MAIN(setup, teardown,
+                 GCK_ISA_TEST(test_selected_isa_is_active),
+                 GCK_ISA_TEST(test_f64_reductions),
+                 GCK_ISA_TEST(test_f32_reductions),
+                 GCK_ISA_TEST(test_l2norm_f64_matches_scalar))

@@ -80,15 +80,6 @@ static void test_elementwise_thread_independent(void **state)
     free(x), free(acc1), free(acc2);
 }
 
-int main(int argc, char **argv)
-{
-    gck_isa_pair pair;
-    int rc = gck_test_isa_from_args(argc, argv, &pair);
-    if (rc != 0)
-        return rc;
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test_prestate(test_reductions_thread_independent, &pair),
-        cmocka_unit_test_prestate(test_elementwise_thread_independent, &pair),
-    };
-    return cmocka_run_group_tests_name(pair.isa->name, tests, NULL, NULL);
-}
+GCK_PER_ISA_MAIN(NULL, NULL,
+                 GCK_ISA_TEST(test_reductions_thread_independent),
+                 GCK_ISA_TEST(test_elementwise_thread_independent))

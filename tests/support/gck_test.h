@@ -30,6 +30,21 @@ typedef struct gck_isa_pair {
  * saying so on stderr), 2 on a bad argument. */
 int gck_test_isa_from_args(int argc, char **argv, gck_isa_pair *out);
 
+/* main() of a per-ISA test: parses --isa (exit 77 when the CPU cannot run
+ * it), then runs the listed tests as a group named after the ISA. List the
+ * tests with GCK_ISA_TEST(fn); each receives the gck_isa_pair as *state. */
+#define GCK_ISA_TEST(fn) cmocka_unit_test_prestate(fn, &gck_pair_)
+#define GCK_PER_ISA_MAIN(setup, teardown, ...)                                       \
+    int main(int argc, char **argv)                                                   \
+    {                                                                                 \
+        static gck_isa_pair gck_pair_;                                                \
+        const int rc_ = gck_test_isa_from_args(argc, argv, &gck_pair_);               \
+        if (rc_ != 0)                                                                 \
+            return rc_;                                                               \
+        const struct CMUnitTest tests_[] = {__VA_ARGS__};                             \
+        return cmocka_run_group_tests_name(gck_pair_.isa->name, tests_, setup, teardown); \
+    }
+
 /* splitmix64: a portable generator, identical on every platform. */
 uint64_t gck_test_rand(uint64_t *state);
 /* Uniform in [-1, 1), exact multiples of 2^-52. */

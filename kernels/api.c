@@ -58,7 +58,7 @@ typedef enum gck_reduce_op {
     GCK_R_ASUM_F32,
     GCK_R_POWSUM_F64,
     GCK_R_POWSUM_F32,
-    GCK_R_DIV_SUMSQ_F64, /* these four write through m */
+    GCK_R_DIV_SUMSQ_F64, /* these four read a and write m (which may be a) */
     GCK_R_DIV_SUMSQ_F32,
     GCK_R_SCALE_SUMSQ_F64,
     GCK_R_SCALE_SUMSQ_F32
@@ -86,11 +86,11 @@ static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
     case GCK_R_ASUM_F32: return r->t->asum_f32_block(a32, len);
     case GCK_R_POWSUM_F64: return r->t->powsum_f64_block(a64, r->p, r->s, len);
     case GCK_R_POWSUM_F32: return r->t->powsum_f32_block(a32, r->p, r->s, len);
-    case GCK_R_DIV_SUMSQ_F64: return r->t->div_sumsq_f64_block((double *)r->m + lo, r->s, len);
-    case GCK_R_DIV_SUMSQ_F32: return r->t->div_sumsq_f32_block((float *)r->m + lo, (float)r->s, len);
-    case GCK_R_SCALE_SUMSQ_F64: return r->t->scale_sumsq_f64_block((double *)r->m + lo, r->s, len);
+    case GCK_R_DIV_SUMSQ_F64: return r->t->div_sumsq_f64_block((double *)r->m + lo, a64, r->s, len);
+    case GCK_R_DIV_SUMSQ_F32: return r->t->div_sumsq_f32_block((float *)r->m + lo, a32, (float)r->s, len);
+    case GCK_R_SCALE_SUMSQ_F64: return r->t->scale_sumsq_f64_block((double *)r->m + lo, a64, r->s, len);
     case GCK_R_SCALE_SUMSQ_F32:
-    default: return r->t->scale_sumsq_f32_block((float *)r->m + lo, (float)r->s, len);
+    default: return r->t->scale_sumsq_f32_block((float *)r->m + lo, a32, (float)r->s, len);
     }
 }
 
@@ -185,24 +185,24 @@ double gck_dist2_f32(const float *a, const float *b, size_t n)
     return gck_reduce_op_n(GCK_R_DIST2_F32, a, b, NULL, 0.0, 0.0, n);
 }
 
-double gck_div_sumsq_f64(double *x, double d, size_t n)
+double gck_div_sumsq_f64(double *dst, const double *x, double d, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F64, NULL, NULL, x, d, 0.0, n);
+    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F64, x, NULL, dst, d, 0.0, n);
 }
 
-double gck_div_sumsq_f32(float *x, float d, size_t n)
+double gck_div_sumsq_f32(float *dst, const float *x, float d, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F32, NULL, NULL, x, (double)d, 0.0, n);
+    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F32, x, NULL, dst, (double)d, 0.0, n);
 }
 
-double gck_scale_sumsq_f64(double *x, double s, size_t n)
+double gck_scale_sumsq_f64(double *dst, const double *x, double s, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F64, NULL, NULL, x, s, 0.0, n);
+    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F64, x, NULL, dst, s, 0.0, n);
 }
 
-double gck_scale_sumsq_f32(float *x, float s, size_t n)
+double gck_scale_sumsq_f32(float *dst, const float *x, float s, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F32, NULL, NULL, x, (double)s, 0.0, n);
+    return gck_reduce_op_n(GCK_R_SCALE_SUMSQ_F32, x, NULL, dst, (double)s, 0.0, n);
 }
 
 /* max |x| of either dtype; NaN if any element is NaN. max is exact, so any

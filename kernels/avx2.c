@@ -163,34 +163,34 @@ static inline __m128 gck_ld32(const float *p, __m256i m, int full)
     return full ? _mm_loadu_ps(p) : _mm_maskload_ps(p, gck_mask4f(m));
 }
 
-static double gck_div_sumsq_f64_block_avx2(double *x, double d, size_t n)
+static double gck_div_sumsq_f64_block_avx2(double *dst, const double *x, double d, size_t n)
 {
     const __m256d vd = _mm256_set1_pd(d);
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(x + (g), _mm256_div_pd(gck_ld64(x + (g), m, f), vd), m, f))
+#define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(dst + (g), _mm256_div_pd(gck_ld64(x + (g), m, f), vd), m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }
 
-static double gck_div_sumsq_f32_block_avx2(float *x, float d, size_t n)
+static double gck_div_sumsq_f32_block_avx2(float *dst, const float *x, float d, size_t n)
 {
     const __m128 vd = _mm_set1_ps(d);
-#define A(s_, g, m, f) gck_store_sq_f32(x + (g), _mm_div_ps(gck_ld32(x + (g), m, f), vd), m, f, s_)
+#define A(s_, g, m, f) gck_store_sq_f32(dst + (g), _mm_div_ps(gck_ld32(x + (g), m, f), vd), m, f, s_)
     GCK_YMM_REDUCE(n);
 #undef A
 }
 
-static double gck_scale_sumsq_f64_block_avx2(double *x, double s, size_t n)
+static double gck_scale_sumsq_f64_block_avx2(double *dst, const double *x, double s, size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s);
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(x + (g), _mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f))
+#define A(s_, g, m, f) _mm256_add_pd(s_, gck_store_sq_f64(dst + (g), _mm256_mul_pd(gck_ld64(x + (g), m, f), vs), m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }
 
-static double gck_scale_sumsq_f32_block_avx2(float *x, float s, size_t n)
+static double gck_scale_sumsq_f32_block_avx2(float *dst, const float *x, float s, size_t n)
 {
     const __m128 vs = _mm_set1_ps(s);
-#define A(s_, g, m, f) gck_store_sq_f32(x + (g), _mm_mul_ps(gck_ld32(x + (g), m, f), vs), m, f, s_)
+#define A(s_, g, m, f) gck_store_sq_f32(dst + (g), _mm_mul_ps(gck_ld32(x + (g), m, f), vs), m, f, s_)
     GCK_YMM_REDUCE(n);
 #undef A
 }

@@ -205,28 +205,24 @@ static double gck_powsum_f32_block_avx512(const float *x, double p, double s, si
 }
 
 /* ---- fused update + sum of squares: store the new value, square it ---- */
-static inline __m512d gck_div_store_sq_f64(double *p, __m512d vd, __mmask8 m)
+/* dst may be the source: each group is loaded before it is stored. */
+static inline __m512d gck_store_sq_f64(double *dst, __m512d v, __mmask8 m)
 {
-    const __m512d v = _mm512_div_pd(gck_ld64(p, m), vd);
-    _mm512_mask_storeu_pd(p, m, v);
-    return gck_sq(v, m);
-}
-
-static inline __m512d gck_scale_store_sq_f64(double *p, __m512d vs, __mmask8 m)
-{
-    const __m512d v = _mm512_mul_pd(gck_ld64(p, m), vs);
-    _mm512_mask_storeu_pd(p, m, v);
+    if (m == 0xFF)
+        _mm512_storeu_pd(dst, v);
+    else
+        _mm512_mask_storeu_pd(dst, m, v);
     return gck_sq(v, m);
 }
 
 /* f32: store the new 4 floats, then lane + v*v by FMA on the widened value
  * (exact square, see gck_fma_sq), masked to +0 outside n (0/0 would be NaN). */
-static inline __m256d gck_store_sq_f32(float *p, __m128 v, __mmask8 m, __m256d acc)
+static inline __m256d gck_store_sq_f32(float *dst, __m128 v, __mmask8 m, __m256d acc)
 {
     if (m == 0xF)
-        _mm_storeu_ps(p, v);
+        _mm_storeu_ps(dst, v);
     else
-        _mm_mask_storeu_ps(p, m, v);
+        _mm_mask_storeu_ps(dst, m, v);
     const __m256d w = _mm256_cvtps_pd(_mm_maskz_mov_ps(m, v));
     return _mm256_fmadd_pd(w, w, acc);
 }
@@ -236,34 +232,34 @@ static inline __m128 gck_ld32x4(const float *p, __mmask8 m)
     return m == 0xF ? _mm_loadu_ps(p) : _mm_maskz_loadu_ps(m, p);
 }
 
-static double gck_div_sumsq_f64_block_avx512(double *x, double d, size_t n)
+static double gck_div_sumsq_f64_block_avx512(double *dst, const double *x, double d, size_t n)
 {
     const __m512d vd = _mm512_set1_pd(d);
-#define A(s_, g, m) _mm512_add_pd(s_, gck_div_store_sq_f64(x + (g), vd, m))
+#define A(s_, g, m) _mm512_add_pd(s_, gck_store_sq_f64(dst + (g), _mm512_div_pd(gck_ld64(x + (g), m), vd), m))
     GCK_AVX512_REDUCE(n, A);
 #undef A
 }
 
-static double gck_div_sumsq_f32_block_avx512(float *x, float d, size_t n)
+static double gck_div_sumsq_f32_block_avx512(float *dst, const float *x, float d, size_t n)
 {
     const __m128 vd = _mm_set1_ps(d);
-#define A(s_, g, m) gck_store_sq_f32(x + (g), _mm_div_ps(gck_ld32x4(x + (g), m), vd), m, s_)
+#define A(s_, g, m) gck_store_sq_f32(dst + (g), _mm_div_ps(gck_ld32x4(x + (g), m), vd), m, s_)
     GCK_YMM_REDUCE(n);
 #undef A
 }
 
-static double gck_scale_sumsq_f64_block_avx512(double *x, double s, size_t n)
+static double gck_scale_sumsq_f64_block_avx512(double *dst, const double *x, double s, size_t n)
 {
     const __m512d vs = _mm512_set1_pd(s);
-#define A(s_, g, m) _mm512_add_pd(s_, gck_scale_store_sq_f64(x + (g), vs, m))
+#define A(s_, g, m) _mm512_add_pd(s_, gck_store_sq_f64(dst + (g), _mm512_mul_pd(gck_ld64(x + (g), m), vs), m))
     GCK_AVX512_REDUCE(n, A);
 #undef A
 }
 
-static double gck_scale_sumsq_f32_block_avx512(float *x, float s, size_t n)
+static double gck_scale_sumsq_f32_block_avx512(float *dst, const float *x, float s, size_t n)
 {
     const __m128 vs = _mm_set1_ps(s);
-#define A(s_, g, m) gck_store_sq_f32(x + (g), _mm_mul_ps(gck_ld32x4(x + (g), m), vs), m, s_)
+#define A(s_, g, m) gck_store_sq_f32(dst + (g), _mm_mul_ps(gck_ld32x4(x + (g), m), vs), m, s_)
     GCK_YMM_REDUCE(n);
 #undef A
 }

@@ -24,12 +24,12 @@
     X(asum_f32_block, double, (const float *x, size_t n))                         \
     X(powsum_f64_block, double, (const double *x, double p, double s, size_t n))  \
     X(powsum_f32_block, double, (const float *x, double p, double s, size_t n))   \
-    /* fused update + reduction over one block: x = x / d or x = x * s, then    \
-     * the block's sum of squares of the new values */                          \
-    X(div_sumsq_f64_block, double, (double *x, double d, size_t n))               \
-    X(div_sumsq_f32_block, double, (float *x, float d, size_t n))                 \
-    X(scale_sumsq_f64_block, double, (double *x, double s, size_t n))             \
-    X(scale_sumsq_f32_block, double, (float *x, float s, size_t n))               \
+    /* fused update + reduction over one block: dst = x / d or dst = x * s     \
+     * (dst may be x), then the block's sum of squares of the stored values */  \
+    X(div_sumsq_f64_block, double, (double *dst, const double *x, double d, size_t n)) \
+    X(div_sumsq_f32_block, double, (float *dst, const float *x, float d, size_t n))    \
+    X(scale_sumsq_f64_block, double, (double *dst, const double *x, double s, size_t n)) \
+    X(scale_sumsq_f32_block, double, (float *dst, const float *x, float s, size_t n))  \
     /* max |x| over any n; NaN if any element is NaN */                          \
     X(amax_f64, double, (const double *x, size_t n))                              \
     X(amax_f32, double, (const float *x, size_t n))                               \

@@ -14,7 +14,10 @@
  * zero-padded stack stripes, computing the terms there with the same vector
  * code, and setting the terms of the padding to +0.0 (lanes start at +0.0
  * and never become -0.0, so adding +0.0 leaves them unchanged). The fused
- * kernels copy the updated tail elements back. */
+ * kernels read their source through a/af and write their destination through
+ * m/mf, which may be the source: each element is read once, before its own
+ * new value is stored. The tail's new values go to a stack stripe and the
+ * real ones are copied out to the destination. */
 #if !defined(__aarch64__)
 #error "neon.c is for AArch64 (cmake/GckIsa.cmake adds it)"
 #endif
@@ -37,8 +40,8 @@
 typedef struct gck_nctx {
     const double *a, *b; /* f64 inputs */
     const float *af, *bf; /* f32 inputs */
-    double *m;           /* f64 array a fused kernel updates */
-    float *mf;           /* f32 array a fused kernel updates */
+    double *m;           /* f64 array a fused kernel writes (may be a) */
+    float *mf;           /* f32 array a fused kernel writes (may be af) */
     float64x2_t s, p;    /* scale or divisor; exponent */
     float32x4_t sf;      /* f32 scale or divisor */
 } gck_nctx;
@@ -48,7 +51,9 @@ typedef float64x2x2_t (*gck_term4_fn)(const gck_nctx *c, size_t i);
 
 /* Terms of the partial stripe [i0, i0 + rem), rem < 64, into t[0..64): the
  * elements are copied into zero-padded stripes, the terms computed there by
- * the same vector code, and the padding's terms set to +0.0. */
+ * the same vector code, and the padding's terms set to +0.0. A fused kernel's
+ * destination is only written, so its stripe is not filled from it: the new
+ * values land there and the first rem are copied out. */
 GCK_NI void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn term, double t[GCK_LANES])
 {
     double a[GCK_LANES] = {0}, b[GCK_LANES] = {0}, m[GCK_LANES] = {0};
@@ -70,22 +75,18 @@ GCK_NI void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn
         memcpy(bf, c->bf + i0, rem * sizeof *bf);
         tc.bf = bf;
     }
-    if (c->m != NULL) {
-        memcpy(m, c->m + i0, rem * sizeof *m);
+    if (c->m != NULL)
         tc.m = m;
-    }
-    if (c->mf != NULL) {
-        memcpy(mf, c->mf + i0, rem * sizeof *mf);
+    if (c->mf != NULL)
         tc.mf = mf;
-    }
 #pragma GCC unroll 16
     for (size_t k = 0; k < GCK_LANES / 4; k++) {
         const float64x2x2_t v = term(&tc, 4 * k);
         vst1q_f64(t + 4 * k, v.val[0]);
         vst1q_f64(t + 4 * k + 2, v.val[1]);
     }
-    /* The fused kernels wrote the new values of the copies; only the first
-     * rem are real elements. */
+    /* The fused kernels wrote the new values into the stripes; only the
+     * first rem are real elements. */
     if (c->m != NULL)
         memcpy(c->m + i0, m, rem * sizeof *m);
     if (c->mf != NULL)
@@ -219,35 +220,38 @@ GCK_NI float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
     return gck_pair(gck_pow2(x.val[0], c), gck_pow2(x.val[1], c));
 }
 
-/* The fused terms store the new value, then square what was stored. */
-GCK_NI float64x2_t gck_div_store_sq_f64(double *p, float64x2_t d)
+/* The fused terms store the new value (dst may be src), then square what
+ * was stored. */
+GCK_NI float64x2_t gck_div_store_sq_f64(double *dst, const double *src, float64x2_t d)
 {
-    const float64x2_t v = vdivq_f64(vld1q_f64(p), d);
-    vst1q_f64(p, v);
+    const float64x2_t v = vdivq_f64(vld1q_f64(src), d);
+    vst1q_f64(dst, v);
     return gck_sq(v);
 }
 
-GCK_NI float64x2_t gck_scale_store_sq_f64(double *p, float64x2_t s)
+GCK_NI float64x2_t gck_scale_store_sq_f64(double *dst, const double *src, float64x2_t s)
 {
-    const float64x2_t v = vmulq_f64(vld1q_f64(p), s);
-    vst1q_f64(p, v);
+    const float64x2_t v = vmulq_f64(vld1q_f64(src), s);
+    vst1q_f64(dst, v);
     return gck_sq(v);
 }
 
 GCK_NI float64x2x2_t gck_t_div_sumsq_f64(const gck_nctx *c, size_t i)
 {
-    return gck_pair(gck_div_store_sq_f64(c->m + i, c->s), gck_div_store_sq_f64(c->m + i + 2, c->s));
+    return gck_pair(gck_div_store_sq_f64(c->m + i, c->a + i, c->s),
+                    gck_div_store_sq_f64(c->m + i + 2, c->a + i + 2, c->s));
 }
 
 GCK_NI float64x2x2_t gck_t_scale_sumsq_f64(const gck_nctx *c, size_t i)
 {
-    return gck_pair(gck_scale_store_sq_f64(c->m + i, c->s), gck_scale_store_sq_f64(c->m + i + 2, c->s));
+    return gck_pair(gck_scale_store_sq_f64(c->m + i, c->a + i, c->s),
+                    gck_scale_store_sq_f64(c->m + i + 2, c->a + i + 2, c->s));
 }
 
 /* float v = x / d (one f32 rounding), stored, then (double)v * (double)v */
 GCK_NI float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
 {
-    const float32x4_t v = vdivq_f32(vld1q_f32(c->mf + i), c->sf);
+    const float32x4_t v = vdivq_f32(vld1q_f32(c->af + i), c->sf);
     vst1q_f32(c->mf + i, v);
     const float64x2x2_t w = gck_widen4(v);
     return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
@@ -255,7 +259,7 @@ GCK_NI float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
 
 GCK_NI float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t i)
 {
-    const float32x4_t v = vmulq_f32(vld1q_f32(c->mf + i), c->sf);
+    const float32x4_t v = vmulq_f32(vld1q_f32(c->af + i), c->sf);
     vst1q_f32(c->mf + i, v);
     const float64x2x2_t w = gck_widen4(v);
     return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
@@ -316,27 +320,27 @@ static double gck_powsum_f32_block_neon(const float *x, double p, double s, size
     return gck_neon_reduce(&c, n, gck_t_powsum_f32);
 }
 
-static double gck_div_sumsq_f64_block_neon(double *x, double d, size_t n)
+static double gck_div_sumsq_f64_block_neon(double *dst, const double *x, double d, size_t n)
 {
-    const gck_nctx c = {.m = x, .s = vdupq_n_f64(d)};
+    const gck_nctx c = {.a = x, .m = dst, .s = vdupq_n_f64(d)};
     return gck_neon_reduce(&c, n, gck_t_div_sumsq_f64);
 }
 
-static double gck_div_sumsq_f32_block_neon(float *x, float d, size_t n)
+static double gck_div_sumsq_f32_block_neon(float *dst, const float *x, float d, size_t n)
 {
-    const gck_nctx c = {.mf = x, .sf = vdupq_n_f32(d)};
+    const gck_nctx c = {.af = x, .mf = dst, .sf = vdupq_n_f32(d)};
     return gck_neon_reduce(&c, n, gck_t_div_sumsq_f32);
 }
 
-static double gck_scale_sumsq_f64_block_neon(double *x, double s, size_t n)
+static double gck_scale_sumsq_f64_block_neon(double *dst, const double *x, double s, size_t n)
 {
-    const gck_nctx c = {.m = x, .s = vdupq_n_f64(s)};
+    const gck_nctx c = {.a = x, .m = dst, .s = vdupq_n_f64(s)};
     return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f64);
 }
 
-static double gck_scale_sumsq_f32_block_neon(float *x, float s, size_t n)
+static double gck_scale_sumsq_f32_block_neon(float *dst, const float *x, float s, size_t n)
 {
-    const gck_nctx c = {.mf = x, .sf = vdupq_n_f32(s)};
+    const gck_nctx c = {.af = x, .mf = dst, .sf = vdupq_n_f32(s)};
     return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f32);
 }
 

@@ -102,53 +102,54 @@ static double gck_powsum_f32_block_scalar(const float *x, double p, double s, si
     GCK_LANE_REDUCE(n, pw(fabs((double)x[i]) * s, p));
 }
 
-/* The fused kernels store the new value, then square what was stored. */
-static inline double gck_div_store_sq_f64(double *p, double d)
+/* The fused kernels store the new value (dst may be src), then square what
+ * was stored. */
+static inline double gck_div_store_sq_f64(double *dst, const double *src, double d)
 {
-    const double v = *p / d;
-    *p = v;
+    const double v = *src / d;
+    *dst = v;
     return v * v;
 }
 
-static inline double gck_scale_store_sq_f64(double *p, double s)
+static inline double gck_scale_store_sq_f64(double *dst, const double *src, double s)
 {
-    const double v = *p * s;
-    *p = v;
+    const double v = *src * s;
+    *dst = v;
     return v * v;
 }
 
-static inline double gck_div_store_sq_f32(float *p, float d)
+static inline double gck_div_store_sq_f32(float *dst, const float *src, float d)
 {
-    const float v = *p / d;
-    *p = v;
+    const float v = *src / d;
+    *dst = v;
     return (double)v * (double)v;
 }
 
-static inline double gck_scale_store_sq_f32(float *p, float s)
+static inline double gck_scale_store_sq_f32(float *dst, const float *src, float s)
 {
-    const float v = *p * s;
-    *p = v;
+    const float v = *src * s;
+    *dst = v;
     return (double)v * (double)v;
 }
 
-static double gck_div_sumsq_f64_block_scalar(double *x, double d, size_t n)
+static double gck_div_sumsq_f64_block_scalar(double *dst, const double *x, double d, size_t n)
 {
-    GCK_LANE_REDUCE(n, gck_div_store_sq_f64(&x[i], d));
+    GCK_LANE_REDUCE(n, gck_div_store_sq_f64(&dst[i], &x[i], d));
 }
 
-static double gck_div_sumsq_f32_block_scalar(float *x, float d, size_t n)
+static double gck_div_sumsq_f32_block_scalar(float *dst, const float *x, float d, size_t n)
 {
-    GCK_LANE_REDUCE(n, gck_div_store_sq_f32(&x[i], d));
+    GCK_LANE_REDUCE(n, gck_div_store_sq_f32(&dst[i], &x[i], d));
 }
 
-static double gck_scale_sumsq_f64_block_scalar(double *x, double s, size_t n)
+static double gck_scale_sumsq_f64_block_scalar(double *dst, const double *x, double s, size_t n)
 {
-    GCK_LANE_REDUCE(n, gck_scale_store_sq_f64(&x[i], s));
+    GCK_LANE_REDUCE(n, gck_scale_store_sq_f64(&dst[i], &x[i], s));
 }
 
-static double gck_scale_sumsq_f32_block_scalar(float *x, float s, size_t n)
+static double gck_scale_sumsq_f32_block_scalar(float *dst, const float *x, float s, size_t n)
 {
-    GCK_LANE_REDUCE(n, gck_scale_store_sq_f32(&x[i], s));
+    GCK_LANE_REDUCE(n, gck_scale_store_sq_f32(&dst[i], &x[i], s));
 }
 
 /* Largest |x[i]|; a NaN anywhere makes the result NaN (once m is NaN no

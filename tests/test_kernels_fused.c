@@ -52,7 +52,7 @@ static void test_fused_sumsq(void **state)
                     y[i] = y[i] / d;
                 const double want_div = gck_sumsq_f64(y, n);
                 memcpy(g_z64 + off, x, n * 8);
-                const double got_div = gck_div_sumsq_f64(g_z64 + off, d, n);
+                const double got_div = gck_div_sumsq_f64(g_z64 + off, g_z64 + off, d, n); /* in place */
                 gck_assert_same_f64(want_div, got_div, "%s div_sumsq_f64 d=%a n=%zu %s", p->isa->name, d, n, kn);
                 for (size_t i = 0; i < n; i++)
                     gck_assert_same_f64(y[i], g_z64[off + i], "%s div_sumsq_f64 value i=%zu", p->isa->name, i);
@@ -60,8 +60,8 @@ static void test_fused_sumsq(void **state)
                 memcpy(y, x, n * 8);
                 gck_scale_f64(y, d, n);
                 const double want_sc = gck_sumsq_f64(y, n);
-                memcpy(g_z64 + off, x, n * 8);
-                gck_assert_same_f64(want_sc, gck_scale_sumsq_f64(g_z64 + off, d, n), "%s scale_sumsq_f64 n=%zu %s",
+                memset(g_z64 + off, 0, n * 8);
+                gck_assert_same_f64(want_sc, gck_scale_sumsq_f64(g_z64 + off, x, d, n), /* out of place */ "%s scale_sumsq_f64 n=%zu %s",
                                     p->isa->name, n, kn);
                 assert_memory_equal(y, g_z64 + off, n * 8);
 
@@ -71,7 +71,7 @@ static void test_fused_sumsq(void **state)
                     g[i] = g[i] / fd;
                 const double want_div32 = gck_sumsq_f32(g, n);
                 memcpy(g_z32 + off * 3, f, n * 4);
-                gck_assert_same_f64(want_div32, gck_div_sumsq_f32(g_z32 + off * 3, fd, n),
+                gck_assert_same_f64(want_div32, gck_div_sumsq_f32(g_z32 + off * 3, g_z32 + off * 3, fd, n),
                                     "%s div_sumsq_f32 d=%a n=%zu %s", p->isa->name, (double)fd, n, kn);
                 for (size_t i = 0; i < n; i++)
                     if (!gck_same_f32(g[i], g_z32[off * 3 + i]))
@@ -81,16 +81,20 @@ static void test_fused_sumsq(void **state)
                 gck_scale_f32(g, fd, n);
                 const double want_sc32 = gck_sumsq_f32(g, n);
                 memcpy(g_z32 + off * 3, f, n * 4);
-                gck_assert_same_f64(want_sc32, gck_scale_sumsq_f32(g_z32 + off * 3, fd, n),
+                gck_assert_same_f64(want_sc32, gck_scale_sumsq_f32(g_z32 + off * 3, f, fd, n),
                                     "%s scale_sumsq_f32 n=%zu %s", p->isa->name, n, kn);
 
                 /* block slots vs scalar directly */
                 if (n <= GCK_BLOCK) {
                     memcpy(y, x, n * 8);
                     memcpy(g_z64 + off, x, n * 8);
-                    gck_assert_same_f64(p->ref->div_sumsq_f64_block(y, d, n),
-                                        p->isa->div_sumsq_f64_block(g_z64 + off, d, n), "%s div block n=%zu",
+                    gck_assert_same_f64(p->ref->div_sumsq_f64_block(y, y, d, n),
+                                        p->isa->div_sumsq_f64_block(g_z64 + off, g_z64 + off, d, n),
+                                        "%s div block n=%zu", p->isa->name, n);
+                    gck_assert_same_f64(p->ref->scale_sumsq_f32_block(g, f, fd, n),
+                                        p->isa->scale_sumsq_f32_block(g_z32, f, fd, n), "%s scale block f32 n=%zu",
                                         p->isa->name, n);
+                    assert_memory_equal(g, g_z32, n * 4);
                 }
             }
     }

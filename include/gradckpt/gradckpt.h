@@ -7,5 +7,8 @@
 #include <gradckpt/status.h>
 #include <gradckpt/isa.h>
 #include <gradckpt/kernels.h>
+#include <gradckpt/dtype.h>
+#include <gradckpt/checkpoint.h>
+#include <gradckpt/checkpointer.h>
 
 #endif /* GRADCKPT_GRADCKPT_H */

@@ -129,27 +129,30 @@ GCK_API double gck_pnorm_f32(const float *x, size_t n, double p);
 /* ---- fused update + sum of squares (one pass over memory) ----------------- */
 
 /**
- * x[i] = x[i] / d for i in [0..n), then returns the sum of squares of the new
- * values: exactly gck_sumsq_f64(x, n) after the division, in one pass.
- * (A true division, not a multiplication by 1/d.)
+ * dst[i] = x[i] / d for i in [0..n), then returns the sum of squares of the
+ * stored values: exactly gck_sumsq_f64(dst, n) afterwards, in one pass over
+ * memory. A true division, not a multiplication by 1/d. dst may equal x
+ * (in place) but may not partially overlap it.
  *
- * Ownership: updates x; keeps no reference.  Errors: none.
+ * Ownership: writes dst, reads x; keeps no reference.  Errors: none.
  * Thread-safety: see the common rules above.
  */
-GCK_API double gck_div_sumsq_f64(double *x, double d, size_t n);
-/** f32 version: x[i] = x[i] / d in float; returns gck_sumsq_f32 of the result. */
-GCK_API double gck_div_sumsq_f32(float *x, float d, size_t n);
+GCK_API double gck_div_sumsq_f64(double *dst, const double *x, double d, size_t n);
+/** f32 version: dst[i] = x[i] / d in float; returns gck_sumsq_f32 of dst. */
+GCK_API double gck_div_sumsq_f32(float *dst, const float *x, float d, size_t n);
 
 /**
- * x[i] = x[i] * s for i in [0..n), then returns the sum of squares of the new
- * values: exactly gck_sumsq_f64(x, n) after the scaling, in one pass.
+ * dst[i] = x[i] * s for i in [0..n), then returns the sum of squares of the
+ * stored values: exactly gck_sumsq_f64(dst, n) afterwards, in one pass.
+ * With s = 1 this is a copy that also yields the sum of squares. dst may
+ * equal x but may not partially overlap it.
  *
- * Ownership: updates x; keeps no reference.  Errors: none.
+ * Ownership: writes dst, reads x; keeps no reference.  Errors: none.
  * Thread-safety: see the common rules above.
  */
-GCK_API double gck_scale_sumsq_f64(double *x, double s, size_t n);
-/** f32 version: x[i] = x[i] * s in float; returns gck_sumsq_f32 of the result. */
-GCK_API double gck_scale_sumsq_f32(float *x, float s, size_t n);
+GCK_API double gck_scale_sumsq_f64(double *dst, const double *x, double s, size_t n);
+/** f32 version: dst[i] = x[i] * s in float; returns gck_sumsq_f32 of dst. */
+GCK_API double gck_scale_sumsq_f32(float *dst, const float *x, float s, size_t n);
 
 /* ---- elementwise updates --------------------------------------------------- */
 

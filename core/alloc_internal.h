@@ -1,0 +1,26 @@
+/* core/alloc_internal.h - the library's allocator, with a failure hook for tests (internal). */
+#ifndef GCK_ALLOC_INTERNAL_H
+#define GCK_ALLOC_INTERNAL_H
+
+#include <stddef.h>
+
+#include "status_internal.h"
+
+/* malloc/calloc/realloc/free that the test hook can make fail. Sizes are
+ * checked for overflow by the callers through gck_mul_size. */
+GCK_INTERNAL void *gck_malloc(size_t bytes);
+GCK_INTERNAL void *gck_calloc(size_t count, size_t size);
+GCK_INTERNAL void *gck_realloc(void *p, size_t bytes);
+/* 64-byte aligned (SIMD-friendly, one cache line); free with free(). */
+GCK_INTERNAL void *gck_aligned_alloc(size_t bytes);
+GCK_INTERNAL char *gck_strdup(const char *s);
+
+/* *out = a * b; 0 on overflow. */
+GCK_INTERNAL int gck_mul_size(size_t a, size_t b, size_t *out);
+
+/* Test hook: the k-th allocation from now (k = 0: the next one) fails, once;
+ * k < 0 disables. Lets tests walk every allocation failure of an operation
+ * and check that nothing changed. */
+GCK_INTERNAL void gck_alloc_fail_after(long k);
+
+#endif /* GCK_ALLOC_INTERNAL_H */

@@ -1,0 +1,57 @@
+/* core/checkpoint_internal.h - the checkpoint's layout, shared by the checkpointer and file I/O (internal). */
+#ifndef GCK_CHECKPOINT_INTERNAL_H
+#define GCK_CHECKPOINT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradckpt/checkpoint.h>
+
+#include "status_internal.h"
+
+typedef struct gck_ckpt_layer {
+    const char *id; /* points into the checkpoint's id block */
+    void *values;   /* points into the checkpoint's value arena (64-byte aligned) */
+    size_t n;
+    uint64_t step;
+    double sumsq; /* sum of squares of the stored values (canonical kernel sum) */
+    double norm;  /* L2 norm of the stored values */
+} gck_ckpt_layer;
+
+struct gck_checkpoint {
+    atomic_size_t refs;
+    uint64_t id, step, created_at;
+    gck_dtype dtype;
+    gck_checksum checksum_algo;
+    uint64_t checksum;
+    size_t compressed_size;
+    size_t n_values;
+    double global_norm;
+    size_t n_layers;
+    gck_ckpt_layer *layers; /* in bytewise id order */
+    void *arena;            /* every layer's values, each 64-byte aligned */
+    size_t arena_bytes;
+};
+
+/* Allocates a checkpoint with room for n_layers layers whose ids take
+ * id_bytes (NULs included) and whose values are described by lens[]: the
+ * layer array, ids and arena are laid out and values[] pointers set; ids are
+ * copied from ids[]. refs = 1. NULL on allocation failure (nothing leaks). */
+GCK_INTERNAL gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids,
+                                                const size_t *lens);
+
+/* The layer's norm from its sum of squares: sqrt(sumsq) when that is in
+ * range, else the rescaled gck_l2norm of the values (an extra pass, only for
+ * sums that overflowed or lost precision to underflow). */
+GCK_INTERNAL double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sumsq);
+
+/* The global norm of layers with these sums of squares and norms: sqrt of
+ * the left-to-right sum of sumsq, or, when that overflows or underflows with
+ * finite layer norms, max * sqrt(sum((norm/max)^2)). */
+GCK_INTERNAL double gck_global_norm_of(const gck_ckpt_layer *layers, size_t n);
+
+/* Computes the checksum of every stored value with algo and stores it. */
+GCK_INTERNAL void gck_checkpoint_seal(gck_checkpoint *c, gck_checksum algo);
+
+#endif /* GCK_CHECKPOINT_INTERNAL_H */

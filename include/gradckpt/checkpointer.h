@@ -1,0 +1,175 @@
+/* gradckpt/checkpointer.h - accumulate per-layer gradients over micro-batches and flush checkpoints. */
+#ifndef GRADCKPT_CHECKPOINTER_H
+#define GRADCKPT_CHECKPOINTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradckpt/checkpoint.h>
+#include <gradckpt/dtype.h>
+#include <gradckpt/export.h>
+#include <gradckpt/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How the tensors of one layer in one flush window are combined. */
+typedef enum gck_accum_mode {
+    GCK_ACCUM_SUM,          /**< r = ((0 + t1) + t2) + ... */
+    GCK_ACCUM_MEAN,         /**< the sum, then r / count (a true division) */
+    GCK_ACCUM_WEIGHTED_MEAN /**< r = r + (t_i * w_i), then r / sum(w_i) unless that is 0 */
+} gck_accum_mode;
+
+/** Longest layer id accepted (strlen). */
+#define GCK_LAYER_ID_MAX 4096
+
+/** Checkpointer configuration; gck_config_init() sets the defaults. */
+typedef struct gck_config {
+    size_t max_checkpoints;          /**< history bound; default 10; 0 is invalid */
+    size_t compression_threshold;    /**< default 1000 (see compressed_size) */
+    gck_accum_mode accumulation_mode; /**< default GCK_ACCUM_SUM */
+    const double *weights;           /**< GCK_ACCUM_WEIGHTED_MEAN: w_i for the i-th tensor
+                                          of a layer in a window (1.0 past the end);
+                                          copied at create */
+    size_t n_weights;
+    int clip_enabled;                /**< default 0 */
+    double clip_norm;                /**< max global L2 norm when clip_enabled (> 0) */
+    int error_if_nonfinite;          /**< default 0: NaN/Inf global norm fails flush */
+    gck_dtype dtype;                 /**< buffers and checkpoints: F64 (default) or F32 */
+    gck_checksum checksum;           /**< default GCK_CHECKSUM_FNV1A64 */
+} gck_config;
+
+/**
+ * Fills cfg with the defaults above. NULL is ignored.
+ *
+ * Ownership: writes *cfg.  Errors: none.  Thread-safety: safe from any thread.
+ */
+GCK_API void gck_config_init(gck_config *cfg);
+
+/**
+ * The gradient checkpointer: a sorted map of layer id -> one accumulation
+ * buffer (reused across flushes), and a bounded history of checkpoints.
+ * Not thread-safe: one owner at a time. (Large kernels inside it use OpenMP.)
+ */
+typedef struct gck_checkpointer gck_checkpointer;
+
+/**
+ * Creates a checkpointer. cfg may be NULL (the defaults); the weights are
+ * copied.
+ *
+ * Ownership: *out is owned by the caller; free it with gck_checkpointer_destroy.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL out, max_checkpoints 0, an
+ *         unknown mode, clip_enabled with clip_norm not > 0 (or NaN), weights
+ *         NULL with n_weights > 0, an unknown checksum or dtype value;
+ *         GCK_ERR_UNSUPPORTED for a valid dtype other than F64/F32;
+ *         GCK_ERR_NO_MEMORY. *out is unchanged on error.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out);
+
+/**
+ * Frees the checkpointer, its buffers and its references to the history
+ * (checkpoints the caller retained stay valid). NULL is fine.
+ *
+ * Ownership: consumes cp.  Errors: none.  Thread-safety: one owner.
+ */
+GCK_API void gck_checkpointer_destroy(gck_checkpointer *cp);
+
+/**
+ * Adds one tensor of n values to the pending buffer of layer_id (created on
+ * first use) and increments the global step by one. The first tensor of a
+ * flush window fixes the layer's length; values are combined as the mode
+ * says, in the configured dtype (f64 inputs into F32 storage are rounded to
+ * float on arrival, f32 inputs into F64 storage are widened exactly).
+ * Non-finite values are accepted (judged at flush). `step` is recorded as the
+ * layer's step.
+ *
+ * Ownership: reads values; keeps no reference to it or to layer_id.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp or layer_id, values NULL with
+ *         n > 0, an empty id or one longer than GCK_LAYER_ID_MAX;
+ *         GCK_ERR_DIMENSION_MISMATCH when n differs from the layer's length
+ *         in this window ("dimension mismatch for layer 'fc1': expected 4,
+ *         got 3"); GCK_ERR_NO_MEMORY. On error nothing changes (not the
+ *         buffer, not the global step).
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_accumulate_f64(gck_checkpointer *cp, const char *layer_id, const double *values, size_t n,
+                                      uint64_t step);
+/** As gck_accumulate_f64, for f32 input values. */
+GCK_API gck_status gck_accumulate_f32(gck_checkpointer *cp, const char *layer_id, const float *values, size_t n,
+                                      uint64_t step);
+
+/** Number of accumulate calls so far (0 for NULL). One owner. */
+GCK_API uint64_t gck_global_step(const gck_checkpointer *cp);
+
+/**
+ * Finishes every pending layer (mean / weighted division), computes the
+ * layer and global L2 norms, clips by the global norm if configured and it
+ * exceeds clip_norm, checksums the stored values, and appends the new
+ * checkpoint (id 0, 1, 2, ...; step = global step; created_at = now) to the
+ * history, evicting the oldest when max_checkpoints are held. The pending
+ * state is then cleared (buffers are kept for reuse).
+ *
+ * Ownership: when out is not NULL, *out receives a new reference the caller
+ *            releases; the history keeps its own.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp;
+ *         GCK_ERR_NO_ACCUMULATED_GRADIENTS when nothing is pending;
+ *         GCK_ERR_NONFINITE when error_if_nonfinite is set and the global
+ *         norm is NaN/Inf (the pending state stays for inspection or
+ *         gck_checkpointer_discard_pending); GCK_ERR_NO_MEMORY. On error
+ *         the checkpointer is unchanged and *out is untouched.
+ * Thread-safety: one owner; layers are finished on OpenMP threads with
+ *         results independent of the thread count.
+ */
+GCK_API gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out);
+
+/**
+ * The most recent checkpoint in the history, or NULL.
+ *
+ * Ownership: borrowed; valid until the next call that changes cp (retain
+ *            it to keep it longer).
+ * Errors: none.  Thread-safety: one owner.
+ */
+GCK_API const gck_checkpoint *gck_latest_checkpoint(const gck_checkpointer *cp);
+
+/** The checkpoint with that id if still in the history, else NULL. Borrowed, as above. */
+GCK_API const gck_checkpoint *gck_checkpoint_by_id(const gck_checkpointer *cp, uint64_t id);
+
+/**
+ * Drops every pending tensor and starts a new window, as a flush does,
+ * without making a checkpoint. The global step is unchanged.
+ *
+ * Ownership: none.  Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_checkpointer_discard_pending(gck_checkpointer *cp);
+
+/** Number of tensors accumulated since the last flush/discard (0 for NULL). */
+GCK_API size_t gck_pending_count(const gck_checkpointer *cp);
+
+/**
+ * Writes up to cap pending layer ids, in bytewise order, to names and returns
+ * the total number of pending layers (names may be NULL when cap is 0).
+ *
+ * Ownership: the names are borrowed; valid until the next call that changes cp.
+ * Errors: none (NULL cp gives 0).  Thread-safety: one owner.
+ */
+GCK_API size_t gck_pending_layers(const gck_checkpointer *cp, const char **names, size_t cap);
+
+/** Statistics over the checkpointer's current state. */
+typedef struct gck_checkpointer_stats {
+    size_t total_checkpoints;   /**< checkpoints held in the history */
+    uint64_t total_steps;       /**< == global step */
+    double avg_checkpoint_norm; /**< mean global norm over held checkpoints (0 if none) */
+    double max_checkpoint_norm; /**< max global norm over held checkpoints (0 if none) */
+    size_t pending_tensors;     /**< == gck_pending_count */
+} gck_checkpointer_stats;
+
+/** Current statistics (all zero for NULL). One owner. */
+GCK_API gck_checkpointer_stats gck_checkpointer_stats_get(const gck_checkpointer *cp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRADCKPT_CHECKPOINTER_H */

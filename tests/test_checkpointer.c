@@ -1,0 +1,486 @@
+/* tests/test_checkpointer.c - the checkpointer's behaviour (SPEC 1.3; the seed's unit tests in spirit). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "support/gck_test.h"
+
+#include "../core/alloc_internal.h"
+
+static gck_checkpointer *make(gck_accum_mode mode, gck_dtype dt, size_t max)
+{
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.accumulation_mode = mode;
+    cfg.dtype = dt;
+    cfg.max_checkpoints = max;
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    return cp;
+}
+
+static void test_config_defaults_and_errors(void **state)
+{
+    (void)state;
+    gck_config cfg;
+    gck_config_init(&cfg);
+    assert_int_equal(cfg.max_checkpoints, 10);
+    assert_int_equal(cfg.compression_threshold, 1000);
+    assert_int_equal(cfg.accumulation_mode, GCK_ACCUM_SUM);
+    assert_int_equal(cfg.clip_enabled, 0);
+    assert_int_equal(cfg.error_if_nonfinite, 0);
+    assert_int_equal(cfg.dtype, GCK_DTYPE_F64);
+    assert_int_equal(cfg.checksum, GCK_CHECKSUM_FNV1A64);
+    gck_checkpointer *cp = (gck_checkpointer *)0x1;
+    assert_int_equal(gck_checkpointer_create(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
+    gck_config bad = cfg;
+    bad.max_checkpoints = 0;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "max_checkpoints"));
+    bad = cfg, bad.clip_enabled = 1, bad.clip_norm = 0.0;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "clip_norm"));
+    bad.clip_norm = NAN;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    bad = cfg, bad.accumulation_mode = (gck_accum_mode)7;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    bad = cfg, bad.n_weights = 3;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    bad = cfg, bad.dtype = GCK_DTYPE_F16;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_UNSUPPORTED);
+    bad = cfg, bad.dtype = (gck_dtype)99;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    bad = cfg, bad.checksum = (gck_checksum)9;
+    assert_int_equal(gck_checkpointer_create(&bad, &cp), GCK_ERR_INVALID_ARGUMENT);
+    assert_ptr_equal(cp, (gck_checkpointer *)0x1); /* untouched on every error */
+    assert_int_equal(gck_checkpointer_create(NULL, &cp), GCK_OK); /* NULL config: defaults */
+    gck_checkpointer_destroy(cp);
+    gck_checkpointer_destroy(NULL);
+}
+
+static void test_accumulate_and_steps(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 10);
+    const double a[3] = {1, 2, 3}, b[3] = {10, 20, 30};
+    assert_int_equal(gck_accumulate_f64(cp, "layer.b", a, 3, 1), GCK_OK);
+    assert_int_equal(gck_accumulate_f64(cp, "layer.a", a, 3, 2), GCK_OK);
+    assert_int_equal(gck_accumulate_f64(cp, "layer.b", b, 3, 3), GCK_OK);
+    assert_int_equal(gck_global_step(cp), 3);
+    assert_int_equal(gck_pending_count(cp), 3);
+    const char *names[4] = {0};
+    assert_int_equal(gck_pending_layers(cp, names, 4), 2);
+    assert_string_equal(names[0], "layer.a");
+    assert_string_equal(names[1], "layer.b");
+    assert_int_equal(gck_pending_layers(cp, names, 1), 2); /* total, even past cap */
+    assert_int_equal(gck_pending_layers(cp, NULL, 0), 2);
+
+    /* a length mismatch is refused and changes nothing */
+    const double c4[4] = {5, 5, 5, 5};
+    assert_int_equal(gck_accumulate_f64(cp, "layer.b", c4, 4, 9), GCK_ERR_DIMENSION_MISMATCH);
+    assert_string_equal(gck_last_error(), "dimension mismatch for layer 'layer.b': expected 3, got 4");
+    assert_int_equal(gck_global_step(cp), 3);
+    assert_int_equal(gck_pending_count(cp), 3);
+
+    gck_checkpoint *ck = NULL;
+    assert_int_equal(gck_flush(cp, 1234, &ck), GCK_OK);
+    assert_int_equal(gck_checkpoint_id(ck), 0);
+    assert_int_equal(gck_checkpoint_step(ck), 3);
+    assert_int_equal(gck_checkpoint_created_at(ck), 1234);
+    assert_int_equal(gck_checkpoint_num_layers(ck), 2);
+    assert_int_equal(gck_checkpoint_dtype(ck), GCK_DTYPE_F64);
+    gck_tensor_view v;
+    assert_int_equal(gck_checkpoint_find(ck, "layer.b", &v), GCK_OK);
+    const double *vb = v.values;
+    assert_true(vb[0] == 11 && vb[1] == 22 && vb[2] == 33);
+    assert_int_equal(v.step, 3);
+    assert_true(v.norm == sqrt(11.0 * 11 + 22 * 22 + 33 * 33) || fabs(v.norm - sqrt(1694.0)) < 1e-12);
+    assert_int_equal(gck_pending_count(cp), 0);
+    assert_int_equal(gck_pending_layers(cp, NULL, 0), 0);
+    assert_int_equal(gck_checkpoint_find(ck, "nope", &v), GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "nope"));
+
+    /* after a flush a layer may come with another length */
+    assert_int_equal(gck_accumulate_f64(cp, "layer.b", c4, 4, 10), GCK_OK);
+    assert_int_equal(gck_flush(cp, 1235, NULL), GCK_OK);
+    assert_int_equal(gck_checkpoint_id(gck_latest_checkpoint(cp)), 1);
+    assert_int_equal(gck_checkpoint_find(gck_latest_checkpoint(cp), "layer.b", &v), GCK_OK);
+    assert_int_equal(v.n, 4);
+    assert_int_equal(gck_checkpoint_find(gck_latest_checkpoint(cp), "layer.a", &v), GCK_ERR_NOT_FOUND);
+    gck_checkpoint_release(ck);
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_flush_empty_and_history(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 3);
+    gck_checkpoint *sentinel = (gck_checkpoint *)0x2;
+    assert_int_equal(gck_flush(cp, 0, &sentinel), GCK_ERR_NO_ACCUMULATED_GRADIENTS);
+    assert_ptr_equal(sentinel, (gck_checkpoint *)0x2);
+    assert_null(gck_latest_checkpoint(cp));
+    const double x[2] = {3, 4};
+    gck_checkpoint *first = NULL;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(gck_accumulate_f64(cp, "w", x, 2, (uint64_t)i), GCK_OK);
+        assert_int_equal(gck_flush(cp, (uint64_t)(100 + i), i == 0 ? &first : NULL), GCK_OK);
+    }
+    /* ids 2, 3, 4 remain; 0 and 1 were evicted */
+    assert_null(gck_checkpoint_by_id(cp, 0));
+    assert_null(gck_checkpoint_by_id(cp, 1));
+    for (uint64_t id = 2; id <= 4; id++) {
+        assert_non_null(gck_checkpoint_by_id(cp, id));
+        assert_int_equal(gck_checkpoint_created_at(gck_checkpoint_by_id(cp, id)), 100 + id);
+    }
+    assert_int_equal(gck_checkpoint_id(gck_latest_checkpoint(cp)), 4);
+    /* a retained checkpoint outlives its eviction and the checkpointer */
+    assert_int_equal(gck_checkpoint_id(first), 0);
+    const gck_checkpointer_stats st = gck_checkpointer_stats_get(cp);
+    assert_int_equal(st.total_checkpoints, 3);
+    assert_int_equal(st.total_steps, 5);
+    assert_true(st.avg_checkpoint_norm == 5.0 && st.max_checkpoint_norm == 5.0);
+    assert_int_equal(st.pending_tensors, 0);
+    gck_checkpointer_destroy(cp);
+    gck_tensor_view v;
+    assert_int_equal(gck_checkpoint_layer(first, 0, &v), GCK_OK);
+    assert_true(v.norm == 5.0);
+    assert_int_equal(gck_checkpoint_layer(first, 1, &v), GCK_ERR_INVALID_ARGUMENT);
+    gck_checkpoint_release(first);
+    gck_checkpoint_release(NULL);
+}
+
+static void test_modes(void **state)
+{
+    (void)state;
+    const double t1[2] = {1, 2}, t2[2] = {3, 6};
+    gck_tensor_view v;
+    /* mean: (t1 + t2) / 2 */
+    gck_checkpointer *cp = make(GCK_ACCUM_MEAN, GCK_DTYPE_F64, 2);
+    gck_accumulate_f64(cp, "l", t1, 2, 1);
+    gck_accumulate_f64(cp, "l", t2, 2, 2);
+    assert_int_equal(gck_flush(cp, 0, NULL), GCK_OK);
+    gck_checkpoint_find(gck_latest_checkpoint(cp), "l", &v);
+    assert_true(((const double *)v.values)[0] == 2 && ((const double *)v.values)[1] == 4);
+    gck_checkpointer_destroy(cp);
+    /* weighted mean: (1*t1 + 3*t2) / 4, then weight 1.0 past the end */
+    gck_config cfg;
+    gck_config_init(&cfg);
+    const double w[2] = {1.0, 3.0};
+    cfg.accumulation_mode = GCK_ACCUM_WEIGHTED_MEAN;
+    cfg.weights = w;
+    cfg.n_weights = 2;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    gck_accumulate_f64(cp, "l", t1, 2, 1);
+    gck_accumulate_f64(cp, "l", t2, 2, 2);
+    gck_flush(cp, 0, NULL);
+    gck_checkpoint_find(gck_latest_checkpoint(cp), "l", &v);
+    assert_true(((const double *)v.values)[0] == 2.5 && ((const double *)v.values)[1] == 5);
+    gck_accumulate_f64(cp, "l", t1, 2, 1);
+    gck_accumulate_f64(cp, "l", t2, 2, 2);
+    gck_accumulate_f64(cp, "l", t2, 2, 3); /* third tensor: weight 1.0 */
+    gck_flush(cp, 0, NULL);
+    gck_checkpoint_find(gck_latest_checkpoint(cp), "l", &v);
+    assert_true(((const double *)v.values)[0] == (1 + 9 + 3) / 5.0);
+    gck_checkpointer_destroy(cp);
+    /* weights summing to zero: no division */
+    const double wz[2] = {1.0, -1.0};
+    cfg.weights = wz;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    gck_accumulate_f64(cp, "l", t1, 2, 1);
+    gck_accumulate_f64(cp, "l", t2, 2, 2);
+    gck_flush(cp, 0, NULL);
+    gck_checkpoint_find(gck_latest_checkpoint(cp), "l", &v);
+    assert_true(((const double *)v.values)[0] == -2 && ((const double *)v.values)[1] == -4);
+    gck_checkpointer_destroy(cp);
+    /* the first tensor is 0 + t: -0.0 becomes +0.0 */
+    cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F32, 1);
+    const float negz[1] = {-0.0f};
+    gck_accumulate_f32(cp, "z", negz, 1, 1);
+    gck_flush(cp, 0, NULL);
+    gck_checkpoint_find(gck_latest_checkpoint(cp), "z", &v);
+    assert_false(signbit(((const float *)v.values)[0]));
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_replay_order_bytewise(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F32, 2);
+    const char *ids[] = {"b", "a", "\xc3\xa9t\xc3\xa9", "B", "a.b", "a/b", "aa", "Z9"};
+    const float one[1] = {1};
+    for (size_t i = 0; i < 8; i++)
+        assert_int_equal(gck_accumulate_f32(cp, ids[i], one, 1, i), GCK_OK);
+    gck_flush(cp, 0, NULL);
+    const gck_checkpoint *c = gck_latest_checkpoint(cp);
+    const char *want[] = {"B", "Z9", "a", "a.b", "a/b", "aa", "b", "\xc3\xa9t\xc3\xa9"};
+    for (size_t i = 0; i < 8; i++) {
+        gck_tensor_view v;
+        assert_int_equal(gck_checkpoint_layer(c, i, &v), GCK_OK);
+        assert_string_equal(v.layer_id, want[i]);
+        assert_int_equal(v.dtype, GCK_DTYPE_F32);
+    }
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_diff(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 4);
+    const double a1[3] = {1, 1, 1}, a2[2] = {4, 5}, onlya[2] = {3, 4};
+    const double b1[3] = {1, 3, 1}, b2[3] = {4, 5, 12}, onlyb[1] = {7};
+    gck_accumulate_f64(cp, "l1", a1, 3, 0);
+    gck_accumulate_f64(cp, "l2", a2, 2, 0);
+    gck_accumulate_f64(cp, "only_a", onlya, 2, 0);
+    gck_checkpoint *A = NULL, *B = NULL;
+    gck_flush(cp, 0, &A);
+    gck_accumulate_f64(cp, "l1", b1, 3, 0);
+    gck_accumulate_f64(cp, "l2", b2, 3, 0);
+    gck_accumulate_f64(cp, "only_b", onlyb, 1, 0);
+    gck_flush(cp, 0, &B);
+    gck_layer_distance *d = NULL;
+    size_t n = 0;
+    assert_int_equal(gck_checkpoint_diff(A, B, &d, &n), GCK_OK);
+    assert_int_equal(n, 4);
+    assert_string_equal(d[0].layer_id, "l1");
+    assert_true(d[0].distance == 2.0);
+    assert_string_equal(d[1].layer_id, "l2");
+    assert_true(d[1].distance == 12.0); /* shorter one padded with zero */
+    assert_string_equal(d[2].layer_id, "only_a");
+    assert_true(d[2].distance == 5.0); /* its own norm */
+    assert_string_equal(d[3].layer_id, "only_b");
+    assert_true(d[3].distance == 7.0);
+    gck_free(d);
+    assert_int_equal(gck_checkpoint_diff(A, A, &d, &n), GCK_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_true(d[i].distance == 0.0);
+    gck_free(d);
+    assert_int_equal(gck_checkpoint_diff(A, NULL, &d, &n), GCK_ERR_INVALID_ARGUMENT);
+    gck_checkpoint_release(A);
+    gck_checkpoint_release(B);
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_clipping_and_norms(void **state)
+{
+    (void)state;
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.clip_enabled = 1;
+    cfg.clip_norm = 1.0;
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    const double a[2] = {3, 0}, b[1] = {4};
+    gck_accumulate_f64(cp, "a", a, 2, 0);
+    gck_accumulate_f64(cp, "b", b, 1, 0);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 0, &c), GCK_OK);
+    gck_tensor_view v;
+    gck_checkpoint_find(c, "a", &v);
+    assert_true(((const double *)v.values)[0] == 3.0 * (1.0 / 5.0));
+    assert_true(fabs(gck_checkpoint_global_norm(c) - 1.0) < 1e-15);
+    assert_true(fabs(v.norm - 0.6) < 1e-15);
+    gck_checkpoint_release(c);
+    /* below the bound: untouched */
+    const double s[1] = {0.5};
+    gck_accumulate_f64(cp, "a", s, 1, 0);
+    gck_flush(cp, 0, &c);
+    gck_checkpoint_find(c, "a", &v);
+    assert_true(((const double *)v.values)[0] == 0.5 && gck_checkpoint_global_norm(c) == 0.5);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+
+    /* values whose squares overflow: norms stay finite */
+    cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 2);
+    const double big[2] = {3e200, 4e200}, big2[1] = {1e300};
+    gck_accumulate_f64(cp, "a", big, 2, 0);
+    gck_accumulate_f64(cp, "b", big2, 1, 0);
+    gck_flush(cp, 0, &c);
+    gck_checkpoint_find(c, "a", &v);
+    assert_true(fabs(v.norm / 5e200 - 1.0) < 1e-15);
+    assert_true(isfinite(gck_checkpoint_global_norm(c)));
+    assert_true(fabs(gck_checkpoint_global_norm(c) / 1e300 - 1.0) < 1e-15);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_nonfinite(void **state)
+{
+    (void)state;
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.error_if_nonfinite = 1;
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    const double ok[2] = {1, 2}, bad[2] = {NAN, 1};
+    gck_accumulate_f64(cp, "a", ok, 2, 0);
+    assert_int_equal(gck_accumulate_f64(cp, "b", bad, 2, 0), GCK_OK); /* accepted, judged at flush */
+    gck_checkpoint *c = (gck_checkpoint *)0x3;
+    assert_int_equal(gck_flush(cp, 0, &c), GCK_ERR_NONFINITE);
+    assert_ptr_equal(c, (gck_checkpoint *)0x3);
+    assert_non_null(strstr(gck_last_error(), "NaN"));
+    assert_int_equal(gck_pending_count(cp), 2); /* pending kept */
+    assert_null(gck_latest_checkpoint(cp));
+    assert_int_equal(gck_checkpointer_discard_pending(cp), GCK_OK);
+    assert_int_equal(gck_pending_count(cp), 0);
+    assert_int_equal(gck_global_step(cp), 2); /* unchanged by discard */
+    assert_int_equal(gck_flush(cp, 0, NULL), GCK_ERR_NO_ACCUMULATED_GRADIENTS);
+    const double inf[1] = {INFINITY};
+    gck_accumulate_f64(cp, "a", inf, 1, 0);
+    assert_int_equal(gck_flush(cp, 0, NULL), GCK_ERR_NONFINITE);
+    assert_non_null(strstr(gck_last_error(), "infinite"));
+    assert_int_equal(gck_checkpointer_discard_pending(NULL), GCK_ERR_INVALID_ARGUMENT);
+    gck_checkpointer_destroy(cp);
+    /* without the flag, a NaN flushes */
+    cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 2);
+    gck_accumulate_f64(cp, "b", bad, 2, 0);
+    assert_int_equal(gck_flush(cp, 0, &c), GCK_OK);
+    assert_true(isnan(gck_checkpoint_global_norm(c)));
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F64, 2);
+    const double x[1] = {1};
+    assert_int_equal(gck_accumulate_f64(NULL, "a", x, 1, 0), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_accumulate_f64(cp, NULL, x, 1, 0), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_accumulate_f64(cp, "a", NULL, 1, 0), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_accumulate_f64(cp, "", x, 1, 0), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "empty"));
+    char *longid = malloc(GCK_LAYER_ID_MAX + 2);
+    memset(longid, 'x', GCK_LAYER_ID_MAX + 1);
+    longid[GCK_LAYER_ID_MAX + 1] = '\0';
+    assert_int_equal(gck_accumulate_f64(cp, longid, x, 1, 0), GCK_ERR_INVALID_ARGUMENT);
+    longid[GCK_LAYER_ID_MAX] = '\0'; /* exactly the limit: fine */
+    assert_int_equal(gck_accumulate_f64(cp, longid, x, 1, 0), GCK_OK);
+    free(longid);
+    assert_int_equal(gck_accumulate_f64(cp, "empty", NULL, 0, 0), GCK_OK); /* NULL with n = 0 */
+    assert_int_equal(gck_global_step(cp), 2);
+    assert_int_equal(gck_flush(NULL, 0, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_flush(cp, 0, NULL), GCK_OK);
+    gck_tensor_view v;
+    assert_int_equal(gck_checkpoint_find(gck_latest_checkpoint(cp), "empty", &v), GCK_OK);
+    assert_int_equal(v.n, 0);
+    assert_true(v.norm == 0.0);
+    assert_int_equal(gck_global_step(NULL), 0);
+    assert_int_equal(gck_pending_count(NULL), 0);
+    assert_null(gck_latest_checkpoint(NULL));
+    gck_checkpointer_destroy(cp);
+}
+
+/* Every allocation failure of accumulate and flush leaves the checkpointer
+ * exactly as it was: the same inputs then flush to the same checkpoint. */
+static void test_allocation_failures_change_nothing(void **state)
+{
+    (void)state;
+    double x[300];
+    for (int i = 0; i < 300; i++)
+        x[i] = i * 0.25 - 7;
+    for (long k = 0; k < 64; k++) {
+        gck_checkpointer *cp = make(GCK_ACCUM_MEAN, GCK_DTYPE_F64, 2);
+        assert_int_equal(gck_accumulate_f64(cp, "keep", x, 300, 1), GCK_OK);
+        gck_alloc_fail_after(k);
+        gck_status s = gck_accumulate_f64(cp, "new", x, 100, 2);
+        if (s == GCK_OK)
+            s = gck_accumulate_f64(cp, "keep", x, 300, 3);
+        if (s == GCK_OK)
+            s = gck_flush(cp, 7, NULL);
+        gck_alloc_fail_after(-1);
+        if (s == GCK_OK) {
+            assert_true(k > 0); /* the walk reached success: every failure point was seen */
+            gck_checkpointer_destroy(cp);
+            return;
+        }
+        assert_int_equal(s, GCK_ERR_NO_MEMORY);
+        assert_true(strlen(gck_last_error()) > 0);
+        /* finish what failed and compare with a run that never failed */
+        const char *names[2];
+        const size_t np = gck_pending_layers(cp, names, 2);
+        if (np == 1)
+            assert_int_equal(gck_accumulate_f64(cp, "new", x, 100, 2), GCK_OK);
+        if (gck_pending_count(cp) == 2)
+            assert_int_equal(gck_accumulate_f64(cp, "keep", x, 300, 3), GCK_OK);
+        assert_int_equal(gck_pending_count(cp), 3);
+        assert_int_equal(gck_global_step(cp), 3);
+        assert_null(gck_latest_checkpoint(cp));
+        gck_checkpoint *got = NULL;
+        assert_int_equal(gck_flush(cp, 7, &got), GCK_OK);
+        gck_tensor_view v;
+        assert_int_equal(gck_checkpoint_find(got, "keep", &v), GCK_OK);
+        assert_true(((const double *)v.values)[299] == x[299]);
+        assert_int_equal(gck_checkpoint_id(got), 0);
+        gck_checkpoint_release(got);
+        gck_checkpointer_destroy(cp);
+    }
+    fail_msg("allocation failure walk did not finish in 64 steps");
+}
+
+static void test_checksums(void **state)
+{
+    (void)state;
+    const gck_checksum algos[3] = {GCK_CHECKSUM_FNV1A64, GCK_CHECKSUM_XXH3_64, GCK_CHECKSUM_NONE};
+    const float a[3] = {1.5f, -2.0f, 0.25f}, b[2] = {3.0f, 4.0f};
+    for (int k = 0; k < 3; k++) {
+        gck_config cfg;
+        gck_config_init(&cfg);
+        cfg.dtype = GCK_DTYPE_F32;
+        cfg.checksum = algos[k];
+        gck_checkpointer *cp = NULL;
+        assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+        gck_accumulate_f32(cp, "z", b, 2, 0);
+        gck_accumulate_f32(cp, "a", a, 3, 0);
+        gck_checkpoint *c = NULL;
+        gck_flush(cp, 0, &c);
+        /* the stream: layer "a" then "z", each value's little-endian bytes */
+        unsigned char bytes[20];
+        const float all[5] = {a[0], a[1], a[2], b[0], b[1]};
+        for (int i = 0; i < 5; i++) {
+            uint32_t u;
+            memcpy(&u, &all[i], 4);
+            for (int j = 0; j < 4; j++)
+                bytes[4 * i + j] = (unsigned char)(u >> (8 * j));
+        }
+        const uint64_t want = k == 0 ? gck_fnv1a64(bytes, 20, GCK_FNV1A64_INIT)
+                                     : k == 1 ? XXH3_64bits(bytes, 20) : 0;
+        assert_true(gck_checkpoint_checksum(c) == want);
+        assert_int_equal(gck_checkpoint_checksum_algo(c), algos[k]);
+        assert_true(gck_checkpoint_compute_checksum(c, algos[k]) == want);
+        assert_int_equal(gck_checkpoint_compressed_size(c), 20); /* 5 values <= threshold */
+        gck_checkpoint_release(c);
+        gck_checkpointer_destroy(cp);
+    }
+    /* compressed size past the threshold: bytes * 0.6 */
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.compression_threshold = 4;
+    gck_checkpointer *cp = NULL;
+    gck_checkpointer_create(&cfg, &cp);
+    const double x[5] = {1, 2, 3, 4, 5};
+    gck_accumulate_f64(cp, "x", x, 5, 0);
+    gck_flush(cp, 0, NULL);
+    assert_int_equal(gck_checkpoint_compressed_size(gck_latest_checkpoint(cp)), 24); /* (size_t)(40 * 0.6) */
+    gck_checkpointer_destroy(cp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_defaults_and_errors),
+        cmocka_unit_test(test_accumulate_and_steps),
+        cmocka_unit_test(test_flush_empty_and_history),
+        cmocka_unit_test(test_modes),
+        cmocka_unit_test(test_replay_order_bytewise),
+        cmocka_unit_test(test_diff),
+        cmocka_unit_test(test_clipping_and_norms),
+        cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_allocation_failures_change_nothing),
+        cmocka_unit_test(test_checksums),
+    };
+    return cmocka_run_group_tests_name("checkpointer", tests, NULL, NULL);
+}

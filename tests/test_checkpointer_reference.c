@@ -1,0 +1,222 @@
+/* tests/test_checkpointer_reference.c - flush results bit for bit against a naive reference (per ISA).
+ *
+ * The reference keeps every tensor until flush and combines them exactly as
+ * the seed's formulas say (SPEC 1.3): sum r = ((0 + t1) + t2) + ..., mean
+ * r / count, weighted r + (t_i * w_i) then / sum(w_i) unless 0; in f32
+ * storage inputs are rounded to float on arrival and the weights and
+ * divisor are (float) casts. Layer sums of squares are gck_sumsq_* of the
+ * finished values, the global norm sqrt of their left-to-right sum, the clip
+ * factor clip / norm (F32: (float) of it), the checksum FNV-1a 64 over the
+ * little-endian bytes. Randomized over modes, dtypes, input types, clipping,
+ * sizes (including ones above the OpenMP threshold) and 1 or 3 threads. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/gck_test.h"
+
+#if GCK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+#define MAXL 6
+#define MAXK 5
+
+typedef struct ref_layer {
+    char id[32];
+    size_t n;
+    int k;                      /* tensors in the window */
+    void *t[MAXK];              /* the tensors as given */
+    int is_f32[MAXK];
+} ref_layer;
+
+typedef struct ref_case {
+    gck_config cfg;
+    double weights[3];
+    ref_layer layers[MAXL];      /* sorted by id */
+    int nl;
+} ref_case;
+
+/* The finished values of one layer in the storage dtype. */
+static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out)
+{
+    const int f32 = rc->cfg.dtype == GCK_DTYPE_F32;
+    void *r = calloc(l->n ? l->n : 1, f32 ? 4 : 8);
+    double wsum = 0.0;
+    for (int j = 0; j < l->k; j++) {
+        const double w = rc->cfg.accumulation_mode != GCK_ACCUM_WEIGHTED_MEAN ? 1.0
+                         : (size_t)j < rc->cfg.n_weights ? rc->weights[j] : 1.0;
+        wsum = wsum + w;
+        for (size_t i = 0; i < l->n; i++) {
+            const double t64 = l->is_f32[j] ? (double)((const float *)l->t[j])[i] : ((const double *)l->t[j])[i];
+            if (f32) {
+                float *rf = r;
+                const float t = l->is_f32[j] ? ((const float *)l->t[j])[i] : (float)((const double *)l->t[j])[i];
+                rf[i] = rc->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN ? rf[i] + t * (float)w : rf[i] + t;
+            } else {
+                double *rd = r;
+                rd[i] = rc->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN ? rd[i] + t64 * w : rd[i] + t64;
+            }
+        }
+    }
+    double div = 0.0;
+    if (rc->cfg.accumulation_mode == GCK_ACCUM_MEAN)
+        div = (double)l->k;
+    else if (rc->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN && wsum != 0.0)
+        div = wsum;
+    if (div != 0.0)
+        for (size_t i = 0; i < l->n; i++) {
+            if (f32)
+                ((float *)r)[i] = ((float *)r)[i] / (float)div;
+            else
+                ((double *)r)[i] = ((double *)r)[i] / div;
+        }
+    *wsum_out = wsum;
+    return r;
+}
+
+static double ref_sumsq(const ref_case *rc, const void *v, size_t n)
+{
+    return rc->cfg.dtype == GCK_DTYPE_F32 ? gck_sumsq_f32(v, n) : gck_sumsq_f64(v, n);
+}
+
+static uint64_t ref_fnv_le(uint64_t h, const void *v, size_t n, size_t esz)
+{
+    const unsigned char *p = v;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u = 0;
+        if (esz == 8) {
+            memcpy(&u, p + 8 * i, 8);
+        } else {
+            uint32_t w;
+            memcpy(&w, p + 4 * i, 4);
+            u = w;
+        }
+        for (size_t b = 0; b < esz; b++) {
+            const unsigned char byte = (unsigned char)(u >> (8 * b));
+            h = gck_fnv1a64(&byte, 1, h);
+        }
+    }
+    return h;
+}
+
+static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_t seed)
+{
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&rc->cfg, &cp), GCK_OK);
+    /* feed round-robin over layers, as a training loop would */
+    for (int j = 0; j < MAXK; j++)
+        for (int li = rc->nl - 1; li >= 0; li--) {
+            const ref_layer *l = &rc->layers[li];
+            if (j >= l->k)
+                continue;
+            const gck_status s = l->is_f32[j] ? gck_accumulate_f32(cp, l->id, l->t[j], l->n, (uint64_t)j)
+                                              : gck_accumulate_f64(cp, l->id, l->t[j], l->n, (uint64_t)j);
+            assert_int_equal(s, GCK_OK);
+        }
+#if GCK_HAVE_OPENMP
+    omp_set_num_threads(threads);
+#else
+    (void)threads;
+#endif
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, seed, &c), GCK_OK);
+
+    const int f32 = rc->cfg.dtype == GCK_DTYPE_F32;
+    const size_t esz = f32 ? 4 : 8;
+    void *fin[MAXL];
+    double sq[MAXL], total = 0.0;
+    for (int li = 0; li < rc->nl; li++) {
+        double wsum;
+        fin[li] = ref_finish(rc, &rc->layers[li], &wsum);
+        sq[li] = ref_sumsq(rc, fin[li], rc->layers[li].n);
+        total = total + sq[li];
+    }
+    const double norm = sqrt(total);
+    if (rc->cfg.clip_enabled && norm > rc->cfg.clip_norm && norm > 0.0) {
+        const double s = rc->cfg.clip_norm / norm;
+        total = 0.0;
+        for (int li = 0; li < rc->nl; li++) {
+            for (size_t i = 0; i < rc->layers[li].n; i++) {
+                if (f32)
+                    ((float *)fin[li])[i] = ((float *)fin[li])[i] * (float)s;
+                else
+                    ((double *)fin[li])[i] = ((double *)fin[li])[i] * s;
+            }
+            sq[li] = ref_sumsq(rc, fin[li], rc->layers[li].n);
+            total = total + sq[li];
+        }
+    }
+    uint64_t h = GCK_FNV1A64_INIT;
+    assert_int_equal(gck_checkpoint_num_layers(c), (size_t)rc->nl);
+    for (int li = 0; li < rc->nl; li++) {
+        gck_tensor_view v;
+        assert_int_equal(gck_checkpoint_layer(c, (size_t)li, &v), GCK_OK);
+        assert_string_equal(v.layer_id, rc->layers[li].id);
+        assert_int_equal(v.n, rc->layers[li].n);
+        if (memcmp(v.values, fin[li], rc->layers[li].n * esz) != 0)
+            fail_msg("%s threads=%d seed=%llu mode=%d dtype=%s: layer %s values differ", p->isa->name, threads,
+                     (unsigned long long)seed, (int)rc->cfg.accumulation_mode, gck_dtype_name(rc->cfg.dtype),
+                     v.layer_id);
+        gck_assert_same_f64(sqrt(sq[li]), v.norm, "%s layer %s norm", p->isa->name, v.layer_id);
+        h = ref_fnv_le(h, fin[li], rc->layers[li].n, esz);
+        free(fin[li]);
+    }
+    gck_assert_same_f64(sqrt(total), gck_checkpoint_global_norm(c), "%s global norm seed=%llu", p->isa->name,
+                        (unsigned long long)seed);
+    assert_true(gck_checkpoint_checksum(c) == h);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+}
+
+static void free_case(ref_case *rc)
+{
+    for (int li = 0; li < rc->nl; li++)
+        for (int j = 0; j < rc->layers[li].k; j++)
+            free(rc->layers[li].t[j]);
+}
+
+static void make_case(ref_case *rc, uint64_t seed)
+{
+    uint64_t st = seed * 7919 + 1;
+    memset(rc, 0, sizeof *rc);
+    gck_config_init(&rc->cfg);
+    rc->cfg.accumulation_mode = (gck_accum_mode)(gck_test_rand(&st) % 3);
+    rc->cfg.dtype = gck_test_rand(&st) % 2 ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+    rc->cfg.clip_enabled = (int)(gck_test_rand(&st) % 2);
+    rc->cfg.clip_norm = 0.5 + (double)(gck_test_rand(&st) % 100);
+    rc->weights[0] = 0.25, rc->weights[1] = 2.0, rc->weights[2] = 1.0 / 3.0;
+    rc->cfg.weights = rc->weights;
+    rc->cfg.n_weights = gck_test_rand(&st) % 4;
+    rc->nl = 1 + (int)(gck_test_rand(&st) % MAXL);
+    static const size_t lens[] = {1, 7, 64, 513, 8193, GCK_PARALLEL_MIN + 77};
+    for (int li = 0; li < rc->nl; li++) {
+        ref_layer *l = &rc->layers[li];
+        snprintf(l->id, sizeof l->id, "layer%02d.w", li); /* already in bytewise order */
+        l->n = lens[gck_test_rand(&st) % (seed % 5 == 0 ? 6 : 5)];
+        l->k = 1 + (int)(gck_test_rand(&st) % MAXK);
+        for (int j = 0; j < l->k; j++) {
+            l->is_f32[j] = (int)(gck_test_rand(&st) % 2);
+            l->t[j] = malloc(l->n * (l->is_f32[j] ? 4 : 8));
+            if (l->is_f32[j])
+                gck_test_fill_f32(l->t[j], l->n, GCK_K_ILL_SCALED, seed * 31 + (uint64_t)(li * 7 + j));
+            else
+                gck_test_fill_f64(l->t[j], l->n, GCK_K_UNIFORM, seed * 37 + (uint64_t)(li * 7 + j));
+        }
+    }
+}
+
+static void test_randomized_against_reference(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        ref_case rc;
+        make_case(&rc, seed);
+        check_case(p, &rc, 1, seed);
+        check_case(p, &rc, 3, seed);
+        free_case(&rc);
+    }
+}
+
+GCK_PER_ISA_MAIN(NULL, NULL, GCK_ISA_TEST(test_randomized_against_reference))

@@ -77,5 +77,6 @@ void gck_bench_register_kernels(int threads);
 void gck_bench_register_baseline(int threads);
 void gck_bench_register_naive(int threads);
 void gck_bench_register_openblas(int threads);
+void gck_bench_register_checkpointer(int threads);
 
 #endif /* GCK_BENCH_H */

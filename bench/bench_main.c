@@ -14,6 +14,7 @@ int main(int argc, char **argv)
         gck_bench_register_kernels(threads);
         gck_bench_register_baseline(threads);
         gck_bench_register_naive(threads);
+        gck_bench_register_checkpointer(threads);
 #ifdef GCK_BENCH_OPENBLAS
         gck_bench_register_openblas(threads);
 #endif

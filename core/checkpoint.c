@@ -17,27 +17,40 @@ static size_t gck_round_up(size_t v)
     return (v + GCK_ALIGN - 1) & ~(size_t)(GCK_ALIGN - 1);
 }
 
-gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids, const size_t *lens)
+size_t gck_checkpoint_arena_bytes(gck_dtype dtype, size_t n_layers, const size_t *lens)
 {
     const size_t esz = gck_dtype_size(dtype);
-    size_t id_bytes = 0, arena = 0, n_values = 0;
+    size_t arena = 0;
     for (size_t i = 0; i < n_layers; i++) {
         size_t bytes;
-        id_bytes += strlen(ids[i]) + 1;
         if (!gck_mul_size(lens[i], esz, &bytes) || bytes > (size_t)-1 / 2 - arena)
-            return NULL;
+            return (size_t)-1;
         arena += gck_round_up(bytes);
+    }
+    return arena;
+}
+
+gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids, const size_t *lens,
+                                   const gck_checkpoint *recycle)
+{
+    const size_t esz = gck_dtype_size(dtype);
+    const size_t arena = gck_checkpoint_arena_bytes(dtype, n_layers, lens);
+    size_t id_bytes = 0, n_values = 0, layers_bytes;
+    if (arena == (size_t)-1 || !gck_mul_size(n_layers, sizeof(gck_ckpt_layer), &layers_bytes))
+        return NULL;
+    for (size_t i = 0; i < n_layers; i++) {
+        id_bytes += strlen(ids[i]) + 1;
         n_values += lens[i];
     }
     /* struct, layer array and ids in one block; values in an aligned arena */
     const size_t head = gck_round_up(sizeof(gck_checkpoint));
-    size_t layers_bytes;
-    if (!gck_mul_size(n_layers, sizeof(gck_ckpt_layer), &layers_bytes))
-        return NULL;
     gck_checkpoint *c = gck_malloc(head + layers_bytes + id_bytes);
     if (c == NULL)
         return NULL;
-    void *values = gck_aligned_alloc(arena);
+    /* Reusing an evicted checkpoint's arena skips the page faults of fresh
+     * memory (a first-touch write costs about as much as a pass over it). */
+    const int reuse = recycle != NULL && recycle->arena != NULL && recycle->arena_bytes >= arena;
+    void *values = reuse ? recycle->arena : gck_aligned_alloc(arena);
     if (values == NULL) {
         free(c);
         return NULL;
@@ -49,7 +62,7 @@ gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char 
     c->n_values = n_values;
     c->layers = (gck_ckpt_layer *)((char *)c + head);
     c->arena = values;
-    c->arena_bytes = arena;
+    c->arena_bytes = reuse ? recycle->arena_bytes : arena;
     char *idp = (char *)c->layers + layers_bytes;
     char *vp = values;
     for (size_t i = 0; i < n_layers; i++) {
@@ -60,6 +73,12 @@ gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char 
         vp += gck_round_up(lens[i] * esz);
     }
     return c;
+}
+
+void gck_checkpoint_take_arena(gck_checkpoint *c)
+{
+    c->arena = NULL;
+    c->arena_bytes = 0;
 }
 
 /* Same threshold as the kernels' l2norm: below it squares may have lost bits. */

@@ -34,12 +34,21 @@ struct gck_checkpoint {
     size_t arena_bytes;
 };
 
-/* Allocates a checkpoint with room for n_layers layers whose ids take
- * id_bytes (NULs included) and whose values are described by lens[]: the
- * layer array, ids and arena are laid out and values[] pointers set; ids are
- * copied from ids[]. refs = 1. NULL on allocation failure (nothing leaks). */
+/* Allocates a checkpoint of n_layers layers with ids[] (copied) and lens[]
+ * values each: the layer array and ids in one block, the values in a 64-byte
+ * aligned arena. When recycle is not NULL and its arena is large enough, that
+ * arena is used instead of a new one (the caller then detaches it from
+ * recycle with gck_checkpoint_take_arena). refs = 1. NULL on allocation
+ * failure (nothing leaks, recycle untouched). */
 GCK_INTERNAL gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids,
-                                                const size_t *lens);
+                                                const size_t *lens, const gck_checkpoint *recycle);
+
+/* Bytes of value arena a checkpoint with these lengths needs. */
+GCK_INTERNAL size_t gck_checkpoint_arena_bytes(gck_dtype dtype, size_t n_layers, const size_t *lens);
+
+/* Detaches c's arena so releasing c does not free it (it now belongs to the
+ * checkpoint that was built on it). */
+GCK_INTERNAL void gck_checkpoint_take_arena(gck_checkpoint *c);
 
 /* The layer's norm from its sum of squares: sqrt(sumsq) when that is in
  * range, else the rescaled gck_l2norm of the values (an extra pass, only for

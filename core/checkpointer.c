@@ -323,6 +323,18 @@ static void gck_clear_pending(gck_checkpointer *cp)
     cp->pending_layers = 0;
 }
 
+/* The checkpoint this flush will evict, when its memory may be reused for
+ * the new one: the history is full, nobody else holds a reference, and the
+ * flush cannot fail after writing values (error_if_nonfinite off), so the
+ * evicted checkpoint is never seen half-overwritten. */
+static const gck_checkpoint *gck_recyclable(const gck_checkpointer *cp)
+{
+    if (cp->hist_len < cp->cfg.max_checkpoints || cp->cfg.error_if_nonfinite)
+        return NULL;
+    const gck_checkpoint *oldest = cp->history[cp->hist_head];
+    return atomic_load(&oldest->refs) == 1 ? oldest : NULL;
+}
+
 gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
 {
     GCK_CHECK_ARG(cp != NULL, "gck_flush: checkpointer is NULL");
@@ -346,7 +358,7 @@ gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
                                   .divide = mode == GCK_ACCUM_MEAN || (mode == GCK_ACCUM_WEIGHTED_MEAN && d != 0.0)};
             k++;
         }
-        c = gck_checkpoint_new(cp->cfg.dtype, np, ids, lens);
+        c = gck_checkpoint_new(cp->cfg.dtype, np, ids, lens, gck_recyclable(cp));
     }
     free(ids), free(lens);
     if (c == NULL) {
@@ -387,7 +399,10 @@ gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
 
     const size_t max = cp->cfg.max_checkpoints;
     if (cp->hist_len == max) {
-        gck_checkpoint_release(cp->history[cp->hist_head]);
+        gck_checkpoint *old = cp->history[cp->hist_head];
+        if (old->arena == c->arena)
+            gck_checkpoint_take_arena(old); /* recycled into c */
+        gck_checkpoint_release(old);
         cp->hist_head = (cp->hist_head + 1) % max;
         cp->hist_len--;
     }

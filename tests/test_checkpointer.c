@@ -122,10 +122,11 @@ static void test_flush_empty_and_history(void **state)
     assert_int_equal(gck_flush(cp, 0, &sentinel), GCK_ERR_NO_ACCUMULATED_GRADIENTS);
     assert_ptr_equal(sentinel, (gck_checkpoint *)0x2);
     assert_null(gck_latest_checkpoint(cp));
-    const double x[2] = {3, 4};
+    const double x[2] = {3, 4}, y[2] = {6, 8};
     gck_checkpoint *first = NULL;
     for (int i = 0; i < 5; i++) {
-        assert_int_equal(gck_accumulate_f64(cp, "w", x, 2, (uint64_t)i), GCK_OK);
+        /* evicted, unretained checkpoints are recycled: values must still be right */
+        assert_int_equal(gck_accumulate_f64(cp, "w", i == 0 ? x : y, 2, (uint64_t)i), GCK_OK);
         assert_int_equal(gck_flush(cp, (uint64_t)(100 + i), i == 0 ? &first : NULL), GCK_OK);
     }
     /* ids 2, 3, 4 remain; 0 and 1 were evicted */
@@ -141,12 +142,17 @@ static void test_flush_empty_and_history(void **state)
     const gck_checkpointer_stats st = gck_checkpointer_stats_get(cp);
     assert_int_equal(st.total_checkpoints, 3);
     assert_int_equal(st.total_steps, 5);
-    assert_true(st.avg_checkpoint_norm == 5.0 && st.max_checkpoint_norm == 5.0);
+    assert_true(st.avg_checkpoint_norm == 10.0 && st.max_checkpoint_norm == 10.0);
+    gck_tensor_view lv;
+    assert_int_equal(gck_checkpoint_find(gck_latest_checkpoint(cp), "w", &lv), GCK_OK);
+    assert_true(((const double *)lv.values)[0] == 6.0 && lv.norm == 10.0);
     assert_int_equal(st.pending_tensors, 0);
     gck_checkpointer_destroy(cp);
     gck_tensor_view v;
     assert_int_equal(gck_checkpoint_layer(first, 0, &v), GCK_OK);
     assert_true(v.norm == 5.0);
+    /* its memory was not recycled by later flushes: it was retained */
+    assert_true(((const double *)v.values)[0] == 3.0 && ((const double *)v.values)[1] == 4.0);
     assert_int_equal(gck_checkpoint_layer(first, 1, &v), GCK_ERR_INVALID_ARGUMENT);
     gck_checkpoint_release(first);
     gck_checkpoint_release(NULL);

@@ -216,25 +216,40 @@ static gck_status gck_accumulate(gck_checkpointer *cp, const char *id, const voi
     /* From here on nothing can fail. */
     const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
     const double w = !weighted ? 1.0 : (l->count < cp->cfg.n_weights ? cp->weights[l->count] : 1.0);
-    if (l->count == 0) {
-        /* r starts at +0.0: the first tensor gives 0 + t (turning -0 into +0) */
-        memset(l->buf, 0, n * gck_storage_size(cp));
+    const int first = l->count == 0;
+    if (first) {
         l->n = n;
         l->wsum = 0.0;
         cp->pending_layers++;
     }
+    /* r = r + (t * w), or r = r + t; the window's first tensor gives
+     * 0 + (t * w) (t * 1 = t exactly) without reading the buffer. */
     if (cp->cfg.dtype == GCK_DTYPE_F64) {
         double *r = l->buf;
-        if (in_dtype == GCK_DTYPE_F64)
-            weighted ? gck_axpy_f64(r, w, values, n) : gck_add_f64(r, values, n);
-        else
-            weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
+        if (in_dtype == GCK_DTYPE_F64) {
+            if (first)
+                gck_axpy_init_f64(r, w, values, n);
+            else
+                weighted ? gck_axpy_f64(r, w, values, n) : gck_add_f64(r, values, n);
+        } else {
+            if (first)
+                gck_axpy_init_f32_to_f64(r, w, values, n);
+            else
+                weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
+        }
     } else {
         float *r = l->buf;
-        if (in_dtype == GCK_DTYPE_F32)
-            weighted ? gck_axpy_f32(r, (float)w, values, n) : gck_add_f32(r, values, n);
-        else
-            weighted ? gck_axpy_f64_to_f32(r, (float)w, values, n) : gck_add_f64_to_f32(r, values, n);
+        if (in_dtype == GCK_DTYPE_F32) {
+            if (first)
+                gck_axpy_init_f32(r, (float)w, values, n);
+            else
+                weighted ? gck_axpy_f32(r, (float)w, values, n) : gck_add_f32(r, values, n);
+        } else {
+            if (first)
+                gck_axpy_init_f64_to_f32(r, (float)w, values, n);
+            else
+                weighted ? gck_axpy_f64_to_f32(r, (float)w, values, n) : gck_add_f64_to_f32(r, values, n);
+        }
     }
     if (weighted)
         l->wsum = l->wsum + w;

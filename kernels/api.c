@@ -122,17 +122,34 @@ static int gck_use_threads(size_t n)
 #endif
 }
 
-#define GCK_CHUNK ((size_t)GCK_CHUNK_BLOCKS * GCK_BLOCK)
 #define GCK_GROUP_CHUNKS 1024 /* chunk results per parallel region; a power of two */
+
+/* Elements per OpenMP work item: GCK_CHUNK_BLOCKS blocks on big arrays,
+ * fewer on mid-sized ones so that each thread gets about four items. Always
+ * a power of two of blocks, so a chunk is an aligned subtree of the block
+ * tree and the result does not depend on the choice. */
+static size_t gck_chunk_elems(size_t n)
+{
+#if GCK_HAVE_OPENMP
+    const size_t want = 4 * (size_t)omp_get_max_threads();
+#else
+    const size_t want = 4;
+#endif
+    const size_t nblocks = (n + GCK_BLOCK - 1) / GCK_BLOCK;
+    size_t cb = GCK_CHUNK_BLOCKS;
+    while (cb > 1 && nblocks < cb * want)
+        cb /= 2;
+    return cb * GCK_BLOCK;
+}
 
 static double gck_reduce(const gck_reduce_args *r, size_t n)
 {
     if (!gck_use_threads(n))
         return gck_reduce_range(r, 0, n);
-    /* Chunks are aligned runs of GCK_CHUNK_BLOCKS (a power of two) blocks, so
-     * each chunk's result is a subtree of the serial tree, whichever thread
-     * computes it. */
-    const size_t nchunks = (n + GCK_CHUNK - 1) / GCK_CHUNK;
+    /* Chunks are aligned runs of a power of two of blocks, so each chunk's
+     * result is a subtree of the serial tree, whichever thread computes it. */
+    const size_t chunk = gck_chunk_elems(n);
+    const size_t nchunks = (n + chunk - 1) / chunk;
     gck_pairwise p;
     p.top = 0;
     for (size_t g0 = 0; g0 < nchunks; g0 += GCK_GROUP_CHUNKS) {
@@ -143,12 +160,12 @@ static double gck_reduce(const gck_reduce_args *r, size_t n)
 #pragma omp parallel for schedule(static)
 #endif
         for (c = 0; c < (long long)gn; c++) {
-            const size_t lo = (g0 + (size_t)c) * GCK_CHUNK;
-            part[c] = gck_reduce_range(r, lo, gck_min(GCK_CHUNK, n - lo));
+            const size_t lo = (g0 + (size_t)c) * chunk;
+            part[c] = gck_reduce_range(r, lo, gck_min(chunk, n - lo));
         }
         for (size_t k = 0; k < gn; k++) {
-            const size_t lo = (g0 + k) * GCK_CHUNK;
-            const size_t blocks = (gck_min(GCK_CHUNK, n - lo) + GCK_BLOCK - 1) / GCK_BLOCK;
+            const size_t lo = (g0 + k) * chunk;
+            const size_t blocks = (gck_min(chunk, n - lo) + GCK_BLOCK - 1) / GCK_BLOCK;
             gck_pairwise_push(&p, part[k], blocks);
         }
     }
@@ -209,7 +226,8 @@ double gck_scale_sumsq_f32(float *dst, const float *x, float s, size_t n)
  * split gives the same value. */
 static double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, size_t n)
 {
-    const long long nchunks = (long long)((n + GCK_CHUNK - 1) / GCK_CHUNK);
+    const size_t chunk = gck_chunk_elems(n);
+    const long long nchunks = (long long)((n + chunk - 1) / chunk);
     const long long nthreaded = gck_use_threads(n) ? nchunks : (n > 0);
     double part_max = 0.0;
     int any_nan = 0;
@@ -218,8 +236,8 @@ static double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, siz
 #pragma omp parallel for schedule(static) reduction(max : part_max) reduction(| : any_nan) if (nthreaded > 1)
 #endif
     for (c = 0; c < nthreaded; c++) {
-        const size_t lo = nthreaded == 1 ? 0 : (size_t)c * GCK_CHUNK;
-        const size_t len = nthreaded == 1 ? n : gck_min(GCK_CHUNK, n - lo);
+        const size_t lo = nthreaded == 1 ? 0 : (size_t)c * chunk;
+        const size_t len = nthreaded == 1 ? n : gck_min(chunk, n - lo);
         const double v = is_f32 ? t->amax_f32((const float *)x + lo, len) : t->amax_f64((const double *)x + lo, len);
         any_nan |= isnan(v);
         part_max = v > part_max ? v : part_max;
@@ -316,12 +334,13 @@ double gck_pnorm_f32(const float *x, size_t n, double p)
             const size_t lo = 0, len = (n);                                     \
             body;                                                               \
         } else {                                                                \
-            const long long nch_ = (long long)(((n) + GCK_CHUNK - 1) / GCK_CHUNK); \
+            const size_t chunk_ = gck_chunk_elems(n);                           \
+            const long long nch_ = (long long)(((n) + chunk_ - 1) / chunk_);    \
             long long c_;                                                       \
             _Pragma("omp parallel for schedule(static)")                        \
             for (c_ = 0; c_ < nch_; c_++) {                                     \
-                const size_t lo = (size_t)c_ * GCK_CHUNK;                       \
-                const size_t len = gck_min(GCK_CHUNK, (n) - lo);                \
+                const size_t lo = (size_t)c_ * chunk_;                          \
+                const size_t len = gck_min(chunk_, (n) - lo);                   \
                 body;                                                           \
             }                                                                   \
         }                                                                       \
@@ -392,4 +411,28 @@ void gck_axpy_f64_to_f32(float *acc, float w, const double *x, size_t n)
 {
     const gck_kernel_table *t = gck_kernels_active();
     GCK_ELEMENTWISE(n, t->axpy_f64_to_f32(acc + lo, w, x + lo, len));
+}
+
+void gck_axpy_init_f64(double *dst, double w, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_init_f64(dst + lo, w, x + lo, len));
+}
+
+void gck_axpy_init_f32(float *dst, float w, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_init_f32(dst + lo, w, x + lo, len));
+}
+
+void gck_axpy_init_f32_to_f64(double *dst, double w, const float *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_init_f32_to_f64(dst + lo, w, x + lo, len));
+}
+
+void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size_t n)
+{
+    const gck_kernel_table *t = gck_kernels_active();
+    GCK_ELEMENTWISE(n, t->axpy_init_f64_to_f32(dst + lo, w, x + lo, len));
 }

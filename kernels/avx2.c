@@ -356,6 +356,47 @@ static void gck_axpy_f64_to_f32_avx2(float *acc, float w, const double *x, size_
 #undef S
 }
 
+/* dst = 0 + (x * w): the +0 turns -0 into +0 (never folded: signed zeros) */
+static void gck_axpy_init_f64_avx2(double *dst, double w, const double *x, size_t n)
+{
+    const __m256d vw = _mm256_set1_pd(w), z = _mm256_setzero_pd();
+#define V(i) _mm256_storeu_pd(dst + (i), _mm256_add_pd(z, _mm256_mul_pd(_mm256_loadu_pd(x + (i)), vw)))
+#define S(i) dst[i] = 0.0 + x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_init_f32_avx2(float *dst, float w, const float *x, size_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w), z = _mm256_setzero_ps();
+#define V(i) _mm256_storeu_ps(dst + (i), _mm256_add_ps(z, _mm256_mul_ps(_mm256_loadu_ps(x + (i)), vw)))
+#define S(i) dst[i] = 0.0f + x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_init_f32_to_f64_avx2(double *dst, double w, const float *x, size_t n)
+{
+    const __m256d vw = _mm256_set1_pd(w), z = _mm256_setzero_pd();
+#define V(i) _mm256_storeu_pd(dst + (i), _mm256_add_pd(z, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + (i))), vw)))
+#define S(i) dst[i] = 0.0 + (double)x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
+static void gck_axpy_init_f64_to_f32_avx2(float *dst, float w, const double *x, size_t n)
+{
+    const __m128 vw = _mm_set1_ps(w), z = _mm_setzero_ps();
+#define V(i) _mm_storeu_ps(dst + (i), _mm_add_ps(z, _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(x + (i))), vw)))
+#define S(i) dst[i] = 0.0f + (float)x[i] * w
+    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
+#undef V
+#undef S
+}
+
 const gck_kernel_table gck_kernels_avx2 = {
     .isa = GCK_ISA_AVX2,
     .name = "avx2",
@@ -384,4 +425,8 @@ const gck_kernel_table gck_kernels_avx2 = {
     .axpy_f32_to_f64 = gck_axpy_f32_to_f64_avx2,
     .add_f64_to_f32 = gck_add_f64_to_f32_avx2,
     .axpy_f64_to_f32 = gck_axpy_f64_to_f32_avx2,
+    .axpy_init_f64 = gck_axpy_init_f64_avx2,
+    .axpy_init_f32 = gck_axpy_init_f32_avx2,
+    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_avx2,
+    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_avx2,
 };

@@ -416,6 +416,39 @@ static void gck_axpy_f64_to_f32_avx512(float *acc, float w, const double *x, siz
 #undef OP
 }
 
+/* dst = 0 + (x * w): the +0 turns -0 into +0 (never folded: signed zeros) */
+static void gck_axpy_init_f64_avx512(double *dst, double w, const double *x, size_t n)
+{
+    const __m512d vw = _mm512_set1_pd(w), z = _mm512_setzero_pd();
+#define OP(i, m) _mm512_mask_storeu_pd(dst + (i), m, _mm512_add_pd(z, _mm512_mul_pd(gck_ld64(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_axpy_init_f32_avx512(float *dst, float w, const float *x, size_t n)
+{
+    const __m512 vw = _mm512_set1_ps(w), z = _mm512_setzero_ps();
+#define OP(i, m) _mm512_mask_storeu_ps(dst + (i), m, _mm512_add_ps(z, _mm512_mul_ps(gck_ld32(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 16, gck_mask16, OP);
+#undef OP
+}
+
+static void gck_axpy_init_f32_to_f64_avx512(double *dst, double w, const float *x, size_t n)
+{
+    const __m512d vw = _mm512_set1_pd(w), z = _mm512_setzero_pd();
+#define OP(i, m) _mm512_mask_storeu_pd(dst + (i), m, _mm512_add_pd(z, _mm512_mul_pd(gck_ld32w(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
+static void gck_axpy_init_f64_to_f32_avx512(float *dst, float w, const double *x, size_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w), z = _mm256_setzero_ps();
+#define OP(i, m) _mm256_mask_storeu_ps(dst + (i), m, _mm256_add_ps(z, _mm256_mul_ps(gck_ld64n(x + (i), m), vw)))
+    GCK_AVX512_ELEMENTWISE(n, 8, gck_mask8, OP);
+#undef OP
+}
+
 const gck_kernel_table gck_kernels_avx512 = {
     .isa = GCK_ISA_AVX512,
     .name = "avx512",
@@ -444,4 +477,8 @@ const gck_kernel_table gck_kernels_avx512 = {
     .axpy_f32_to_f64 = gck_axpy_f32_to_f64_avx512,
     .add_f64_to_f32 = gck_add_f64_to_f32_avx512,
     .axpy_f64_to_f32 = gck_axpy_f64_to_f32_avx512,
+    .axpy_init_f64 = gck_axpy_init_f64_avx512,
+    .axpy_init_f32 = gck_axpy_init_f32_avx512,
+    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_avx512,
+    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_avx512,
 };

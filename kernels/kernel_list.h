@@ -45,6 +45,12 @@
     X(add_f32_to_f64, void, (double *acc, const float *x, size_t n))              \
     X(axpy_f32_to_f64, void, (double *acc, double w, const float *x, size_t n))   \
     X(add_f64_to_f32, void, (float *acc, const double *x, size_t n))              \
-    X(axpy_f64_to_f32, void, (float *acc, float w, const double *x, size_t n))
+    X(axpy_f64_to_f32, void, (float *acc, float w, const double *x, size_t n))  \
+    /* first term of an accumulation, dst = 0 + (x * w) without reading dst:    \
+     * exactly axpy into a zeroed buffer (-0 becomes +0), one pass less */      \
+    X(axpy_init_f64, void, (double *dst, double w, const double *x, size_t n))  \
+    X(axpy_init_f32, void, (float *dst, float w, const float *x, size_t n))     \
+    X(axpy_init_f32_to_f64, void, (double *dst, double w, const float *x, size_t n)) \
+    X(axpy_init_f64_to_f32, void, (float *dst, float w, const double *x, size_t n))
 
 #endif /* GCK_KERNEL_LIST_H */

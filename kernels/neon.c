@@ -578,6 +578,84 @@ static void gck_axpy_f64_to_f32_neon(float *acc, float w, const double *x, size_
         acc[i] = acc[i] + (float)x[i] * w;
 }
 
+/* ---- first term of an accumulation: dst = 0 + (x * w) -----------------------
+ * dst is write-only. The product is rounded, then +0.0 is added (never vfmaq):
+ * the add turns a -0.0 product into +0.0, exactly as the reference's C. Without
+ * -ffast-math the compiler keeps that add (signed zeros). */
+static void gck_axpy_init_f64_neon(double *dst, double w, const double *x, size_t n)
+{
+    const float64x2_t wv = vdupq_n_f64(w), z = vdupq_n_f64(0.0);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2_t p0 = vmulq_f64(vld1q_f64(x + i), wv);
+        const float64x2_t p1 = vmulq_f64(vld1q_f64(x + i + 2), wv);
+        const float64x2_t p2 = vmulq_f64(vld1q_f64(x + i + 4), wv);
+        const float64x2_t p3 = vmulq_f64(vld1q_f64(x + i + 6), wv);
+        vst1q_f64(dst + i, vaddq_f64(z, p0));
+        vst1q_f64(dst + i + 2, vaddq_f64(z, p1));
+        vst1q_f64(dst + i + 4, vaddq_f64(z, p2));
+        vst1q_f64(dst + i + 6, vaddq_f64(z, p3));
+    }
+    for (; i < n; i++)
+        dst[i] = 0.0 + x[i] * w;
+}
+
+static void gck_axpy_init_f32_neon(float *dst, float w, const float *x, size_t n)
+{
+    const float32x4_t wv = vdupq_n_f32(w), z = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t p0 = vmulq_f32(vld1q_f32(x + i), wv);
+        const float32x4_t p1 = vmulq_f32(vld1q_f32(x + i + 4), wv);
+        const float32x4_t p2 = vmulq_f32(vld1q_f32(x + i + 8), wv);
+        const float32x4_t p3 = vmulq_f32(vld1q_f32(x + i + 12), wv);
+        vst1q_f32(dst + i, vaddq_f32(z, p0));
+        vst1q_f32(dst + i + 4, vaddq_f32(z, p1));
+        vst1q_f32(dst + i + 8, vaddq_f32(z, p2));
+        vst1q_f32(dst + i + 12, vaddq_f32(z, p3));
+    }
+    for (; i < n; i++)
+        dst[i] = 0.0f + x[i] * w;
+}
+
+/* 0 + ((double)x * w): the widening is exact */
+static void gck_axpy_init_f32_to_f64_neon(double *dst, double w, const float *x, size_t n)
+{
+    const float64x2_t wv = vdupq_n_f64(w), z = vdupq_n_f64(0.0);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
+        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
+        const float64x2_t p0 = vmulq_f64(w0.val[0], wv), p1 = vmulq_f64(w0.val[1], wv);
+        const float64x2_t p2 = vmulq_f64(w1.val[0], wv), p3 = vmulq_f64(w1.val[1], wv);
+        vst1q_f64(dst + i, vaddq_f64(z, p0));
+        vst1q_f64(dst + i + 2, vaddq_f64(z, p1));
+        vst1q_f64(dst + i + 4, vaddq_f64(z, p2));
+        vst1q_f64(dst + i + 6, vaddq_f64(z, p3));
+    }
+    for (; i < n; i++)
+        dst[i] = 0.0 + (double)x[i] * w;
+}
+
+/* 0 + ((float)x * w), in float: three roundings */
+static void gck_axpy_init_f64_to_f32_neon(float *dst, float w, const double *x, size_t n)
+{
+    const float32x4_t wv = vdupq_n_f32(w), z = vdupq_n_f32(0.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const float32x4_t p0 = vmulq_f32(gck_narrow4(x + i), wv);
+        const float32x4_t p1 = vmulq_f32(gck_narrow4(x + i + 4), wv);
+        const float32x4_t p2 = vmulq_f32(gck_narrow4(x + i + 8), wv);
+        const float32x4_t p3 = vmulq_f32(gck_narrow4(x + i + 12), wv);
+        vst1q_f32(dst + i, vaddq_f32(z, p0));
+        vst1q_f32(dst + i + 4, vaddq_f32(z, p1));
+        vst1q_f32(dst + i + 8, vaddq_f32(z, p2));
+        vst1q_f32(dst + i + 12, vaddq_f32(z, p3));
+    }
+    for (; i < n; i++)
+        dst[i] = 0.0f + (float)x[i] * w;
+}
+
 const gck_kernel_table gck_kernels_neon = {
     .isa = GCK_ISA_NEON,
     .name = "neon",
@@ -606,4 +684,8 @@ const gck_kernel_table gck_kernels_neon = {
     .axpy_f32_to_f64 = gck_axpy_f32_to_f64_neon,
     .add_f64_to_f32 = gck_add_f64_to_f32_neon,
     .axpy_f64_to_f32 = gck_axpy_f64_to_f32_neon,
+    .axpy_init_f64 = gck_axpy_init_f64_neon,
+    .axpy_init_f32 = gck_axpy_init_f32_neon,
+    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_neon,
+    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_neon,
 };

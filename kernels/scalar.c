@@ -234,6 +234,30 @@ static void gck_axpy_f64_to_f32_scalar(float *acc, float w, const double *x, siz
         acc[i] = acc[i] + (float)x[i] * w;
 }
 
+static void gck_axpy_init_f64_scalar(double *dst, double w, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = 0.0 + x[i] * w;
+}
+
+static void gck_axpy_init_f32_scalar(float *dst, float w, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = 0.0f + x[i] * w;
+}
+
+static void gck_axpy_init_f32_to_f64_scalar(double *dst, double w, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = 0.0 + (double)x[i] * w;
+}
+
+static void gck_axpy_init_f64_to_f32_scalar(float *dst, float w, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = 0.0f + (float)x[i] * w;
+}
+
 const gck_kernel_table gck_kernels_scalar = {
     .isa = GCK_ISA_SCALAR,
     .name = "scalar",
@@ -262,4 +286,8 @@ const gck_kernel_table gck_kernels_scalar = {
     .axpy_f32_to_f64 = gck_axpy_f32_to_f64_scalar,
     .add_f64_to_f32 = gck_add_f64_to_f32_scalar,
     .axpy_f64_to_f32 = gck_axpy_f64_to_f32_scalar,
+    .axpy_init_f64 = gck_axpy_init_f64_scalar,
+    .axpy_init_f32 = gck_axpy_init_f32_scalar,
+    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_scalar,
+    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_scalar,
 };

@@ -153,6 +153,56 @@ static void test_mixed_precision(void **state)
     }
 }
 
+/* The first term of an accumulation: 0 + x*w, exactly axpy into zeros. */
+static void test_axpy_init(void **state)
+{
+    const gck_isa_pair *p = *state;
+    static const double ws[] = {1.0, -2.5, 0x1p-140, NAN};
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        for (size_t wi = 0; wi < sizeof ws / sizeof ws[0]; wi++)
+            for (int k = 0; k < GCK_K_COUNT; k++) {
+                if (n > 100000 && (k > GCK_K_ILL_SCALED || wi > 0))
+                    continue;
+                const size_t off = (size_t)k % 4;
+                double *d64 = g_x64 + (off & 1), *x64 = g_y64 + (off & 1), *r64 = g_z64;
+                float *d32 = g_x32 + off, *x32 = g_y32 + off, *r32 = g_z32;
+                gck_test_fill_f64(x64, n, (gck_test_kind)k, n + 51);
+                gck_test_fill_f32(x32, n, (gck_test_kind)k, n + 52);
+                const double w = ws[wi];
+                const float fw = (float)w;
+                memset(r64, 0, n * 8);
+                p->ref->axpy_f64(r64, w, x64, n);
+                p->isa->axpy_init_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f64 n=%zu i=%zu", p->isa->name, n, i);
+                memset(r64, 0, n * 8);
+                p->ref->axpy_f32_to_f64(r64, w, x32, n);
+                gck_axpy_init_f32_to_f64(d64, w, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f32_to_f64 n=%zu i=%zu", p->isa->name, n, i);
+                memset(r32, 0, n * 4);
+                p->ref->axpy_f32(r32, fw, x32, n);
+                gck_axpy_init_f32(d32, fw, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("%s axpy_init_f32 n=%zu i=%zu", p->isa->name, n, i);
+                memset(r32, 0, n * 4);
+                p->ref->axpy_f64_to_f32(r32, fw, x64, n);
+                p->isa->axpy_init_f64_to_f32(d32, fw, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("%s axpy_init_f64_to_f32 n=%zu i=%zu", p->isa->name, n, i);
+            }
+    }
+    /* -0 in, +0 out */
+    const double nz = -0.0;
+    double out = 1.0;
+    gck_axpy_init_f64(&out, 1.0, &nz, 1);
+    assert_false(signbit(out));
+}
+
 GCK_PER_ISA_MAIN(setup, teardown,
                  GCK_ISA_TEST(test_fused_sumsq),
-                 GCK_ISA_TEST(test_mixed_precision))
+                 GCK_ISA_TEST(test_mixed_precision),
+                 GCK_ISA_TEST(test_axpy_init))

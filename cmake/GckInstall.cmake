@@ -21,7 +21,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfigVersion.cmake
         DESTINATION ${GCK_CMAKE_DIR})
 
-set(GCK_PC_REQUIRES_PRIVATE "sleef libxxhash")
+set(GCK_PC_REQUIRES_PRIVATE "sleef libxxhash jansson")
 set(GCK_PC_LIBS_PRIVATE "-lm")
 if(GRADCKPT_OPENMP)
   string(APPEND GCK_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")

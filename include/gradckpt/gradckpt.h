@@ -10,5 +10,6 @@
 #include <gradckpt/dtype.h>
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/checkpointer.h>
+#include <gradckpt/snapshot.h>
 
 #endif /* GRADCKPT_GRADCKPT_H */

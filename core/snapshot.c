@@ -1,0 +1,331 @@
+/* core/snapshot.c - the training snapshot object: tensors, optimizer blobs, metadata, content ids. */
+#include "snapshot_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc_internal.h"
+#include "checksum_internal.h"
+
+size_t gck_named_find(const gck_named_vec *v, const char *name, int *found)
+{
+    size_t lo = 0, hi = v->n;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        const int c = strcmp(*(char *const *)v->items[mid], name);
+        if (c == 0) {
+            *found = 1;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = 0;
+    return lo;
+}
+
+int gck_named_reserve(gck_named_vec *v)
+{
+    if (v->n < v->cap)
+        return 1;
+    const size_t ncap = v->cap ? 2 * v->cap : 8;
+    void **ni = gck_realloc(v->items, ncap * sizeof *ni);
+    if (ni == NULL)
+        return 0;
+    v->items = ni;
+    v->cap = ncap;
+    return 1;
+}
+
+void gck_named_insert(gck_named_vec *v, size_t at, void *item)
+{
+    memmove(&v->items[at + 1], &v->items[at], (v->n - at) * sizeof *v->items);
+    v->items[at] = item;
+    v->n++;
+}
+
+void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24])
+{
+    gck_hasher h;
+    gck_hasher_init(&h, GCK_CHECKSUM_XXH3_64);
+    gck_hasher_update_values(&h, data, n, dtype);
+    snprintf(out, 24, "xxh3:%016llx", (unsigned long long)gck_hasher_final(&h));
+}
+
+gck_status gck_snapshot_create(uint64_t step, gck_snapshot **out)
+{
+    GCK_CHECK_ARG(out != NULL, "gck_snapshot_create: out is NULL");
+    gck_snapshot *s = gck_calloc(1, sizeof *s);
+    if (s == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_create: out of memory");
+    s->step = step;
+    const time_t now = time(NULL);
+    s->timestamp = now > 0 ? (uint64_t)now : 0;
+    *out = s;
+    return GCK_OK;
+}
+
+void gck_snap_tensor_free(gck_snap_tensor *t)
+{
+    if (t == NULL)
+        return;
+    free(t->name), free(t->shape), free(t->data), free(t);
+}
+
+void gck_snapshot_destroy(gck_snapshot *s)
+{
+    if (s == NULL)
+        return;
+    for (size_t i = 0; i < s->tensors.n; i++)
+        gck_snap_tensor_free(s->tensors.items[i]);
+    for (size_t i = 0; i < s->blobs.n; i++) {
+        gck_snap_blob *b = s->blobs.items[i];
+        free(b->name), free(b->data), free(b);
+    }
+    for (size_t i = 0; i < s->meta.n; i++) {
+        gck_snap_meta *m = s->meta.items[i];
+        free(m->name), free(m->value), free(m);
+    }
+    free(s->tensors.items), free(s->blobs.items), free(s->meta.items);
+    free(s->loss_cid);
+    free(s);
+}
+
+static gck_status gck_check_key(const char *what, const char *key)
+{
+    const size_t len = strnlen(key, GCK_NAME_MAX + 1);
+    GCK_CHECK_ARG(len > 0, "%s is empty", what);
+    GCK_CHECK_ARG(len <= GCK_NAME_MAX, "%s is longer than %d bytes", what, GCK_NAME_MAX);
+    return GCK_OK;
+}
+
+gck_status gck_check_tensor_name(const char *name)
+{
+    GCK_TRY(gck_check_key("tensor name", name));
+    GCK_CHECK_ARG(strcmp(name, "__metadata__") != 0, "tensor name '__metadata__' is reserved");
+    GCK_CHECK_ARG(strncmp(name, GCK_OPTIMIZER_PREFIX, strlen(GCK_OPTIMIZER_PREFIX)) != 0,
+                  "tensor name '%.200s' uses the reserved prefix '" GCK_OPTIMIZER_PREFIX "'", name);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_adopt_tensor(gck_snapshot *s, gck_snap_tensor *t)
+{
+    GCK_TRY(gck_check_tensor_name(t->name));
+    int found;
+    const size_t at = gck_named_find(&s->tensors, t->name, &found);
+    GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", t->name);
+    if (!gck_named_reserve(&s->tensors))
+        return gck_fail(GCK_ERR_NO_MEMORY, "cannot add tensor '%.200s': out of memory", t->name);
+    gck_named_insert(&s->tensors, at, t);
+    return GCK_OK;
+}
+
+/* prod(shape) with overflow and sign checks; 1 for a scalar. */
+static gck_status gck_shape_count(const char *name, const int64_t *shape, size_t ndim, size_t *count)
+{
+    size_t c = 1;
+    for (size_t d = 0; d < ndim; d++) {
+        GCK_CHECK_ARG(shape[d] >= 0, "tensor '%.200s': dimension %zu is negative (%lld)", name, d,
+                      (long long)shape[d]);
+        if (!gck_mul_size(c, (size_t)shape[d], &c) || (uint64_t)shape[d] > SIZE_MAX)
+            return gck_fail(GCK_ERR_INVALID_ARGUMENT, "tensor '%.200s': element count overflows", name);
+    }
+    *count = c;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                   size_t ndim, const void *data)
+{
+    GCK_CHECK_ARG(s != NULL && name != NULL, "gck_snapshot_add_tensor: NULL %s", s ? "name" : "snapshot");
+    GCK_TRY(gck_check_tensor_name(name));
+    GCK_CHECK_ARG((unsigned)dtype < GCK_DTYPE_COUNT, "tensor '%.200s': unknown dtype %d", name, (int)dtype);
+    GCK_CHECK_ARG(ndim <= GCK_MAX_DIMS, "tensor '%.200s': %zu dimensions (at most %d)", name, ndim, GCK_MAX_DIMS);
+    GCK_CHECK_ARG(shape != NULL || ndim == 0, "tensor '%.200s': shape is NULL with %zu dimensions", name, ndim);
+    size_t count = 0, nbytes = 0;
+    GCK_TRY(gck_shape_count(name, shape, ndim, &count));
+    if (!gck_mul_size(count, gck_dtype_size(dtype), &nbytes))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "tensor '%.200s': byte size overflows", name);
+    GCK_CHECK_ARG(data != NULL || nbytes == 0, "tensor '%.200s': data is NULL", name);
+    int found;
+    (void)gck_named_find(&s->tensors, name, &found);
+    GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", name);
+
+    gck_snap_tensor *t = gck_calloc(1, sizeof *t);
+    char *n = gck_strdup(name);
+    int64_t *sh = gck_malloc((ndim ? ndim : 1) * sizeof *sh);
+    void *d = gck_malloc(nbytes);
+    if (t == NULL || n == NULL || sh == NULL || d == NULL) {
+        free(t), free(n), free(sh), free(d);
+        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
+    }
+    if (ndim)
+        memcpy(sh, shape, ndim * sizeof *sh);
+    if (nbytes)
+        memcpy(d, data, nbytes);
+    *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes};
+    gck_content_id(d, count, dtype, t->cid);
+    const gck_status st = gck_snapshot_adopt_tensor(s, t);
+    if (st != GCK_OK)
+        gck_snap_tensor_free(t);
+    return st;
+}
+
+gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)
+{
+    GCK_CHECK_ARG(s != NULL && cid != NULL, "gck_snapshot_set_loss_cid: NULL argument");
+    char *c = gck_strdup(cid);
+    if (c == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_set_loss_cid: out of memory");
+    free(s->loss_cid);
+    s->loss_cid = c;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_adopt_blob(gck_snapshot *s, gck_snap_blob *b)
+{
+    int found;
+    const size_t at = gck_named_find(&s->blobs, b->name, &found);
+    if (found) {
+        gck_snap_blob *old = s->blobs.items[at];
+        s->blobs.items[at] = b;
+        free(old->name), free(old->data), free(old);
+        return GCK_OK;
+    }
+    if (!gck_named_reserve(&s->blobs))
+        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': out of memory", b->name);
+    gck_named_insert(&s->blobs, at, b);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_set_optimizer_state(gck_snapshot *s, const char *param, const void *blob, size_t len)
+{
+    GCK_CHECK_ARG(s != NULL && param != NULL, "gck_snapshot_set_optimizer_state: NULL argument");
+    GCK_CHECK_ARG(blob != NULL || len == 0, "optimizer state '%.200s': blob is NULL with len %zu", param, len);
+    GCK_TRY(gck_check_key("optimizer parameter name", param));
+    gck_snap_blob *b = gck_calloc(1, sizeof *b);
+    char *n = gck_strdup(param);
+    void *d = gck_malloc(len);
+    if (b == NULL || n == NULL || d == NULL) {
+        free(b), free(n), free(d);
+        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': cannot allocate %zu bytes", param, len);
+    }
+    if (len)
+        memcpy(d, blob, len);
+    *b = (gck_snap_blob){.name = n, .data = d, .len = len};
+    gck_content_id(d, len, GCK_DTYPE_U8, b->cid);
+    const gck_status st = gck_snapshot_adopt_blob(s, b);
+    if (st != GCK_OK)
+        free(n), free(d), free(b);
+    return st;
+}
+
+gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const char *value)
+{
+    GCK_CHECK_ARG(s != NULL && key != NULL && value != NULL, "gck_snapshot_set_metadata: NULL argument");
+    GCK_TRY(gck_check_key("metadata key", key));
+    GCK_CHECK_ARG(strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0,
+                  "metadata key '%.200s' uses the reserved prefix '" GCK_METADATA_PREFIX "'", key);
+    int found;
+    const size_t at = gck_named_find(&s->meta, key, &found);
+    char *v = gck_strdup(value);
+    if (v == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
+    if (found) {
+        gck_snap_meta *m = s->meta.items[at];
+        free(m->value);
+        m->value = v;
+        return GCK_OK;
+    }
+    gck_snap_meta *m = gck_calloc(1, sizeof *m);
+    char *k = gck_strdup(key);
+    if (m == NULL || k == NULL || !gck_named_reserve(&s->meta)) {
+        free(m), free(k), free(v);
+        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
+    }
+    *m = (gck_snap_meta){.name = k, .value = v};
+    gck_named_insert(&s->meta, at, m);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_secs)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_snapshot_set_timestamp: snapshot is NULL");
+    s->timestamp = unix_secs;
+    return GCK_OK;
+}
+
+uint64_t gck_snapshot_step(const gck_snapshot *s) { return s ? s->step : 0; }
+uint64_t gck_snapshot_timestamp(const gck_snapshot *s) { return s ? s->timestamp : 0; }
+const char *gck_snapshot_loss_cid(const gck_snapshot *s) { return s ? s->loss_cid : NULL; }
+size_t gck_snapshot_num_tensors(const gck_snapshot *s) { return s ? s->tensors.n : 0; }
+size_t gck_snapshot_num_optimizer_states(const gck_snapshot *s) { return s ? s->blobs.n : 0; }
+size_t gck_snapshot_num_metadata(const gck_snapshot *s) { return s ? s->meta.n : 0; }
+
+const char *gck_snapshot_metadata_key(const gck_snapshot *s, size_t i)
+{
+    return s && i < s->meta.n ? ((gck_snap_meta *)s->meta.items[i])->name : NULL;
+}
+
+static void gck_info_of(const gck_snap_tensor *t, gck_tensor_info *out)
+{
+    *out = (gck_tensor_info){.name = t->name, .dtype = t->dtype, .shape = t->shape, .ndim = t->ndim,
+                             .data = t->data, .nbytes = t->nbytes, .content_id = t->cid};
+}
+
+gck_status gck_snapshot_tensor(const gck_snapshot *s, size_t i, gck_tensor_info *out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_snapshot_tensor: NULL argument");
+    GCK_CHECK_ARG(i < s->tensors.n, "gck_snapshot_tensor: index %zu past the end (%zu tensors)", i, s->tensors.n);
+    gck_info_of(s->tensors.items[i], out);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_find_tensor(const gck_snapshot *s, const char *name, gck_tensor_info *out)
+{
+    GCK_CHECK_ARG(s != NULL && name != NULL && out != NULL, "gck_snapshot_find_tensor: NULL argument");
+    int found;
+    const size_t i = gck_named_find(&s->tensors, name, &found);
+    if (!found)
+        return gck_fail(GCK_ERR_NOT_FOUND, "tensor '%.200s' is not in the snapshot", name);
+    gck_info_of(s->tensors.items[i], out);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_optimizer_state(const gck_snapshot *s, size_t i, const char **param, const void **blob,
+                                        size_t *len)
+{
+    GCK_CHECK_ARG(s != NULL && param != NULL && blob != NULL && len != NULL,
+                  "gck_snapshot_optimizer_state: NULL argument");
+    GCK_CHECK_ARG(i < s->blobs.n, "gck_snapshot_optimizer_state: index %zu past the end (%zu)", i, s->blobs.n);
+    const gck_snap_blob *b = s->blobs.items[i];
+    *param = b->name, *blob = b->data, *len = b->len;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_find_optimizer_state(const gck_snapshot *s, const char *param, const void **blob,
+                                             size_t *len)
+{
+    GCK_CHECK_ARG(s != NULL && param != NULL && blob != NULL && len != NULL,
+                  "gck_snapshot_find_optimizer_state: NULL argument");
+    int found;
+    const size_t i = gck_named_find(&s->blobs, param, &found);
+    if (!found)
+        return gck_fail(GCK_ERR_NOT_FOUND, "no optimizer state for '%.200s'", param);
+    const gck_snap_blob *b = s->blobs.items[i];
+    *blob = b->data, *len = b->len;
+    return GCK_OK;
+}
+
+const char *gck_snapshot_metadata(const gck_snapshot *s, const char *key)
+{
+    if (s == NULL || key == NULL)
+        return NULL;
+    int found;
+    const size_t i = gck_named_find(&s->meta, key, &found);
+    return found ? ((gck_snap_meta *)s->meta.items[i])->value : NULL;
+}

@@ -1,0 +1,682 @@
+/* core/snapshot_io.c - safetensors save (atomic, durable) and load (validated) of snapshots.
+ *
+ * Layout as the reference writer makes it: 8-byte little-endian header
+ * length, a compact JSON header ("__metadata__" first, then the tensors in
+ * data order) padded with spaces to a multiple of 8, then the tensors' bytes
+ * sorted by dtype (the reference's enum order, widest first) and name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "alloc_internal.h"
+#include "checksum_internal.h"
+#include "snapshot_internal.h"
+
+#define GCK_FORMAT_VERSION 1
+#define GCK_FORMAT_VERSION_STR "1"
+#define GCK_HEADER_MAX 100000000ULL /* the reference reader's limit */
+
+/* The reference's Dtype declaration order (serde derives Ord from it). */
+static int gck_dtype_rank(gck_dtype d)
+{
+    static const int rank[GCK_DTYPE_COUNT] = {
+        [GCK_DTYPE_BOOL] = 0, [GCK_DTYPE_U8] = 1, [GCK_DTYPE_I8] = 2, [GCK_DTYPE_I16] = 5,
+        [GCK_DTYPE_F16] = 7,  [GCK_DTYPE_BF16] = 8, [GCK_DTYPE_I32] = 9, [GCK_DTYPE_F32] = 11,
+        [GCK_DTYPE_F64] = 12, [GCK_DTYPE_I64] = 13};
+    return rank[d];
+}
+
+/* One tensor as it goes to or comes from the file. */
+typedef struct gck_entry {
+    const char *name; /* file name: user name, or __optimizer__/<param> */
+    gck_dtype dtype;
+    const int64_t *shape;
+    size_t ndim;
+    int64_t blob_len; /* shape of a blob */
+    const void *data;
+    size_t nbytes;
+    size_t begin;
+} gck_entry;
+
+static int gck_entry_cmp(const void *pa, const void *pb)
+{
+    const gck_entry *a = pa, *b = pb;
+    const int ra = gck_dtype_rank(a->dtype), rb = gck_dtype_rank(b->dtype);
+    if (ra != rb)
+        return rb - ra;
+    return strcmp(a->name, b->name);
+}
+
+/* ---- save ------------------------------------------------------------------------ */
+
+static int gck_set_str(json_t *obj, const char *key, const char *value)
+{
+    return json_object_set_new(obj, key, json_string(value));
+}
+
+typedef struct gck_kv {
+    char *key; /* owned */
+    const char *value;
+} gck_kv;
+
+static int gck_kv_cmp(const void *pa, const void *pb)
+{
+    return strcmp(((const gck_kv *)pa)->key, ((const gck_kv *)pb)->key);
+}
+
+static char *gck_concat(const char *a, const char *b, const char *c)
+{
+    const size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *r = gck_malloc(la + lb + lc + 1);
+    if (r != NULL) {
+        memcpy(r, a, la);
+        memcpy(r + la, b, lb);
+        memcpy(r + la + lb, c, lc + 1);
+    }
+    return r;
+}
+
+/* The __metadata__ object: ours and the user's, keys in bytewise order. */
+static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts)
+{
+    const size_t n = 3 + (s->loss_cid != NULL) + s->tensors.n + s->blobs.n + s->meta.n;
+    gck_kv *kv = gck_calloc(n, sizeof *kv);
+    json_t *md = json_object();
+    size_t k = 0;
+    int bad = kv == NULL || md == NULL;
+#define GCK_KV(a, b, c, v)                                    \
+    do {                                                      \
+        if (!bad) {                                           \
+            kv[k].key = gck_concat(a, b, c);                  \
+            kv[k].value = (v);                                \
+            bad = kv[k++].key == NULL;                        \
+        }                                                     \
+    } while (0)
+    GCK_KV(GCK_METADATA_PREFIX, "format", "", GCK_FORMAT_VERSION_STR);
+    GCK_KV(GCK_METADATA_PREFIX, "step", "", step);
+    GCK_KV(GCK_METADATA_PREFIX, "timestamp", "", ts);
+    if (s->loss_cid)
+        GCK_KV(GCK_METADATA_PREFIX, "loss_cid", "", s->loss_cid);
+    for (size_t i = 0; i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        GCK_KV(GCK_METADATA_PREFIX "cid.", t->name, "", t->cid);
+    }
+    for (size_t i = 0; i < s->blobs.n; i++) {
+        const gck_snap_blob *bl = s->blobs.items[i];
+        GCK_KV(GCK_METADATA_PREFIX "cid.", GCK_OPTIMIZER_PREFIX, bl->name, bl->cid);
+    }
+    for (size_t i = 0; i < s->meta.n; i++) {
+        const gck_snap_meta *m = s->meta.items[i];
+        GCK_KV(m->name, "", "", m->value);
+    }
+#undef GCK_KV
+    if (!bad) {
+        qsort(kv, k, sizeof *kv, gck_kv_cmp);
+        for (size_t i = 0; i < k && !bad; i++)
+            bad = gck_set_str(md, kv[i].key, kv[i].value) != 0;
+    }
+    for (size_t i = 0; i < k; i++)
+        free(kv[i].key);
+    free(kv);
+    if (bad) {
+        json_decref(md);
+        return NULL;
+    }
+    return md;
+}
+
+/* write(2) until done; 0 on success, else errno. */
+static int gck_write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len > 0) {
+        const size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
+        const ssize_t w = write(fd, c, chunk);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        c += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes values little-endian: as they are on LE CPUs, swapped per chunk on BE. */
+static int gck_write_le(int fd, const void *data, size_t nbytes, size_t esz)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    if (esz > 1) {
+        unsigned char buf[8192];
+        const unsigned char *src = data;
+        for (size_t off = 0; off < nbytes; off += sizeof buf) {
+            const size_t k = nbytes - off < sizeof buf ? nbytes - off : sizeof buf;
+            for (size_t e = 0; e < k; e += esz)
+                for (size_t b = 0; b < esz; b++)
+                    buf[e + b] = src[off + e + (esz - 1 - b)];
+            const int err = gck_write_all(fd, buf, k);
+            if (err)
+                return err;
+        }
+        return 0;
+    }
+#endif
+    (void)esz;
+    return gck_write_all(fd, data, nbytes);
+}
+
+/* dir part of path ("." when none) into buf. */
+static void gck_dirname(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(buf, cap, ".");
+    else if (slash == path)
+        snprintf(buf, cap, "/");
+    else
+        snprintf(buf, cap, "%.*s", (int)(slash - path), path);
+}
+
+static gck_status gck_io_fail(const char *what, const char *path, int err)
+{
+    return gck_fail(GCK_ERR_IO, "%s '%.300s': %s", what, path, strerror(err));
+}
+
+static void gck_free_entries(gck_entry *e, size_t n)
+{
+    for (size_t i = 0; e != NULL && i < n; i++)
+        free((char *)e[i].name);
+    free(e);
+}
+
+/* The file's entries in data order (names owned by the array) and the
+ * serialized header (compact JSON padded with spaces to a multiple of 8). */
+static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_out, size_t *n_out, char **hdr_out,
+                                   size_t *hlen_out)
+{
+    const size_t n = s->tensors.n + s->blobs.n;
+    gck_entry *e = gck_calloc(n ? n : 1, sizeof *e);
+    if (e == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "save: out of memory");
+    int bad = 0;
+    for (size_t i = 0; i < s->tensors.n && !bad; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        e[i] = (gck_entry){.name = gck_concat(t->name, "", ""), .dtype = t->dtype, .shape = t->shape,
+                           .ndim = t->ndim, .data = t->data, .nbytes = t->nbytes};
+        bad = e[i].name == NULL;
+    }
+    for (size_t i = 0; i < s->blobs.n && !bad; i++) {
+        const gck_snap_blob *b = s->blobs.items[i];
+        gck_entry *x = &e[s->tensors.n + i];
+        *x = (gck_entry){.name = gck_concat(GCK_OPTIMIZER_PREFIX, b->name, ""), .dtype = GCK_DTYPE_U8, .ndim = 1,
+                         .blob_len = (int64_t)b->len, .data = b->data, .nbytes = b->len};
+        bad = x->name == NULL;
+    }
+    char step[32], ts[32];
+    snprintf(step, sizeof step, "%llu", (unsigned long long)s->step);
+    snprintf(ts, sizeof ts, "%llu", (unsigned long long)s->timestamp);
+    json_t *root = bad ? NULL : json_object();
+    json_t *md = root ? gck_metadata_json(s, step, ts) : NULL;
+    bad = md == NULL || json_object_set_new(root, "__metadata__", md) != 0;
+    if (!bad) {
+        qsort(e, n, sizeof *e, gck_entry_cmp);
+        size_t off = 0;
+        for (size_t i = 0; i < n && !bad; i++) {
+            const int64_t *sh = e[i].shape != NULL ? e[i].shape : &e[i].blob_len;
+            json_t *shape = json_array(), *offs = json_array();
+            for (size_t d = 0; shape && d < e[i].ndim; d++)
+                bad |= json_array_append_new(shape, json_integer(sh[d]));
+            e[i].begin = off;
+            off += e[i].nbytes;
+            if (offs) {
+                bad |= json_array_append_new(offs, json_integer((json_int_t)e[i].begin));
+                bad |= json_array_append_new(offs, json_integer((json_int_t)off));
+            }
+            json_t *info = json_pack("{s:s, s:o, s:o}", "dtype", gck_dtype_name(e[i].dtype), "shape", shape,
+                                     "data_offsets", offs); /* steals shape and offs, even on failure */
+            bad |= info == NULL || json_object_set_new(root, e[i].name, info) != 0;
+        }
+    }
+    char *js = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(root);
+    const size_t jl = js ? strlen(js) : 0, hlen = (jl + 7) / 8 * 8;
+    char *hdr = js ? gck_malloc(hlen) : NULL;
+    if (hdr == NULL) {
+        free(js);
+        gck_free_entries(e, n);
+        return gck_fail(GCK_ERR_NO_MEMORY, "save: out of memory building the header");
+    }
+    memcpy(hdr, js, jl);
+    memset(hdr + jl, ' ', hlen - jl);
+    free(js);
+    *entries_out = e, *n_out = n, *hdr_out = hdr, *hlen_out = hlen;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
+{
+    GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
+    GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
+    gck_entry *e = NULL;
+    size_t n = 0, hlen = 0;
+    char *hdr = NULL;
+    GCK_TRY(gck_build_header(s, &e, &n, &hdr, &hlen));
+
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    gck_dirname(path, dir, sizeof dir);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    gck_status st = GCK_OK;
+    if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof tmp) {
+        st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
+        goto out;
+    }
+    const int fd = mkstemp(tmp);
+    if (fd < 0) {
+        st = gck_io_fail("cannot create a temporary file next to", path, errno);
+        goto out;
+    }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    int err = gck_write_all(fd, len8, 8);
+    if (!err)
+        err = gck_write_all(fd, hdr, hlen);
+    for (size_t i = 0; i < n && !err; i++)
+        err = gck_write_le(fd, e[i].data, e[i].nbytes, gck_dtype_size(e[i].dtype));
+    if (!err && fsync(fd) != 0)
+        err = errno;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp); /* the target was never touched */
+        st = gck_io_fail("cannot write", path, err);
+        goto out;
+    }
+    /* make the rename itself durable */
+    const int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (dfd < 0 || fsync(dfd) != 0)
+        st = gck_io_fail("cannot sync the directory of", path, errno);
+    if (dfd >= 0)
+        close(dfd);
+out:
+    free(hdr);
+    gck_free_entries(e, n);
+    return st;
+}
+
+/* ---- load ------------------------------------------------------------------------ */
+
+/* pread until done; 0 on success, else errno (EIO for a short file). */
+static int gck_read_at(int fd, void *p, size_t len, uint64_t off)
+{
+    char *c = p;
+    while (len > 0) {
+        const size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
+        const ssize_t r = pread(fd, c, chunk, (off_t)off);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (r == 0)
+            return EIO;
+        c += r, off += (uint64_t)r, len -= (size_t)r;
+    }
+    return 0;
+}
+
+static void gck_swap_le(void *data, size_t nbytes, size_t esz)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    unsigned char *p = data;
+    for (size_t e = 0; esz > 1 && e < nbytes; e += esz)
+        for (size_t b = 0; b < esz / 2; b++) {
+            const unsigned char t = p[e + b];
+            p[e + b] = p[e + esz - 1 - b];
+            p[e + esz - 1 - b] = t;
+        }
+#else
+    (void)data, (void)nbytes, (void)esz;
+#endif
+}
+
+static int gck_dtype_from_name(const char *name, gck_dtype *out)
+{
+    for (int d = 0; d < GCK_DTYPE_COUNT; d++)
+        if (strcmp(name, gck_dtype_name((gck_dtype)d)) == 0) {
+            *out = (gck_dtype)d;
+            return 1;
+        }
+    return 0;
+}
+
+/* Strict decimal uint64 ("0" or no leading zeros, digits only). */
+static int gck_parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*s == '\0' || (s[0] == '0' && s[1] != '\0'))
+        return 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 1;
+}
+
+typedef struct gck_ld_entry {
+    const char *name; /* borrowed from the JSON */
+    gck_dtype dtype;
+    int64_t shape[GCK_MAX_DIMS];
+    size_t ndim;
+    uint64_t begin, end;
+} gck_ld_entry;
+
+static int gck_ld_cmp(const void *pa, const void *pb)
+{
+    const gck_ld_entry *a = pa, *b = pb;
+    return a->begin < b->begin ? -1 : a->begin > b->begin ? 1 : (a->end > b->end) - (a->end < b->end);
+}
+
+#define GCK_CORRUPT(...) gck_fail(GCK_ERR_CORRUPT, __VA_ARGS__)
+
+/* Parses one tensor's header entry. */
+static gck_status gck_parse_entry(const char *path, const char *name, json_t *v, gck_ld_entry *out)
+{
+    if (!json_is_object(v))
+        return GCK_CORRUPT("%.300s: tensor '%.200s': header entry is not an object", path, name);
+    json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
+           *of = json_object_get(v, "data_offsets");
+    if (!json_is_string(dt) || !json_is_array(sh) || !json_is_array(of) || json_array_size(of) != 2)
+        return GCK_CORRUPT("%.300s: tensor '%.200s': needs string dtype, array shape and two data_offsets", path,
+                           name);
+    if (!gck_dtype_from_name(json_string_value(dt), &out->dtype)) {
+        static const char *const known_elsewhere[] = {"U16", "U32", "U64", "F8_E5M2", "F8_E4M3"};
+        for (size_t i = 0; i < sizeof known_elsewhere / sizeof known_elsewhere[0]; i++)
+            if (strcmp(json_string_value(dt), known_elsewhere[i]) == 0)
+                return gck_fail(GCK_ERR_UNSUPPORTED, "%.300s: tensor '%.200s': dtype %s is not supported", path,
+                                name, known_elsewhere[i]);
+        return GCK_CORRUPT("%.300s: tensor '%.200s': unknown dtype '%.40s'", path, name, json_string_value(dt));
+    }
+    out->ndim = json_array_size(sh);
+    if (out->ndim > GCK_MAX_DIMS)
+        return GCK_CORRUPT("%.300s: tensor '%.200s': %zu dimensions (at most %d)", path, name, out->ndim,
+                           GCK_MAX_DIMS);
+    for (size_t d = 0; d < out->ndim; d++) {
+        json_t *x = json_array_get(sh, d);
+        if (!json_is_integer(x) || json_integer_value(x) < 0)
+            return GCK_CORRUPT("%.300s: tensor '%.200s': shape[%zu] is not a non-negative integer", path, name, d);
+        out->shape[d] = json_integer_value(x);
+    }
+    for (int k = 0; k < 2; k++) {
+        json_t *x = json_array_get(of, (size_t)k);
+        if (!json_is_integer(x) || json_integer_value(x) < 0)
+            return GCK_CORRUPT("%.300s: tensor '%.200s': data_offsets[%d] is not a non-negative integer", path,
+                               name, k);
+    }
+    out->begin = (uint64_t)json_integer_value(json_array_get(of, 0));
+    out->end = (uint64_t)json_integer_value(json_array_get(of, 1));
+    if (out->end < out->begin)
+        return GCK_CORRUPT("%.300s: tensor '%.200s': data_offsets end %llu before begin %llu", path, name,
+                           (unsigned long long)out->end, (unsigned long long)out->begin);
+    uint64_t count = 1;
+    for (size_t d = 0; d < out->ndim; d++) {
+        const uint64_t dim = (uint64_t)out->shape[d];
+        if (dim != 0 && count > UINT64_MAX / dim)
+            return GCK_CORRUPT("%.300s: tensor '%.200s': element count overflows", path, name);
+        count *= dim;
+    }
+    const uint64_t esz = gck_dtype_size(out->dtype);
+    if (count > UINT64_MAX / esz || count * esz != out->end - out->begin)
+        return GCK_CORRUPT("%.300s: tensor '%.200s': shape x %s size does not match its %llu data bytes", path, name,
+                           gck_dtype_name(out->dtype), (unsigned long long)(out->end - out->begin));
+    out->name = name;
+    return GCK_OK;
+}
+
+/* Applies the __metadata__ map: our keys, content ids checked later. */
+static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot *s)
+{
+    if (!json_is_object(md))
+        return GCK_CORRUPT("%.300s: __metadata__ is not an object", path);
+    const char *key;
+    json_t *v;
+    json_object_foreach(md, key, v) {
+        if (!json_is_string(v))
+            return GCK_CORRUPT("%.300s: __metadata__ value of '%.200s' is not a string", path, key);
+        const char *val = json_string_value(v);
+        if (strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0) {
+            GCK_TRY(gck_snapshot_set_metadata(s, key, val));
+            continue;
+        }
+        const char *k = key + strlen(GCK_METADATA_PREFIX);
+        uint64_t u;
+        if (strcmp(k, "format") == 0) {
+            if (!gck_parse_u64(val, &u))
+                return GCK_CORRUPT("%.300s: gradckpt.format '%.40s' is not a number", path, val);
+            if (u > GCK_FORMAT_VERSION)
+                return gck_fail(GCK_ERR_UNSUPPORTED, "%.300s: gradckpt format %llu is newer than this library's %d",
+                                path, (unsigned long long)u, GCK_FORMAT_VERSION);
+        } else if (strcmp(k, "step") == 0 || strcmp(k, "timestamp") == 0) {
+            if (!gck_parse_u64(val, &u))
+                return GCK_CORRUPT("%.300s: %.40s '%.40s' is not a decimal number", path, key, val);
+            *(k[0] == 's' ? &s->step : &s->timestamp) = u;
+        } else if (strcmp(k, "loss_cid") == 0) {
+            GCK_TRY(gck_snapshot_set_loss_cid(s, val));
+        }
+        /* gradckpt.cid.* are checked against the loaded bytes by the caller */
+    }
+    return GCK_OK;
+}
+
+/* Loads every tensor's bytes straight into its own buffer. */
+static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
+                                   gck_snapshot *s)
+{
+    for (size_t i = 0; i < n; i++) {
+        const size_t nbytes = (size_t)(e[i].end - e[i].begin);
+        void *data = gck_malloc(nbytes);
+        if (data == NULL)
+            return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
+        const int err = gck_read_at(fd, data, nbytes, data_off + e[i].begin);
+        if (err) {
+            free(data);
+            return gck_io_fail("cannot read", path, err);
+        }
+        const size_t esz = gck_dtype_size(e[i].dtype);
+        gck_swap_le(data, nbytes, esz);
+        gck_status st;
+        const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
+            if (e[i].dtype != GCK_DTYPE_U8 || e[i].ndim != 1) {
+                free(data);
+                return GCK_CORRUPT("%.300s: optimizer state '%.200s' is not a 1-D U8 tensor", path, e[i].name);
+            }
+            gck_snap_blob *b = gck_calloc(1, sizeof *b);
+            char *nm = gck_concat(e[i].name + plen, "", "");
+            if (b == NULL || nm == NULL) {
+                free(b), free(nm), free(data);
+                return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+            }
+            *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
+            gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
+            int dup;
+            (void)gck_named_find(&s->blobs, nm, &dup);
+            if (nm[0] == '\0' || dup) {
+                free(nm), free(data), free(b);
+                return GCK_CORRUPT("%.300s: optimizer state name '%.200s' is empty or repeated", path, e[i].name);
+            }
+            st = gck_snapshot_adopt_blob(s, b);
+            if (st != GCK_OK)
+                free(nm), free(data), free(b);
+        } else {
+            gck_snap_tensor *t = gck_calloc(1, sizeof *t);
+            char *nm = gck_concat(e[i].name, "", "");
+            int64_t *sh = gck_malloc((e[i].ndim ? e[i].ndim : 1) * sizeof *sh);
+            if (t == NULL || nm == NULL || sh == NULL) {
+                free(t), free(nm), free(sh), free(data);
+                return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+            }
+            memcpy(sh, e[i].shape, e[i].ndim * sizeof *sh);
+            *t = (gck_snap_tensor){.name = nm, .dtype = e[i].dtype, .shape = sh, .ndim = e[i].ndim, .data = data,
+                                   .nbytes = nbytes};
+            gck_content_id(data, esz ? nbytes / esz : 0, e[i].dtype, t->cid);
+            st = gck_snapshot_adopt_tensor(s, t);
+            if (st != GCK_OK) {
+                gck_snap_tensor_free(t);
+                return GCK_CORRUPT("%.300s: %s", path, gck_last_error());
+            }
+        }
+        if (st != GCK_OK)
+            return st;
+    }
+    return GCK_OK;
+}
+
+/* Every gradckpt.cid.<name> in the metadata matches the loaded bytes. */
+static gck_status gck_check_cids(const char *path, json_t *md, const gck_snapshot *s)
+{
+    const char *key;
+    json_t *v;
+    const char *pfx = GCK_METADATA_PREFIX "cid.";
+    const size_t plen = strlen(pfx), olen = strlen(GCK_OPTIMIZER_PREFIX);
+    json_object_foreach(md, key, v) {
+        if (strncmp(key, pfx, plen) != 0)
+            continue;
+        const char *name = key + plen, *have = NULL;
+        int found;
+        if (strncmp(name, GCK_OPTIMIZER_PREFIX, olen) == 0) {
+            const size_t i = gck_named_find(&s->blobs, name + olen, &found);
+            have = found ? ((const gck_snap_blob *)s->blobs.items[i])->cid : NULL;
+        } else {
+            const size_t i = gck_named_find(&s->tensors, name, &found);
+            have = found ? ((const gck_snap_tensor *)s->tensors.items[i])->cid : NULL;
+        }
+        if (have == NULL)
+            return GCK_CORRUPT("%.300s: content id listed for '%.200s', which is not in the file", path, name);
+        if (strcmp(have, json_string_value(v)) != 0)
+            return GCK_CORRUPT("%.300s: tensor '%.200s': content id mismatch (file says %.40s, bytes give %s)", path,
+                               name, json_string_value(v), have);
+    }
+    return GCK_OK;
+}
+
+static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s)
+{
+    struct stat stt;
+    if (fstat(fd, &stt) != 0)
+        return gck_io_fail("cannot stat", path, errno);
+    const uint64_t size = (uint64_t)stt.st_size;
+    unsigned char len8[8];
+    if (size < 8)
+        return GCK_CORRUPT("%.300s: %llu bytes: too short for the 8-byte header length", path,
+                           (unsigned long long)size);
+    int err = gck_read_at(fd, len8, 8, 0);
+    if (err)
+        return gck_io_fail("cannot read", path, err);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | len8[i];
+    if (hlen > GCK_HEADER_MAX)
+        return GCK_CORRUPT("%.300s: header length %llu exceeds the %llu-byte limit", path, (unsigned long long)hlen,
+                           (unsigned long long)GCK_HEADER_MAX);
+    if (hlen > size - 8)
+        return GCK_CORRUPT("%.300s: header length %llu runs past the end of the %llu-byte file", path,
+                           (unsigned long long)hlen, (unsigned long long)size);
+    char *hdr = gck_malloc((size_t)hlen + 1);
+    if (hdr == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate the header", path);
+    err = gck_read_at(fd, hdr, (size_t)hlen, 8);
+    if (err) {
+        free(hdr);
+        return gck_io_fail("cannot read", path, err);
+    }
+    if (hlen == 0 || hdr[0] != '{') {
+        free(hdr);
+        return GCK_CORRUPT("%.300s: header does not start with '{'", path);
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(hdr, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
+    free(hdr);
+    if (root == NULL)
+        return GCK_CORRUPT("%.300s: header is not valid JSON: %s (byte %d)", path, jerr.text, jerr.position);
+    gck_status st = GCK_OK;
+    if (!json_is_object(root))
+        st = GCK_CORRUPT("%.300s: header is not a JSON object", path);
+    const size_t nkeys = st == GCK_OK ? json_object_size(root) : 0;
+    gck_ld_entry *e = st == GCK_OK ? gck_calloc(nkeys ? nkeys : 1, sizeof *e) : NULL;
+    if (st == GCK_OK && e == NULL)
+        st = gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+    size_t n = 0;
+    json_t *md = NULL;
+    if (st == GCK_OK) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(root, key, v) {
+            if (strcmp(key, "__metadata__") == 0) {
+                md = v;
+                continue;
+            }
+            st = gck_parse_entry(path, key, v, &e[n]);
+            if (st != GCK_OK)
+                break;
+            n++;
+        }
+    }
+    const uint64_t data_len = size - 8 - hlen;
+    if (st == GCK_OK) {
+        qsort(e, n, sizeof *e, gck_ld_cmp);
+        uint64_t expect = 0;
+        for (size_t i = 0; i < n && st == GCK_OK; i++) {
+            if (e[i].begin != expect)
+                st = GCK_CORRUPT("%.300s: tensor '%.200s' starts at byte %llu, expected %llu (offsets must be "
+                                 "contiguous from 0, without gaps or overlaps)",
+                                 path, e[i].name, (unsigned long long)e[i].begin, (unsigned long long)expect);
+            expect = e[i].end;
+        }
+        if (st == GCK_OK && expect != data_len)
+            st = GCK_CORRUPT("%.300s: tensors cover %llu data bytes but the file holds %llu", path,
+                             (unsigned long long)expect, (unsigned long long)data_len);
+    }
+    if (st == GCK_OK && md != NULL)
+        st = gck_apply_metadata(path, md, s);
+    if (st == GCK_OK)
+        st = gck_load_tensors(path, fd, 8 + hlen, e, n, s);
+    if (st == GCK_OK && md != NULL)
+        st = gck_check_cids(path, md, s);
+    free(e);
+    json_decref(root);
+    return st;
+}
+
+gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
+{
+    GCK_CHECK_ARG(path != NULL && out != NULL, "gck_snapshot_load: NULL argument");
+    const int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return gck_io_fail("cannot open", path, errno);
+    gck_snapshot *s = NULL;
+    gck_status st = gck_snapshot_create(0, &s);
+    if (st == GCK_OK) {
+        s->timestamp = 0; /* absent from other writers' files */
+        st = gck_load_fd(path, fd, s);
+    }
+    close(fd);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(s);
+        return st;
+    }
+    *out = s;
+    return GCK_OK;
+}

@@ -1,0 +1,403 @@
+/* tests/test_snapshot.c - the snapshot object and its safetensors files: round trips, layout, validation. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "support/gck_test.h"
+
+static char g_dir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_dir, sizeof g_dir, "/tmp/gck_snapshot_test_XXXXXX");
+    return mkdtemp(g_dir) == NULL;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    DIR *d = opendir(g_dir);
+    struct dirent *ent;
+    while (d && (ent = readdir(d)) != NULL) {
+        if (ent->d_name[0] == '.' && (ent->d_name[1] == '\0' || (ent->d_name[1] == '.' && ent->d_name[2] == '\0')))
+            continue;
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", g_dir, ent->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(g_dir);
+    return 0;
+}
+
+static const char *path_of(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s/%s", g_dir, name);
+    return p;
+}
+
+/* Files in the test directory whose name contains ".tmp.". */
+static int temp_files_left(void)
+{
+    DIR *d = opendir(g_dir);
+    struct dirent *ent;
+    int n = 0;
+    while (d && (ent = readdir(d)) != NULL)
+        n += strstr(ent->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static unsigned char *read_file(const char *p, size_t *len)
+{
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(*len + 1);
+    assert_int_equal(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+static void write_file(const char *p, const void *b, size_t len)
+{
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+}
+
+static gck_snapshot *sample(void)
+{
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(42, &s), GCK_OK);
+    gck_snapshot_set_timestamp(s, 1700000000);
+    const float w[6] = {1, 2, 3, 4, 5, -0.0f};
+    const int64_t sh23[2] = {2, 3};
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, sh23, 2, w), GCK_OK);
+    const double b[2] = {0.5, -1e300};
+    const int64_t sh2[1] = {2};
+    assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, sh2, 1, b), GCK_OK);
+    const int64_t steps = 7;
+    assert_int_equal(gck_snapshot_add_tensor(s, "count", GCK_DTYPE_I64, NULL, 0, &steps), GCK_OK); /* scalar */
+    const uint16_t h[3] = {0x3c00, 0xc000, 0x7e00};
+    const int64_t sh3[1] = {3};
+    assert_int_equal(gck_snapshot_add_tensor(s, "half", GCK_DTYPE_F16, sh3, 1, h), GCK_OK);
+    const int64_t sh0[2] = {0, 4};
+    assert_int_equal(gck_snapshot_add_tensor(s, "empty", GCK_DTYPE_BF16, sh0, 2, NULL), GCK_OK);
+    const unsigned char flags[2] = {1, 0};
+    assert_int_equal(gck_snapshot_add_tensor(s, "mask", GCK_DTYPE_BOOL, sh2, 1, flags), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "adam-m-and-v", 12), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:00000000deadbeef"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "run", "demo"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.001"), GCK_OK);
+    return s;
+}
+
+static void test_object(void **state)
+{
+    (void)state;
+    gck_snapshot *s = sample();
+    assert_int_equal(gck_snapshot_step(s), 42);
+    assert_int_equal(gck_snapshot_timestamp(s), 1700000000);
+    assert_int_equal(gck_snapshot_num_tensors(s), 6);
+    gck_tensor_info ti;
+    static const char *const order[] = {"b", "count", "empty", "half", "mask", "w"};
+    for (size_t i = 0; i < 6; i++) {
+        assert_int_equal(gck_snapshot_tensor(s, i, &ti), GCK_OK);
+        assert_string_equal(ti.name, order[i]);
+    }
+    assert_int_equal(gck_snapshot_tensor(s, 6, &ti), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_find_tensor(s, "w", &ti), GCK_OK);
+    assert_int_equal(ti.nbytes, 24);
+    /* content id: XXH3-64 (seed 0) of the little-endian bytes */
+    unsigned char le[24];
+    for (int i = 0; i < 6; i++) {
+        uint32_t u;
+        memcpy(&u, (const float *)ti.data + i, 4);
+        for (int j = 0; j < 4; j++)
+            le[4 * i + j] = (unsigned char)(u >> (8 * j));
+    }
+    char want[32];
+    snprintf(want, sizeof want, "xxh3:%016llx", (unsigned long long)XXH3_64bits(le, 24));
+    assert_string_equal(ti.content_id, want);
+    assert_int_equal(gck_snapshot_find_tensor(s, "nope", &ti), GCK_ERR_NOT_FOUND);
+    /* rules */
+    const float x = 1;
+    const int64_t one[1] = {1}, neg[1] = {-1};
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, one, 1, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "already"));
+    assert_int_equal(gck_snapshot_add_tensor(s, "__metadata__", GCK_DTYPE_F32, one, 1, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "__optimizer__/w", GCK_DTYPE_F32, one, 1, &x),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "", GCK_DTYPE_F32, one, 1, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "neg", GCK_DTYPE_F32, neg, 1, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "bad", (gck_dtype)77, one, 1, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "nodata", GCK_DTYPE_F32, one, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+    const int64_t huge[2] = {INT64_MAX, 4};
+    assert_int_equal(gck_snapshot_add_tensor(s, "huge", GCK_DTYPE_F64, huge, 2, &x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_num_tensors(s), 6); /* unchanged */
+    assert_int_equal(gck_snapshot_set_metadata(s, "gradckpt.step", "1"), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_set_metadata(s, "run", "again"), GCK_OK); /* replaces */
+    assert_string_equal(gck_snapshot_metadata(s, "run"), "again");
+    assert_null(gck_snapshot_metadata(s, "absent"));
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "x", 1), GCK_OK); /* replaces */
+    const void *blob;
+    size_t len;
+    assert_int_equal(gck_snapshot_find_optimizer_state(s, "w", &blob, &len), GCK_OK);
+    assert_int_equal(len, 1);
+    assert_int_equal(gck_snapshot_num_optimizer_states(s), 1);
+    assert_int_equal(gck_snapshot_find_optimizer_state(s, "v", &blob, &len), GCK_ERR_NOT_FOUND);
+    gck_snapshot_destroy(s);
+    gck_snapshot_destroy(NULL);
+}
+
+/* The file is laid out as the reference writer lays it out. */
+static void test_file_layout(void **state)
+{
+    (void)state;
+    gck_snapshot *s = NULL;
+    gck_snapshot_create(3, &s);
+    gck_snapshot_set_timestamp(s, 99);
+    const float a[2] = {1, 2};
+    const double z[1] = {4};
+    const int64_t sh2[1] = {2}, sh1[1] = {1};
+    gck_snapshot_add_tensor(s, "a", GCK_DTYPE_F32, sh2, 1, a);
+    gck_snapshot_add_tensor(s, "z", GCK_DTYPE_F64, sh1, 1, z);
+    assert_int_equal(gck_snapshot_save(s, path_of("layout.safetensors")), GCK_OK);
+    size_t len;
+    unsigned char *b = read_file(path_of("layout.safetensors"), &len);
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | b[i];
+    assert_int_equal(hlen % 8, 0);
+    assert_int_equal(len, 8 + hlen + 16);
+    char *hdr = strndup((const char *)b + 8, (size_t)hlen);
+    /* F64 sorts before F32 (the reference's dtype order, widest first) */
+    char want[1024];
+    gck_tensor_info ta, tz;
+    gck_snapshot_find_tensor(s, "a", &ta);
+    gck_snapshot_find_tensor(s, "z", &tz);
+    snprintf(want, sizeof want,
+             "{\"__metadata__\":{\"gradckpt.cid.a\":\"%s\",\"gradckpt.cid.z\":\"%s\",\"gradckpt.format\":\"1\","
+             "\"gradckpt.step\":\"3\",\"gradckpt.timestamp\":\"99\"},"
+             "\"z\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]},"
+             "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
+             ta.content_id, tz.content_id);
+    assert_int_equal(strncmp(hdr, want, strlen(want)), 0);
+    for (size_t i = strlen(want); i < hlen; i++)
+        assert_int_equal(hdr[i], ' ');
+    /* the data: 4.0 as little-endian f64, then 1.0f, 2.0f */
+    const unsigned char d4[8] = {0, 0, 0, 0, 0, 0, 0x10, 0x40}, f1[4] = {0, 0, 0x80, 0x3f};
+    assert_memory_equal(b + 8 + hlen, d4, 8);
+    assert_memory_equal(b + 8 + hlen + 8, f1, 4);
+    free(hdr);
+    free(b);
+    gck_snapshot_destroy(s);
+}
+
+static void test_round_trip(void **state)
+{
+    (void)state;
+    gck_snapshot *s = sample();
+    assert_int_equal(gck_snapshot_save(s, path_of("rt.safetensors")), GCK_OK);
+    assert_int_equal(temp_files_left(), 0);
+    gck_snapshot *l = NULL;
+    assert_int_equal(gck_snapshot_load(path_of("rt.safetensors"), &l), GCK_OK);
+    assert_int_equal(gck_snapshot_step(l), 42);
+    assert_int_equal(gck_snapshot_timestamp(l), 1700000000);
+    assert_string_equal(gck_snapshot_loss_cid(l), "xxh3:00000000deadbeef");
+    assert_string_equal(gck_snapshot_metadata(l, "run"), "demo");
+    assert_string_equal(gck_snapshot_metadata(l, "lr"), "0.001");
+    assert_int_equal(gck_snapshot_num_metadata(l), 2);
+    assert_int_equal(gck_snapshot_num_tensors(l), gck_snapshot_num_tensors(s));
+    for (size_t i = 0; i < gck_snapshot_num_tensors(s); i++) {
+        gck_tensor_info a, b;
+        gck_snapshot_tensor(s, i, &a);
+        gck_snapshot_tensor(l, i, &b);
+        assert_string_equal(a.name, b.name);
+        assert_int_equal(a.dtype, b.dtype);
+        assert_int_equal(a.ndim, b.ndim);
+        if (a.ndim)
+            assert_memory_equal(a.shape, b.shape, a.ndim * sizeof(int64_t));
+        assert_int_equal(a.nbytes, b.nbytes);
+        if (a.nbytes)
+            assert_memory_equal(a.data, b.data, a.nbytes);
+        assert_string_equal(a.content_id, b.content_id);
+    }
+    const char *param;
+    const void *blob;
+    size_t len;
+    assert_int_equal(gck_snapshot_optimizer_state(l, 0, &param, &blob, &len), GCK_OK);
+    assert_string_equal(param, "w");
+    assert_int_equal(len, 12);
+    assert_memory_equal(blob, "adam-m-and-v", 12);
+    /* load -> save reproduces the same file */
+    assert_int_equal(gck_snapshot_save(l, path_of("rt2.safetensors")), GCK_OK);
+    size_t l1, l2;
+    unsigned char *b1 = read_file(path_of("rt.safetensors"), &l1), *b2 = read_file(path_of("rt2.safetensors"), &l2);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(b1, b2, l1);
+    free(b1), free(b2);
+    /* saving over an existing file replaces it */
+    assert_int_equal(gck_snapshot_save(s, path_of("rt2.safetensors")), GCK_OK);
+    gck_snapshot_destroy(l);
+    gck_snapshot_destroy(s);
+}
+
+static void test_save_failures(void **state)
+{
+    (void)state;
+    gck_snapshot *s = sample();
+    assert_int_equal(gck_snapshot_save(s, "/nonexistent-dir-gck/x.safetensors"), GCK_ERR_IO);
+    assert_non_null(strstr(gck_last_error(), "/nonexistent-dir-gck/x.safetensors"));
+    /* renaming onto a directory fails: the directory stays, no temporary is left */
+    mkdir(path_of("adir"), 0755);
+    assert_int_equal(gck_snapshot_save(s, path_of("adir")), GCK_ERR_IO);
+    struct stat st;
+    assert_int_equal(stat(path_of("adir"), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    rmdir(path_of("adir"));
+    assert_int_equal(temp_files_left(), 0);
+    assert_int_equal(gck_snapshot_save(NULL, path_of("x")), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_save(s, ""), GCK_ERR_INVALID_ARGUMENT);
+    gck_snapshot_destroy(s);
+}
+
+/* A file from another writer: no __metadata__ at all, or one without our keys. */
+static void test_foreign_files(void **state)
+{
+    (void)state;
+    const char hdr[] = "{\"x\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    unsigned char file[8 + sizeof hdr - 1 + 8];
+    const uint64_t hl = sizeof hdr - 1;
+    for (int i = 0; i < 8; i++)
+        file[i] = (unsigned char)(hl >> (8 * i));
+    memcpy(file + 8, hdr, hl);
+    const unsigned char data[8] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    memcpy(file + 8 + hl, data, 8);
+    write_file(path_of("foreign.safetensors"), file, sizeof file);
+    gck_snapshot *l = NULL;
+    assert_int_equal(gck_snapshot_load(path_of("foreign.safetensors"), &l), GCK_OK);
+    assert_int_equal(gck_snapshot_step(l), 0);
+    assert_int_equal(gck_snapshot_timestamp(l), 0);
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(l, "x", &t), GCK_OK);
+    assert_int_equal(((const int32_t *)t.data)[0], 1);
+    assert_int_equal(((const int32_t *)t.data)[1], -1);
+    gck_snapshot_destroy(l);
+
+    const char hdr2[] = "{\"__metadata__\":{\"format\":\"pt\"},\"x\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1]}}";
+    unsigned char f2[8 + sizeof hdr2 - 1 + 1];
+    const uint64_t hl2 = sizeof hdr2 - 1;
+    for (int i = 0; i < 8; i++)
+        f2[i] = (unsigned char)(hl2 >> (8 * i));
+    memcpy(f2 + 8, hdr2, hl2);
+    f2[8 + hl2] = 200;
+    write_file(path_of("foreign2.safetensors"), f2, sizeof f2);
+    assert_int_equal(gck_snapshot_load(path_of("foreign2.safetensors"), &l), GCK_OK);
+    assert_string_equal(gck_snapshot_metadata(l, "format"), "pt");
+    assert_int_equal(gck_snapshot_find_tensor(l, "x", &t), GCK_OK);
+    assert_int_equal(t.ndim, 0);
+    gck_snapshot_destroy(l);
+}
+
+/* Builds a file from a header string and n data bytes. */
+static void craft(const char *name, const char *hdr, uint64_t claimed_len, size_t ndata)
+{
+    const size_t hl = strlen(hdr);
+    unsigned char *f = calloc(1, 8 + hl + ndata + 1);
+    for (int i = 0; i < 8; i++)
+        f[i] = (unsigned char)(claimed_len >> (8 * i));
+    memcpy(f + 8, hdr, hl);
+    write_file(path_of(name), f, 8 + hl + ndata);
+    free(f);
+}
+
+static void test_corrupt_files(void **state)
+{
+    (void)state;
+    static const struct { const char *hdr; size_t ndata; gck_status want; const char *part; } cases[] = {
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, GCK_ERR_CORRUPT, "cover"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, GCK_ERR_CORRUPT, "does not match"},
+        {"{\"x\":{\"dtype\":\"F99\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, GCK_ERR_CORRUPT, "unknown dtype"},
+        {"{\"x\":{\"dtype\":\"U16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8, GCK_ERR_UNSUPPORTED, "U16"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, GCK_ERR_CORRUPT, "shape[0]"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, GCK_ERR_CORRUPT, "starts at byte 4"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"y\":{\"dtype\":\"F32\",\"shape\":[1],"
+         "\"data_offsets\":[4,8]}}", 8, GCK_ERR_CORRUPT, "contiguous"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"x\":{\"dtype\":\"F32\",\"shape\":[2],"
+         "\"data_offsets\":[8,16]}}", 16, GCK_ERR_CORRUPT, "duplicate"},
+        {"[1,2,3]", 0, GCK_ERR_CORRUPT, "start with"},
+        {"{\"x\":", 0, GCK_ERR_CORRUPT, "not valid JSON"},
+        {"{\"__metadata__\":{\"a\":1}}", 0, GCK_ERR_CORRUPT, "not a string"},
+        {"{\"__metadata__\":{\"gradckpt.format\":\"9\"}}", 0, GCK_ERR_UNSUPPORTED, "newer"},
+        {"{\"__metadata__\":{\"gradckpt.step\":\"12a\"}}", 0, GCK_ERR_CORRUPT, "decimal"},
+        {"{\"__metadata__\":{\"gradckpt.cid.x\":\"xxh3:0000000000000000\"},\"x\":{\"dtype\":\"U8\",\"shape\":[1],"
+         "\"data_offsets\":[0,1]}}", 1, GCK_ERR_CORRUPT, "content id mismatch"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8, GCK_ERR_CORRUPT,
+         "overflows"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, GCK_ERR_CORRUPT, "before begin"},
+        {"{\"__optimizer__/p\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, GCK_ERR_CORRUPT,
+         "1-D U8"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2]}}", 0, GCK_ERR_CORRUPT, "data_offsets"},
+        {"{\"x\":\"\xff\xfe\"}", 0, GCK_ERR_CORRUPT, "JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        craft("bad.safetensors", cases[i].hdr, strlen(cases[i].hdr), cases[i].ndata);
+        gck_snapshot *l = (gck_snapshot *)0x1;
+        const gck_status got = gck_snapshot_load(path_of("bad.safetensors"), &l);
+        if (got != cases[i].want || strstr(gck_last_error(), cases[i].part) == NULL)
+            fail_msg("case %zu: got %s '%s', want %s containing '%s'", i, gck_status_name(got), gck_last_error(),
+                     gck_status_name(cases[i].want), cases[i].part);
+        assert_ptr_equal(l, (gck_snapshot *)0x1);
+    }
+    /* header length past the end, over the 100 MB limit, a too-short file, a missing file */
+    craft("bad.safetensors", "{}", 64, 0);
+    gck_snapshot *l = NULL;
+    assert_int_equal(gck_snapshot_load(path_of("bad.safetensors"), &l), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "past the end"));
+    craft("bad.safetensors", "{}", (uint64_t)1 << 40, 0);
+    assert_int_equal(gck_snapshot_load(path_of("bad.safetensors"), &l), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "limit"));
+    write_file(path_of("bad.safetensors"), "abc", 3);
+    assert_int_equal(gck_snapshot_load(path_of("bad.safetensors"), &l), GCK_ERR_CORRUPT);
+    assert_int_equal(gck_snapshot_load(path_of("missing.safetensors"), &l), GCK_ERR_IO);
+    assert_int_equal(gck_snapshot_load(NULL, &l), GCK_ERR_INVALID_ARGUMENT);
+    /* one flipped data byte in a gradckpt file: the content id catches it */
+    gck_snapshot *s = sample();
+    gck_snapshot_save(s, path_of("flip.safetensors"));
+    gck_snapshot_destroy(s);
+    size_t len;
+    unsigned char *b = read_file(path_of("flip.safetensors"), &len);
+    b[len - 3] ^= 0x10;
+    write_file(path_of("flip.safetensors"), b, len);
+    free(b);
+    assert_int_equal(gck_snapshot_load(path_of("flip.safetensors"), &l), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "content id mismatch"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_object),
+        cmocka_unit_test(test_file_layout),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_save_failures),
+        cmocka_unit_test(test_foreign_files),
+        cmocka_unit_test(test_corrupt_files),
+    };
+    return cmocka_run_group_tests_name("snapshot", tests, setup, teardown);
+}

@@ -60,7 +60,7 @@ gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char 
     c->dtype = dtype;
     c->n_layers = n_layers;
     c->n_values = n_values;
-    c->layers = (gck_ckpt_layer *)((char *)c + head);
+    c->layers = (gck_ckpt_layer *)(void *)((char *)c + head); /* head is 64-byte aligned */
     c->arena = values;
     c->arena_bytes = reuse ? recycle->arena_bytes : arena;
     char *idp = (char *)c->layers + layers_bytes;

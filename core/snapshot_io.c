@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,11 +275,20 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
     gck_dirname(path, dir, sizeof dir);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     gck_status st = GCK_OK;
-    if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.XXXXXX", dir, base) >= (int)sizeof tmp) {
-        st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
-        goto out;
+    /* O_EXCL with mode 0666 (less the umask), like any new file: mkstemp's
+     * 0600 would leave the saved file unreadable to the group */
+    int fd = -1;
+    static _Atomic unsigned gck_tmp_counter;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        const unsigned k = atomic_fetch_add(&gck_tmp_counter, 1u);
+        if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), k) >= (int)sizeof tmp) {
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
+            goto out;
+        }
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
     }
-    const int fd = mkstemp(tmp);
     if (fd < 0) {
         st = gck_io_fail("cannot create a temporary file next to", path, errno);
         goto out;

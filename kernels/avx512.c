@@ -116,15 +116,6 @@ static inline __m512d gck_sq(__m512d v, __mmask8 m)
     return m == 0xFF ? _mm512_mul_pd(v, v) : _mm512_maskz_mul_pd(m, v, v);
 }
 
-/* lane + v*v for v widened from f32: the square is exact in f64, so the FMA
- * rounds exactly like the reference's separate multiply and add, in one
- * instruction instead of two (f32 reductions are bound by the widening
- * and the arithmetic, not by memory, in cache). Masked lanes hold v = +0. */
-static inline __m512d gck_fma_sq(__m512d v, __m512d acc)
-{
-    return _mm512_fmadd_pd(v, v, acc);
-}
-
 /* ---- reductions ---- */
 static double gck_sumsq_f64_block_avx512(const double *x, size_t n)
 {
@@ -216,7 +207,7 @@ static inline __m512d gck_store_sq_f64(double *dst, __m512d v, __mmask8 m)
 }
 
 /* f32: store the new 4 floats, then lane + v*v by FMA on the widened value
- * (exact square, see gck_fma_sq), masked to +0 outside n (0/0 would be NaN). */
+ * (the square of a widened float is exact, so the FMA rounds like the reference's multiply and add), masked to +0 outside n (0/0 would be NaN). */
 static inline __m256d gck_store_sq_f32(float *dst, __m128 v, __mmask8 m, __m256d acc)
 {
     if (m == 0xF)

@@ -84,7 +84,7 @@ double Sleef_powd1_u10purecfma(double, double);
 static gck_pow_fn gck_pow_reference(void)
 {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    return gck_cpu_has_fma() ? Sleef_powd1_u10purecfma : Sleef_pow_u10;
+    return gck_cpu_has_fma() ? (gck_pow_fn)Sleef_powd1_u10purecfma : (gck_pow_fn)Sleef_pow_u10;
 #else
     return Sleef_powd1_u10purecfma;
 #endif

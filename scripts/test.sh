@@ -4,6 +4,8 @@
 #   2. the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. aarch64 (NEON) cross-build, full suite under qemu-aarch64
 #   4. s390x (big-endian) cross-build, full suite under qemu-s390x
+#   5. the snapshot loader under libFuzzer (clang, ASan+UBSan) for 45 seconds,
+#      seeded from tests/fuzz/corpus; any crash fails the run
 # Exits non-zero on any failure or when a suite runs no test.
 #   GCK_TEST_CROSS=0   skip 3 and 4      GCK_BUILD_ROOT=dir  where builds go (default build/)
 set -euo pipefail
@@ -36,5 +38,22 @@ if [ "$cross" = 1 ]; then
     -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_BENCH=OFF
   run_suite s390x-qemu "$root/s390x" 900 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-s390x.cmake \
     -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_BENCH=OFF
+fi
+if [ "${GCK_TEST_FUZZ:-1}" = 1 ]; then
+  echo "==> [fuzz] configure + build ($root/fuzz)"
+  CC=clang cmake -S . -B "$root/fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADCKPT_FUZZ=ON \
+    -DGRADCKPT_SANITIZE="address;undefined" -DGRADCKPT_BUILD_TESTS=OFF -DGRADCKPT_BUILD_BENCH=OFF \
+    -DGRADCKPT_BUILD_TOOLS=OFF -DGRADCKPT_BUILD_EXAMPLES=OFF >"$root/fuzz.configure.log" 2>&1 \
+    || { cat "$root/fuzz.configure.log"; exit 1; }
+  cmake --build "$root/fuzz" --target fuzz_snapshot_load >"$root/fuzz.build.log" 2>&1 \
+    || { tail -50 "$root/fuzz.build.log"; exit 1; }
+  echo "==> [fuzz] fuzz_snapshot_load, 45 s"
+  work=$(mktemp -d)
+  # new inputs go to the scratch corpus; the repository's corpus is only read
+  (cd "$work" && "$OLDPWD/$root/fuzz/tests/fuzz/fuzz_snapshot_load" -max_total_time=45 -rss_limit_mb=2048 \
+     -max_len=4096 -print_final_stats=1 "$work" "$OLDPWD/tests/fuzz/corpus" >"$work/log" 2>&1) \
+    || { tail -40 "$work/log"; echo "fuzz: crash (inputs in $work)"; exit 1; }
+  grep -E "^(Done|stat::number_of_executed_units)" "$work/log" || true
+  rm -rf "$work"
 fi
 echo "==> all suites passed"

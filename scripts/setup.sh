@@ -32,7 +32,20 @@ missing=()
 for p in "${want[@]}"; do
   is_installed "$p" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# Python test tools (the interoperability test reads and writes files with
+# the reference safetensors package), into the python3 CMake will find.
+python_tools() {
+  command -v python3 >/dev/null || return 0
+  python3 -c "import numpy, safetensors" 2>/dev/null && return 0
+  echo "setup.sh: pip installing numpy safetensors"
+  python3 -m pip install --quiet --disable-pip-version-check numpy safetensors 2>&1 | grep -v "^WARNING: Running pip as" || true
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+  python_tools
+  exit 0
+fi
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
@@ -50,4 +63,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt_opts=(-o DPkg::Lock::Timeout=600 -q)
 $SUDO apt-get "${apt_opts[@]}" update >/dev/null
 $SUDO apt-get "${apt_opts[@]}" install -y "${missing[@]}" >/dev/null
+python_tools
 echo "setup.sh: done"

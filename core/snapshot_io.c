@@ -18,6 +18,7 @@
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
+#include "io_internal.h"
 #include "snapshot_internal.h"
 
 #define GCK_FORMAT_VERSION 1
@@ -139,7 +140,7 @@ static int gck_write_all(int fd, const void *p, size_t len)
     const char *c = p;
     while (len > 0) {
         const size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
-        const ssize_t w = write(fd, c, chunk);
+        const ssize_t w = gck_sys_write(fd, c, chunk);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -285,7 +286,7 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
             st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
             goto out;
         }
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = gck_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -301,21 +302,22 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
         err = gck_write_all(fd, hdr, hlen);
     for (size_t i = 0; i < n && !err; i++)
         err = gck_write_le(fd, e[i].data, e[i].nbytes, gck_dtype_size(e[i].dtype));
-    if (!err && fsync(fd) != 0)
+    if (!err && gck_sys_fsync(fd) != 0)
         err = errno;
-    if (close(fd) != 0 && !err)
+    if (gck_sys_close(fd) != 0 && !err)
         err = errno;
-    if (!err && rename(tmp, path) != 0)
+    if (!err && gck_sys_rename(tmp, path) != 0)
         err = errno;
     if (err) {
         unlink(tmp); /* the target was never touched */
         st = gck_io_fail("cannot write", path, err);
         goto out;
     }
-    /* make the rename itself durable */
-    const int dfd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (dfd < 0 || fsync(dfd) != 0)
-        st = gck_io_fail("cannot sync the directory of", path, errno);
+    /* make the rename itself durable; if this fails the new file is already
+     * in place, only its survival of a power loss is unknown */
+    const int dfd = gck_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (dfd < 0 || gck_sys_fsync(dfd) != 0)
+        st = gck_io_fail("saved, but cannot sync the directory of", path, errno);
     if (dfd >= 0)
         close(dfd);
 out:

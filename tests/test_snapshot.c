@@ -1,15 +1,21 @@
 /* tests/test_snapshot.c - the snapshot object and its safetensors files: round trips, layout, validation. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "support/gck_test.h"
+
+#include "../core/io_internal.h"
 
 static char g_dir[256];
 
@@ -276,6 +282,104 @@ static void test_save_failures(void **state)
     gck_snapshot_destroy(s);
 }
 
+/* Every I/O step of a save fails in turn: the target keeps its old content
+ * (or stays absent) and no temporary file is left, until the save succeeds. */
+static void test_save_fault_injection(void **state)
+{
+    (void)state;
+    static const int errs[] = {EIO, ENOSPC, EACCES};
+    gck_snapshot *old = NULL, *s = sample();
+    gck_snapshot_create(1, &old);
+    const int64_t one[1] = {1};
+    const float x = 9;
+    gck_snapshot_add_tensor(old, "old", GCK_DTYPE_F32, one, 1, &x);
+    for (int existed = 0; existed <= 1; existed++) {
+        const char *p = path_of(existed ? "fi_old.safetensors" : "fi_new.safetensors");
+        unlink(p);
+        unsigned char *before = NULL;
+        size_t before_len = 0;
+        if (existed) {
+            assert_int_equal(gck_snapshot_save(old, p), GCK_OK);
+            before = read_file(p, &before_len);
+        }
+        for (long k = 0;; k++) {
+            gck_io_fail_after(k, errs[k % 3]);
+            const gck_status st = gck_snapshot_save(s, p);
+            gck_io_fail_after(-1, 0);
+            assert_int_equal(temp_files_left(), 0);
+            if (st == GCK_OK)
+                break;
+            assert_int_equal(st, GCK_ERR_IO);
+            assert_non_null(strstr(gck_last_error(), p));
+            if (strstr(gck_last_error(), "saved, but") != NULL)
+                continue; /* only the directory fsync failed: the new file is in place */
+            struct stat stt;
+            if (!existed) {
+                if (stat(p, &stt) == 0)
+                    fail_msg("step %ld: failed save created the target", k);
+            } else {
+                size_t len;
+                unsigned char *now = read_file(p, &len);
+                if (len != before_len || memcmp(now, before, len) != 0)
+                    fail_msg("step %ld: failed save changed the target", k);
+                free(now);
+            }
+            assert_true(k < 100);
+        }
+        gck_snapshot *l = NULL;
+        assert_int_equal(gck_snapshot_load(p, &l), GCK_OK);
+        assert_int_equal(gck_snapshot_step(l), 42);
+        gck_snapshot_destroy(l);
+        free(before);
+    }
+    gck_snapshot_destroy(old);
+    gck_snapshot_destroy(s);
+}
+
+/* A writer killed with SIGKILL at random moments: the target always loads
+ * and is one of the two snapshots being written, never a mix. */
+static void test_crash_during_save(void **state)
+{
+    /* (stale temporary files of killed writers stay behind; teardown removes them) */
+    (void)state;
+    const size_t n = 1 << 19; /* 2 MiB of f32: a save takes long enough to be hit */
+    float *va = malloc(n * 4), *vb = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+        va[i] = (float)i, vb[i] = -(float)i;
+    gck_snapshot *a = NULL, *b = NULL;
+    const int64_t sh[1] = {(int64_t)n};
+    gck_snapshot_create(1, &a);
+    gck_snapshot_create(2, &b);
+    gck_snapshot_add_tensor(a, "v", GCK_DTYPE_F32, sh, 1, va);
+    gck_snapshot_add_tensor(b, "v", GCK_DTYPE_F32, sh, 1, vb);
+    const char *p = path_of("crash.safetensors");
+    assert_int_equal(gck_snapshot_save(a, p), GCK_OK);
+    uint64_t seed = 7;
+    for (int round = 0; round < 25; round++) {
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            for (int i = 0;; i++)
+                gck_snapshot_save(i % 2 ? a : b, p);
+        }
+        const struct timespec pause = {0, (long)(gck_test_rand(&seed) % 20000) * 1000};
+        nanosleep(&pause, NULL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        gck_snapshot *l = NULL;
+        if (gck_snapshot_load(p, &l) != GCK_OK)
+            fail_msg("round %d: the target does not load after a crash: %s", round, gck_last_error());
+        gck_tensor_info t;
+        assert_int_equal(gck_snapshot_find_tensor(l, "v", &t), GCK_OK);
+        const float *want = gck_snapshot_step(l) == 1 ? va : vb;
+        assert_memory_equal(t.data, want, n * 4);
+        gck_snapshot_destroy(l);
+    }
+    gck_snapshot_destroy(a);
+    gck_snapshot_destroy(b);
+    free(va), free(vb);
+}
+
 /* A file from another writer: no __metadata__ at all, or one without our keys. */
 static void test_foreign_files(void **state)
 {
@@ -396,6 +500,8 @@ int main(void)
         cmocka_unit_test(test_file_layout),
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_save_failures),
+        cmocka_unit_test(test_save_fault_injection),
+        cmocka_unit_test(test_crash_during_save),
         cmocka_unit_test(test_foreign_files),
         cmocka_unit_test(test_corrupt_files),
     };

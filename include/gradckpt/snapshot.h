@@ -95,7 +95,9 @@ GCK_API gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_sec
  * Ownership: reads s; keeps no reference.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_IO with the OS's reason
  *         (missing directory, permissions, disk full, ...): the target is
- *         then untouched and no temporary file is left; GCK_ERR_NO_MEMORY.
+ *         then untouched and no temporary file is left — except when only
+ *         the final fsync of the directory fails, where the new file is
+ *         already in place (the message says so); GCK_ERR_NO_MEMORY.
  * Thread-safety: safe while nobody modifies s.
  */
 GCK_API gck_status gck_snapshot_save(const gck_snapshot *s, const char *path);

@@ -73,7 +73,9 @@ void gck_snap_tensor_free(gck_snap_tensor *t)
 {
     if (t == NULL)
         return;
-    free(t->name), free(t->shape), free(t->data), free(t);
+    if (!t->borrowed)
+        free(t->data);
+    free(t->name), free(t->shape), free(t);
 }
 
 void gck_snapshot_destroy(gck_snapshot *s)
@@ -86,11 +88,15 @@ void gck_snapshot_destroy(gck_snapshot *s)
         gck_snap_blob *b = s->blobs.items[i];
         free(b->name), free(b->data), free(b);
     }
-    for (size_t i = 0; i < s->meta.n; i++) {
-        gck_snap_meta *m = s->meta.items[i];
-        free(m->name), free(m->value), free(m);
+    for (int v = 0; v < 2; v++) {
+        gck_named_vec *mv = v ? &s->sysmeta : &s->meta;
+        for (size_t i = 0; i < mv->n; i++) {
+            gck_snap_meta *m = mv->items[i];
+            free(m->name), free(m->value), free(m);
+        }
+        free(mv->items);
     }
-    free(s->tensors.items), free(s->blobs.items), free(s->meta.items);
+    free(s->tensors.items), free(s->blobs.items);
     free(s->loss_cid);
     free(s);
 }
@@ -175,6 +181,27 @@ gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype 
     return st;
 }
 
+gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                     size_t count)
+{
+    GCK_TRY(gck_check_tensor_name(name));
+    gck_snap_tensor *t = gck_calloc(1, sizeof *t);
+    char *n = gck_strdup(name);
+    int64_t *sh = gck_malloc(sizeof *sh);
+    if (t == NULL || n == NULL || sh == NULL) {
+        free(t), free(n), free(sh);
+        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': out of memory", name);
+    }
+    sh[0] = (int64_t)count;
+    *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = 1, .data = (void *)(uintptr_t)data,
+                           .nbytes = count * gck_dtype_size(dtype), .borrowed = 1};
+    gck_content_id(data, count, dtype, t->cid);
+    const gck_status st = gck_snapshot_adopt_tensor(s, t);
+    if (st != GCK_OK)
+        gck_snap_tensor_free(t);
+    return st;
+}
+
 gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)
 {
     GCK_CHECK_ARG(s != NULL && cid != NULL, "gck_snapshot_set_loss_cid: NULL argument");
@@ -224,32 +251,55 @@ gck_status gck_snapshot_set_optimizer_state(gck_snapshot *s, const char *param, 
     return st;
 }
 
+/* Sets key = value in a metadata vector (copies both). */
+static gck_status gck_meta_set(gck_named_vec *v, const char *key, const char *value)
+{
+    int found;
+    const size_t at = gck_named_find(v, key, &found);
+    char *val = gck_strdup(value);
+    if (val == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
+    if (found) {
+        gck_snap_meta *m = v->items[at];
+        free(m->value);
+        m->value = val;
+        return GCK_OK;
+    }
+    gck_snap_meta *m = gck_calloc(1, sizeof *m);
+    char *k = gck_strdup(key);
+    if (m == NULL || k == NULL || !gck_named_reserve(v)) {
+        free(m), free(k), free(val);
+        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
+    }
+    *m = (gck_snap_meta){.name = k, .value = val};
+    gck_named_insert(v, at, m);
+    return GCK_OK;
+}
+
+static const char *gck_meta_get(const gck_named_vec *v, const char *key)
+{
+    int found;
+    const size_t i = gck_named_find(v, key, &found);
+    return found ? ((gck_snap_meta *)v->items[i])->value : NULL;
+}
+
 gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const char *value)
 {
     GCK_CHECK_ARG(s != NULL && key != NULL && value != NULL, "gck_snapshot_set_metadata: NULL argument");
     GCK_TRY(gck_check_key("metadata key", key));
     GCK_CHECK_ARG(strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0,
                   "metadata key '%.200s' uses the reserved prefix '" GCK_METADATA_PREFIX "'", key);
-    int found;
-    const size_t at = gck_named_find(&s->meta, key, &found);
-    char *v = gck_strdup(value);
-    if (v == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
-    if (found) {
-        gck_snap_meta *m = s->meta.items[at];
-        free(m->value);
-        m->value = v;
-        return GCK_OK;
-    }
-    gck_snap_meta *m = gck_calloc(1, sizeof *m);
-    char *k = gck_strdup(key);
-    if (m == NULL || k == NULL || !gck_named_reserve(&s->meta)) {
-        free(m), free(k), free(v);
-        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
-    }
-    *m = (gck_snap_meta){.name = k, .value = v};
-    gck_named_insert(&s->meta, at, m);
-    return GCK_OK;
+    return gck_meta_set(&s->meta, key, value);
+}
+
+gck_status gck_snapshot_set_sysmeta(gck_snapshot *s, const char *key, const char *value)
+{
+    return gck_meta_set(&s->sysmeta, key, value);
+}
+
+const char *gck_snapshot_sysmeta(const gck_snapshot *s, const char *key)
+{
+    return gck_meta_get(&s->sysmeta, key);
 }
 
 gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_secs)
@@ -323,9 +373,5 @@ gck_status gck_snapshot_find_optimizer_state(const gck_snapshot *s, const char *
 
 const char *gck_snapshot_metadata(const gck_snapshot *s, const char *key)
 {
-    if (s == NULL || key == NULL)
-        return NULL;
-    int found;
-    const size_t i = gck_named_find(&s->meta, key, &found);
-    return found ? ((gck_snap_meta *)s->meta.items[i])->value : NULL;
+    return s == NULL || key == NULL ? NULL : gck_meta_get(&s->meta, key);
 }

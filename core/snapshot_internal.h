@@ -23,6 +23,7 @@ typedef struct gck_snap_tensor {
     size_t ndim;
     void *data; /* this CPU's byte order */
     size_t nbytes;
+    int borrowed; /* data belongs to someone else (gck_checkpoint_save) */
     char cid[24]; /* "xxh3:" + 16 hex + NUL */
 } gck_snap_tensor;
 
@@ -44,7 +45,14 @@ struct gck_snapshot {
     gck_named_vec tensors; /* gck_snap_tensor */
     gck_named_vec blobs;   /* gck_snap_blob */
     gck_named_vec meta;    /* gck_snap_meta, user keys only */
+    gck_named_vec sysmeta; /* gck_snap_meta, other "gradckpt." keys (full key),
+                              kept through load and save */
 };
+
+/* Sets (or replaces) a "gradckpt." key other than the snapshot's own fields
+ * (format, step, timestamp, loss_cid, cid.*); key includes the prefix. */
+GCK_INTERNAL gck_status gck_snapshot_set_sysmeta(gck_snapshot *s, const char *key, const char *value);
+GCK_INTERNAL const char *gck_snapshot_sysmeta(const gck_snapshot *s, const char *key);
 
 /* Index of name, or where to insert it (*found = 0). */
 GCK_INTERNAL size_t gck_named_find(const gck_named_vec *v, const char *name, int *found);
@@ -63,6 +71,11 @@ GCK_INTERNAL gck_status gck_snapshot_adopt_tensor(gck_snapshot *s, gck_snap_tens
 GCK_INTERNAL void gck_snap_tensor_free(gck_snap_tensor *t);
 /* Same for a blob and a metadata entry (both replace an existing key). */
 GCK_INTERNAL gck_status gck_snapshot_adopt_blob(gck_snapshot *s, gck_snap_blob *b);
+
+/* Adds a 1-D tensor whose data stays owned by the caller (who keeps it
+ * alive and unchanged for the snapshot's life): no copy of large values. */
+GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype,
+                                                  const void *data, size_t count);
 
 /* Checks a tensor name: non-empty, <= GCK_NAME_MAX, not reserved. */
 GCK_INTERNAL gck_status gck_check_tensor_name(const char *name);

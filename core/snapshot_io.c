@@ -88,7 +88,7 @@ static char *gck_concat(const char *a, const char *b, const char *c)
 /* The __metadata__ object: ours and the user's, keys in bytewise order. */
 static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts)
 {
-    const size_t n = 3 + (s->loss_cid != NULL) + s->tensors.n + s->blobs.n + s->meta.n;
+    const size_t n = 3 + (s->loss_cid != NULL) + s->tensors.n + s->blobs.n + s->meta.n + s->sysmeta.n;
     gck_kv *kv = gck_calloc(n, sizeof *kv);
     json_t *md = json_object();
     size_t k = 0;
@@ -114,9 +114,12 @@ static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const 
         const gck_snap_blob *bl = s->blobs.items[i];
         GCK_KV(GCK_METADATA_PREFIX "cid.", GCK_OPTIMIZER_PREFIX, bl->name, bl->cid);
     }
-    for (size_t i = 0; i < s->meta.n; i++) {
-        const gck_snap_meta *m = s->meta.items[i];
-        GCK_KV(m->name, "", "", m->value);
+    for (int v = 0; v < 2; v++) {
+        const gck_named_vec *mv = v ? &s->sysmeta : &s->meta;
+        for (size_t i = 0; i < mv->n; i++) {
+            const gck_snap_meta *m = mv->items[i];
+            GCK_KV(m->name, "", "", m->value);
+        }
     }
 #undef GCK_KV
     if (!bad) {
@@ -486,6 +489,8 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
             *(k[0] == 's' ? &s->step : &s->timestamp) = u;
         } else if (strcmp(k, "loss_cid") == 0) {
             GCK_TRY(gck_snapshot_set_loss_cid(s, val));
+        } else if (strncmp(k, "cid.", 4) != 0) {
+            GCK_TRY(gck_snapshot_set_sysmeta(s, key, val)); /* kept for the next save */
         }
         /* gradckpt.cid.* are checked against the loaded bytes by the caller */
     }

@@ -380,6 +380,70 @@ static void test_crash_during_save(void **state)
     free(va), free(vb);
 }
 
+/* gck_checkpoint_save / gck_checkpoint_load round trip every field, bit for bit. */
+static void test_checkpoint_files(void **state)
+{
+    (void)state;
+    for (int dt = 0; dt <= 1; dt++) {
+        gck_config cfg;
+        gck_config_init(&cfg);
+        cfg.dtype = dt ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+        cfg.checksum = dt ? GCK_CHECKSUM_XXH3_64 : GCK_CHECKSUM_FNV1A64;
+        cfg.clip_enabled = 1, cfg.clip_norm = 0.5;
+        gck_checkpointer *cp = NULL;
+        assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+        double v[300];
+        for (int i = 0; i < 300; i++)
+            v[i] = (i % 17) * 0.125 - 1.0;
+        gck_accumulate_f64(cp, "fc2.weight", v, 300, 11);
+        gck_accumulate_f64(cp, "fc1.bias", v, 7, 12);
+        gck_accumulate_f64(cp, "fc1.bias", v + 7, 7, 13);
+        gck_checkpoint *c = NULL;
+        assert_int_equal(gck_flush(cp, 1234567, &c), GCK_OK);
+        assert_int_equal(gck_checkpoint_save(c, path_of("ckpt.safetensors")), GCK_OK);
+        gck_checkpoint *l = NULL;
+        assert_int_equal(gck_checkpoint_load(path_of("ckpt.safetensors"), &l), GCK_OK);
+        assert_int_equal(gck_checkpoint_id(l), gck_checkpoint_id(c));
+        assert_int_equal(gck_checkpoint_step(l), gck_checkpoint_step(c));
+        assert_int_equal(gck_checkpoint_created_at(l), 1234567);
+        assert_int_equal(gck_checkpoint_dtype(l), gck_checkpoint_dtype(c));
+        assert_int_equal(gck_checkpoint_checksum_algo(l), gck_checkpoint_checksum_algo(c));
+        assert_true(gck_checkpoint_checksum(l) == gck_checkpoint_checksum(c));
+        assert_int_equal(gck_checkpoint_compressed_size(l), gck_checkpoint_compressed_size(c));
+        gck_assert_same_f64(gck_checkpoint_global_norm(c), gck_checkpoint_global_norm(l), "global norm");
+        assert_int_equal(gck_checkpoint_num_layers(l), 2);
+        for (size_t i = 0; i < 2; i++) {
+            gck_tensor_view a, b;
+            gck_checkpoint_layer(c, i, &a);
+            gck_checkpoint_layer(l, i, &b);
+            assert_string_equal(a.layer_id, b.layer_id);
+            assert_int_equal(a.n, b.n);
+            assert_int_equal(a.step, b.step);
+            assert_memory_equal(a.values, b.values, a.n * gck_dtype_size(a.dtype));
+            gck_assert_same_f64(a.norm, b.norm, "layer norm");
+        }
+        gck_checkpoint_release(l);
+        gck_checkpoint_release(c);
+        gck_checkpointer_destroy(cp);
+    }
+    /* a plain snapshot is not a checkpoint */
+    gck_snapshot *s = sample();
+    gck_snapshot_save(s, path_of("plain.safetensors"));
+    gck_snapshot_destroy(s);
+    gck_checkpoint *l = NULL;
+    assert_int_equal(gck_checkpoint_load(path_of("plain.safetensors"), &l), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "not a gradckpt checkpoint"));
+    /* a reserved layer id cannot be saved */
+    gck_checkpointer *cp = NULL;
+    gck_checkpointer_create(NULL, &cp);
+    const double one = 1;
+    gck_accumulate_f64(cp, "__metadata__", &one, 1, 0);
+    gck_flush(cp, 0, NULL);
+    assert_int_equal(gck_checkpoint_save(gck_latest_checkpoint(cp), path_of("r.safetensors")),
+                     GCK_ERR_INVALID_ARGUMENT);
+    gck_checkpointer_destroy(cp);
+}
+
 /* A file from another writer: no __metadata__ at all, or one without our keys. */
 static void test_foreign_files(void **state)
 {
@@ -502,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_save_failures),
         cmocka_unit_test(test_save_fault_injection),
         cmocka_unit_test(test_crash_during_save),
+        cmocka_unit_test(test_checkpoint_files),
         cmocka_unit_test(test_foreign_files),
         cmocka_unit_test(test_corrupt_files),
     };

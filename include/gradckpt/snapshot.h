@@ -154,6 +154,36 @@ GCK_API const char *gck_snapshot_metadata(const gck_snapshot *s, const char *key
 GCK_API size_t gck_snapshot_num_metadata(const gck_snapshot *s);
 GCK_API const char *gck_snapshot_metadata_key(const gck_snapshot *s, size_t i);
 
+/**
+ * Saves a checkpoint as a safetensors file (same atomic protocol as
+ * gck_snapshot_save): one 1-D tensor per layer named by its id, the
+ * checkpoint's step and created_at as the snapshot's step and timestamp, and
+ * "gradckpt." keys for the id, the compressed size, the checksum (algorithm
+ * and value) and every layer's step. The values are written from the
+ * checkpoint's memory, not copied.
+ *
+ * Ownership: reads c; keeps no reference.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL arguments or a layer id that is
+ *         "__metadata__" or starts with "__optimizer__/"; GCK_ERR_IO;
+ *         GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread (checkpoints are immutable).
+ */
+GCK_API gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path);
+
+/**
+ * Loads a checkpoint written by gck_checkpoint_save: every snapshot rule,
+ * then the checkpoint's own keys; layer norms and the global norm are
+ * recomputed from the values and the stored checksum is verified with its
+ * algorithm.
+ *
+ * Ownership: *out is a new reference the caller releases.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_IO; GCK_ERR_CORRUPT (any
+ *         snapshot rule, missing checkpoint keys, layers that are not 1-D
+ *         F32/F64 of one dtype, a checksum mismatch); GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_checkpoint_load(const char *path, gck_checkpoint **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,153 @@
+/* core/checkpoint_io.c - gck_checkpoint_save / gck_checkpoint_load through the snapshot format.
+ *
+ * A checkpoint file is a snapshot: one 1-D tensor per layer named by its id
+ * (values not copied on save), step = the checkpoint's step, timestamp =
+ * created_at, and "gradckpt.checkpoint.*" / "gradckpt.layer_step.<id>" keys
+ * for the rest. Load rebuilds norms from the values and checks the stored
+ * checksum with the recorded algorithm. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gradckpt/kernels.h>
+
+#include "alloc_internal.h"
+#include "checkpoint_internal.h"
+#include "snapshot_internal.h"
+
+#define GCK_CK_PREFIX GCK_METADATA_PREFIX "checkpoint."
+#define GCK_LAYER_STEP_PREFIX GCK_METADATA_PREFIX "layer_step."
+
+static const char *const gck_checksum_names[] = {"fnv1a64", "xxh3_64", "none"};
+
+static gck_status gck_set_u64_key(gck_snapshot *s, const char *key, uint64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return gck_snapshot_set_sysmeta(s, key, buf);
+}
+
+gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path)
+{
+    GCK_CHECK_ARG(c != NULL && path != NULL, "gck_checkpoint_save: NULL argument");
+    gck_snapshot *s = NULL;
+    GCK_TRY(gck_snapshot_create(c->step, &s));
+    s->timestamp = c->created_at;
+    gck_status st = GCK_OK;
+    char key[GCK_NAME_MAX + 64], hex[24];
+    for (size_t i = 0; i < c->n_layers && st == GCK_OK; i++) {
+        const gck_ckpt_layer *l = &c->layers[i];
+        st = gck_snapshot_add_borrowed(s, l->id, c->dtype, l->values, l->n);
+        if (st == GCK_OK) {
+            snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", l->id);
+            st = gck_set_u64_key(s, key, l->step);
+        }
+    }
+    snprintf(hex, sizeof hex, "%016" PRIx64, c->checksum);
+    if (st == GCK_OK)
+        st = gck_set_u64_key(s, GCK_CK_PREFIX "id", c->id);
+    if (st == GCK_OK)
+        st = gck_set_u64_key(s, GCK_CK_PREFIX "compressed_size", c->compressed_size);
+    if (st == GCK_OK)
+        st = gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum_algo", gck_checksum_names[c->checksum_algo]);
+    if (st == GCK_OK)
+        st = gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum", hex);
+    if (st == GCK_OK)
+        st = gck_snapshot_save(s, path);
+    gck_snapshot_destroy(s);
+    return st;
+}
+
+static int gck_parse_u64_str(const char *v, uint64_t *out)
+{
+    if (v == NULL || *v == '\0')
+        return 0;
+    char *end;
+    const unsigned long long x = strtoull(v, &end, 10);
+    if (*end != '\0' || v[0] == '-')
+        return 0;
+    *out = x;
+    return 1;
+}
+
+#define GCK_CK_CORRUPT(...) gck_fail(GCK_ERR_CORRUPT, __VA_ARGS__)
+
+static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, gck_checkpoint **out)
+{
+    uint64_t id, csize, sum;
+    const char *algo_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "checksum_algo");
+    const char *sum_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "checksum");
+    if (!gck_parse_u64_str(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "id"), &id) ||
+        !gck_parse_u64_str(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "compressed_size"), &csize) || algo_s == NULL ||
+        sum_s == NULL)
+        return GCK_CK_CORRUPT("%.300s: not a gradckpt checkpoint file (gradckpt.checkpoint.* keys missing)", path);
+    int algo = -1;
+    for (int a = 0; a < 3; a++)
+        if (strcmp(algo_s, gck_checksum_names[a]) == 0)
+            algo = a;
+    char *end;
+    sum = strtoull(sum_s, &end, 16);
+    if (algo < 0 || *end != '\0' || strlen(sum_s) != 16)
+        return GCK_CK_CORRUPT("%.300s: bad checksum fields '%.40s' / '%.40s'", path, algo_s, sum_s);
+    const size_t n = s->tensors.n;
+    gck_dtype dt = GCK_DTYPE_F64;
+    for (size_t i = 0; i < n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        if (i == 0)
+            dt = t->dtype;
+        if (t->ndim != 1 || t->dtype != dt || (dt != GCK_DTYPE_F64 && dt != GCK_DTYPE_F32))
+            return GCK_CK_CORRUPT("%.300s: layer '%.200s' is not a 1-D tensor of the file's F32/F64 dtype", path,
+                                  t->name);
+    }
+    const char **ids = gck_malloc((n ? n : 1) * sizeof *ids);
+    size_t *lens = gck_malloc((n ? n : 1) * sizeof *lens);
+    gck_checkpoint *c = NULL;
+    if (ids != NULL && lens != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            const gck_snap_tensor *t = s->tensors.items[i];
+            ids[i] = t->name;
+            lens[i] = (size_t)t->shape[0];
+        }
+        c = gck_checkpoint_new(dt, n, ids, lens, NULL);
+    }
+    free(ids), free(lens);
+    if (c == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate the checkpoint", path);
+    char key[GCK_NAME_MAX + 64];
+    for (size_t i = 0; i < n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        gck_ckpt_layer *l = &c->layers[i];
+        snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", t->name);
+        if (!gck_parse_u64_str(gck_snapshot_sysmeta(s, key), &l->step)) {
+            gck_checkpoint_release(c);
+            return GCK_CK_CORRUPT("%.300s: layer '%.200s' has no gradckpt.layer_step", path, t->name);
+        }
+        if (t->nbytes)
+            memcpy(l->values, t->data, t->nbytes);
+        l->sumsq = dt == GCK_DTYPE_F32 ? gck_sumsq_f32(l->values, l->n) : gck_sumsq_f64(l->values, l->n);
+        l->norm = gck_layer_norm(l->values, l->n, dt, l->sumsq);
+    }
+    c->global_norm = gck_global_norm_of(c->layers, n);
+    gck_checkpoint_seal(c, (gck_checksum)algo);
+    if (c->checksum != sum) {
+        gck_checkpoint_release(c);
+        return GCK_CK_CORRUPT("%.300s: checkpoint checksum mismatch (file says %016" PRIx64 ")", path, sum);
+    }
+    c->id = id;
+    c->step = s->step;
+    c->created_at = s->timestamp;
+    c->compressed_size = (size_t)csize;
+    *out = c;
+    return GCK_OK;
+}
+
+gck_status gck_checkpoint_load(const char *path, gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(path != NULL && out != NULL, "gck_checkpoint_load: NULL argument");
+    gck_snapshot *s = NULL;
+    GCK_TRY(gck_snapshot_load(path, &s));
+    const gck_status st = gck_checkpoint_from(path, s, out);
+    gck_snapshot_destroy(s);
+    return st;
+}

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "alloc_internal.h"
@@ -98,6 +99,8 @@ void gck_snapshot_destroy(gck_snapshot *s)
     }
     free(s->tensors.items), free(s->blobs.items);
     free(s->loss_cid);
+    if (s->map != NULL)
+        munmap(s->map, s->map_len);
     free(s);
 }
 

@@ -47,6 +47,8 @@ struct gck_snapshot {
     gck_named_vec meta;    /* gck_snap_meta, user keys only */
     gck_named_vec sysmeta; /* gck_snap_meta, other "gradckpt." keys (full key),
                               kept through load and save */
+    void *map;             /* gck_snapshot_load_mmap: the file, tensors point into it */
+    size_t map_len;
 };
 
 /* Sets (or replaces) a "gradckpt." key other than the snapshot's own fields

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -498,21 +499,40 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
 }
 
 /* Loads every tensor's bytes straight into its own buffer. */
+/* The content id the file records for `name` (NULL if none or malformed). */
+static const char *gck_recorded_cid(json_t *md, const char *name)
+{
+    char key[GCK_NAME_MAX + 64];
+    snprintf(key, sizeof key, GCK_METADATA_PREFIX "cid.%s", name);
+    const char *v = md ? json_string_value(json_object_get(md, key)) : NULL;
+    return v != NULL && strlen(v) == 21 && strncmp(v, "xxh3:", 5) == 0 ? v : NULL;
+}
+
+/* Reads every tensor: into its own buffer (pread), or, with a mapping of the
+ * file (map != NULL, little-endian CPU), pointing into it when the data is
+ * aligned for its type. Without `verify`, content ids are taken from the
+ * file's metadata where it records them, so nothing reads the values. */
 static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
-                                   gck_snapshot *s)
+                                   gck_snapshot *s, const unsigned char *map, json_t *md, int verify)
 {
     for (size_t i = 0; i < n; i++) {
         const size_t nbytes = (size_t)(e[i].end - e[i].begin);
-        void *data = gck_malloc(nbytes);
+        const size_t esz = gck_dtype_size(e[i].dtype);
+        const unsigned char *src = map ? map + data_off + e[i].begin : NULL;
+        const int is_blob = strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, strlen(GCK_OPTIMIZER_PREFIX)) == 0;
+        const int borrow = src != NULL && !is_blob && ((uintptr_t)src % esz) == 0;
+        void *data = borrow ? (void *)(uintptr_t)src : gck_malloc(nbytes);
         if (data == NULL)
             return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
-        const int err = gck_read_at(fd, data, nbytes, data_off + e[i].begin);
-        if (err) {
-            free(data);
-            return gck_io_fail("cannot read", path, err);
+        if (!borrow) {
+            const int err = src ? (memcpy(data, src, nbytes), 0) : gck_read_at(fd, data, nbytes, data_off + e[i].begin);
+            if (err) {
+                free(data);
+                return gck_io_fail("cannot read", path, err);
+            }
+            gck_swap_le(data, nbytes, esz);
         }
-        const size_t esz = gck_dtype_size(e[i].dtype);
-        gck_swap_le(data, nbytes, esz);
+        const char *cid = verify ? NULL : gck_recorded_cid(md, e[i].name);
         gck_status st;
         const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
         if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
@@ -527,7 +547,10 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
                 return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
             }
             *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
-            gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
+            if (cid)
+                memcpy(b->cid, cid, 22);
+            else
+                gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
             int dup;
             (void)gck_named_find(&s->blobs, nm, &dup);
             if (nm[0] == '\0' || dup) {
@@ -542,13 +565,18 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             char *nm = gck_concat(e[i].name, "", "");
             int64_t *sh = gck_malloc((e[i].ndim ? e[i].ndim : 1) * sizeof *sh);
             if (t == NULL || nm == NULL || sh == NULL) {
-                free(t), free(nm), free(sh), free(data);
+                free(t), free(nm), free(sh);
+                if (!borrow)
+                    free(data);
                 return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
             }
             memcpy(sh, e[i].shape, e[i].ndim * sizeof *sh);
             *t = (gck_snap_tensor){.name = nm, .dtype = e[i].dtype, .shape = sh, .ndim = e[i].ndim, .data = data,
-                                   .nbytes = nbytes};
-            gck_content_id(data, esz ? nbytes / esz : 0, e[i].dtype, t->cid);
+                                   .nbytes = nbytes, .borrowed = borrow};
+            if (cid)
+                memcpy(t->cid, cid, 22);
+            else
+                gck_content_id(data, esz ? nbytes / esz : 0, e[i].dtype, t->cid);
             st = gck_snapshot_adopt_tensor(s, t);
             if (st != GCK_OK) {
                 gck_snap_tensor_free(t);
@@ -589,7 +617,7 @@ static gck_status gck_check_cids(const char *path, json_t *md, const gck_snapsho
     return GCK_OK;
 }
 
-static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s)
+static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use_map, int verify)
 {
     struct stat stt;
     if (fstat(fd, &stt) != 0)
@@ -668,16 +696,26 @@ static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s)
     }
     if (st == GCK_OK && md != NULL)
         st = gck_apply_metadata(path, md, s);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    use_map = 0; /* the file is little-endian: values must be copied and swapped */
+#endif
+    if (st == GCK_OK && use_map && size > 0) {
+        void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            st = gck_io_fail("cannot map", path, errno);
+        else
+            s->map = m, s->map_len = (size_t)size;
+    }
     if (st == GCK_OK)
-        st = gck_load_tensors(path, fd, 8 + hlen, e, n, s);
-    if (st == GCK_OK && md != NULL)
+        st = gck_load_tensors(path, fd, 8 + hlen, e, n, s, s->map, md, verify);
+    if (st == GCK_OK && md != NULL && verify)
         st = gck_check_cids(path, md, s);
     free(e);
     json_decref(root);
     return st;
 }
 
-gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
+static gck_status gck_snapshot_load_impl(const char *path, int use_map, int verify, gck_snapshot **out)
 {
     GCK_CHECK_ARG(path != NULL && out != NULL, "gck_snapshot_load: NULL argument");
     const int fd = open(path, O_RDONLY);
@@ -687,7 +725,7 @@ gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
     gck_status st = gck_snapshot_create(0, &s);
     if (st == GCK_OK) {
         s->timestamp = 0; /* absent from other writers' files */
-        st = gck_load_fd(path, fd, s);
+        st = gck_load_fd(path, fd, s, use_map, verify);
     }
     close(fd);
     if (st != GCK_OK) {
@@ -696,4 +734,14 @@ gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
     }
     *out = s;
     return GCK_OK;
+}
+
+gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
+{
+    return gck_snapshot_load_impl(path, 0, 1, out);
+}
+
+gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **out)
+{
+    return gck_snapshot_load_impl(path, 1, verify, out);
 }

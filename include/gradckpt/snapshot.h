@@ -121,6 +121,24 @@ GCK_API gck_status gck_snapshot_save(const gck_snapshot *s, const char *path);
  */
 GCK_API gck_status gck_snapshot_load(const char *path, gck_snapshot **out);
 
+/**
+ * gck_snapshot_load for large files, without copying the values: the file
+ * is mapped read-only and tensor data points into the mapping (tensors whose
+ * bytes are not aligned for their type, optimizer blobs, and every tensor on
+ * a big-endian CPU are copied). Every structural rule of gck_snapshot_load
+ * is checked. With verify = 0, content ids are taken from the file's
+ * gradckpt.cid.* keys where present and the values are not read at load
+ * time (pages come in as they are used); with verify = 1 every byte is
+ * hashed and checked, as gck_snapshot_load does.
+ *
+ * Ownership: *out owns the mapping; it is unmapped by gck_snapshot_destroy.
+ *            Changing or truncating the file while the snapshot is alive is
+ *            undefined (as with any mapping; SIGBUS on truncation).
+ * Errors: as gck_snapshot_load.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **out);
+
 /** One tensor of a snapshot; pointers owned by the snapshot. */
 typedef struct gck_tensor_info {
     const char *name;

@@ -15,6 +15,7 @@ int main(int argc, char **argv)
         gck_bench_register_baseline(threads);
         gck_bench_register_naive(threads);
         gck_bench_register_checkpointer(threads);
+        gck_bench_register_snapshot(threads);
 #ifdef GCK_BENCH_OPENBLAS
         gck_bench_register_openblas(threads);
 #endif

@@ -473,7 +473,11 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
             return GCK_CORRUPT("%.300s: __metadata__ value of '%.200s' is not a string", path, key);
         const char *val = json_string_value(v);
         if (strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0) {
-            GCK_TRY(gck_snapshot_set_metadata(s, key, val));
+            const gck_status st = gck_snapshot_set_metadata(s, key, val);
+            if (st == GCK_ERR_INVALID_ARGUMENT) /* an empty or over-long key: the file's fault */
+                return GCK_CORRUPT("%.300s: __metadata__: %s", path, gck_last_error());
+            if (st != GCK_OK)
+                return st;
             continue;
         }
         const char *k = key + strlen(GCK_METADATA_PREFIX);

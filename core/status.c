@@ -38,15 +38,19 @@ const char *gck_last_error(void)
 
 gck_status gck_fail(gck_status s, const char *fmt, ...)
 {
+    /* Format into a copy first: the arguments may include gck_last_error()
+     * itself (wrapping a lower-level message). */
+    char buf[GCK_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    int len = vsnprintf(gck_error_buf, sizeof gck_error_buf, fmt, ap);
+    int len = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (len < 0) {
-        snprintf(gck_error_buf, sizeof gck_error_buf, "%s", gck_status_name(s));
-    } else if ((size_t)len >= sizeof gck_error_buf) {
-        memcpy(gck_error_buf + sizeof gck_error_buf - 4, "...", 4);
+        snprintf(buf, sizeof buf, "%s", gck_status_name(s));
+    } else if ((size_t)len >= sizeof buf) {
+        memcpy(buf + sizeof buf - 4, "...", 4);
     }
+    memcpy(gck_error_buf, buf, sizeof buf);
     return s;
 }
 

@@ -563,6 +563,7 @@ static void test_corrupt_files(void **state)
          "1-D U8"},
         {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2]}}", 0, GCK_ERR_CORRUPT, "data_offsets"},
         {"{\"x\":\"\xff\xfe\"}", 0, GCK_ERR_CORRUPT, "JSON"},
+        {"{\"__metadata__\":{\"\":\"empty key\"}}", 0, GCK_ERR_CORRUPT, "metadata key is empty"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         craft("bad.safetensors", cases[i].hdr, strlen(cases[i].hdr), cases[i].ndata);

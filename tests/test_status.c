@@ -39,6 +39,10 @@ static void test_fail_formats_message(void **state)
     gck_fail(GCK_ERR_IO, "%s", big);
     assert_int_equal(strlen(gck_last_error()), GCK_ERROR_MAX - 1);
     assert_string_equal(gck_last_error() + GCK_ERROR_MAX - 4, "...");
+    /* wrapping the current message in a new one */
+    gck_fail(GCK_ERR_IO, "inner %d", 7);
+    gck_fail(GCK_ERR_CORRUPT, "outer: %s", gck_last_error());
+    assert_string_equal(gck_last_error(), "outer: inner 7");
 }
 
 static void *other_thread(void *arg)

@@ -112,6 +112,26 @@ static gck_snapshot *sample(void)
     return s;
 }
 
+/* Every tensor of a and b is the same: names, dtypes, shapes, bytes, ids. */
+static void assert_same_tensors(const gck_snapshot *a, const gck_snapshot *b)
+{
+    assert_int_equal(gck_snapshot_num_tensors(a), gck_snapshot_num_tensors(b));
+    for (size_t i = 0; i < gck_snapshot_num_tensors(a); i++) {
+        gck_tensor_info x, y;
+        gck_snapshot_tensor(a, i, &x);
+        gck_snapshot_tensor(b, i, &y);
+        assert_string_equal(x.name, y.name);
+        assert_int_equal(x.dtype, y.dtype);
+        assert_int_equal(x.ndim, y.ndim);
+        if (x.ndim)
+            assert_memory_equal(x.shape, y.shape, x.ndim * sizeof(int64_t));
+        assert_int_equal(x.nbytes, y.nbytes);
+        if (x.nbytes)
+            assert_memory_equal(x.data, y.data, x.nbytes);
+        assert_string_equal(x.content_id, y.content_id);
+    }
+}
+
 static void test_object(void **state)
 {
     (void)state;
@@ -228,21 +248,7 @@ static void test_round_trip(void **state)
     assert_string_equal(gck_snapshot_metadata(l, "run"), "demo");
     assert_string_equal(gck_snapshot_metadata(l, "lr"), "0.001");
     assert_int_equal(gck_snapshot_num_metadata(l), 2);
-    assert_int_equal(gck_snapshot_num_tensors(l), gck_snapshot_num_tensors(s));
-    for (size_t i = 0; i < gck_snapshot_num_tensors(s); i++) {
-        gck_tensor_info a, b;
-        gck_snapshot_tensor(s, i, &a);
-        gck_snapshot_tensor(l, i, &b);
-        assert_string_equal(a.name, b.name);
-        assert_int_equal(a.dtype, b.dtype);
-        assert_int_equal(a.ndim, b.ndim);
-        if (a.ndim)
-            assert_memory_equal(a.shape, b.shape, a.ndim * sizeof(int64_t));
-        assert_int_equal(a.nbytes, b.nbytes);
-        if (a.nbytes)
-            assert_memory_equal(a.data, b.data, a.nbytes);
-        assert_string_equal(a.content_id, b.content_id);
-    }
+    assert_same_tensors(s, l);
     const char *param;
     const void *blob;
     size_t len;
@@ -465,17 +471,7 @@ static void test_mmap_load(void **state)
     for (int verify = 0; verify <= 1; verify++) {
         gck_snapshot *l = NULL;
         assert_int_equal(gck_snapshot_load_mmap(path_of("m.safetensors"), verify, &l), GCK_OK);
-        assert_int_equal(gck_snapshot_num_tensors(l), gck_snapshot_num_tensors(s));
-        for (size_t i = 0; i < gck_snapshot_num_tensors(s); i++) {
-            gck_tensor_info a, b;
-            gck_snapshot_tensor(s, i, &a);
-            gck_snapshot_tensor(l, i, &b);
-            assert_string_equal(a.name, b.name);
-            assert_int_equal(a.nbytes, b.nbytes);
-            if (a.nbytes)
-                assert_memory_equal(a.data, b.data, a.nbytes);
-            assert_string_equal(a.content_id, b.content_id);
-        }
+        assert_same_tensors(s, l);
         const void *blob;
         size_t len;
         assert_int_equal(gck_snapshot_find_optimizer_state(l, "w", &blob, &len), GCK_OK);

@@ -353,86 +353,37 @@ double gck_pnorm_f32(const float *x, size_t n, double p)
     } while (0)
 #endif
 
-void gck_add_f64(double *acc, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->add_f64(acc + lo, x + lo, len));
-}
+/* The public elementwise functions: read the table once, then split. */
+#define GCK_API_ADD(slot, TA, TX)                                    \
+    void gck_##slot(TA *acc, const TX *x, size_t n)                  \
+    {                                                                \
+        const gck_kernel_table *t = gck_kernels_active();            \
+        GCK_ELEMENTWISE(n, t->slot(acc + lo, x + lo, len));          \
+    }
+#define GCK_API_AXPY(slot, TA, TW, TX)                               \
+    void gck_##slot(TA *acc, TW w, const TX *x, size_t n)            \
+    {                                                                \
+        const gck_kernel_table *t = gck_kernels_active();            \
+        GCK_ELEMENTWISE(n, t->slot(acc + lo, w, x + lo, len));       \
+    }
+#define GCK_API_SCALE(slot, T)                                       \
+    void gck_##slot(T *x, T s, size_t n)                             \
+    {                                                                \
+        const gck_kernel_table *t = gck_kernels_active();            \
+        GCK_ELEMENTWISE(n, t->slot(x + lo, s, len));                 \
+    }
 
-void gck_add_f32(float *acc, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->add_f32(acc + lo, x + lo, len));
-}
-
-void gck_axpy_f64(double *acc, double w, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_f64(acc + lo, w, x + lo, len));
-}
-
-void gck_axpy_f32(float *acc, float w, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_f32(acc + lo, w, x + lo, len));
-}
-
-void gck_scale_f64(double *x, double s, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->scale_f64(x + lo, s, len));
-}
-
-void gck_scale_f32(float *x, float s, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->scale_f32(x + lo, s, len));
-}
-
-void gck_add_f32_to_f64(double *acc, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->add_f32_to_f64(acc + lo, x + lo, len));
-}
-
-void gck_axpy_f32_to_f64(double *acc, double w, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_f32_to_f64(acc + lo, w, x + lo, len));
-}
-
-void gck_add_f64_to_f32(float *acc, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->add_f64_to_f32(acc + lo, x + lo, len));
-}
-
-void gck_axpy_f64_to_f32(float *acc, float w, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_f64_to_f32(acc + lo, w, x + lo, len));
-}
-
-void gck_axpy_init_f64(double *dst, double w, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_init_f64(dst + lo, w, x + lo, len));
-}
-
-void gck_axpy_init_f32(float *dst, float w, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_init_f32(dst + lo, w, x + lo, len));
-}
-
-void gck_axpy_init_f32_to_f64(double *dst, double w, const float *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_init_f32_to_f64(dst + lo, w, x + lo, len));
-}
-
-void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size_t n)
-{
-    const gck_kernel_table *t = gck_kernels_active();
-    GCK_ELEMENTWISE(n, t->axpy_init_f64_to_f32(dst + lo, w, x + lo, len));
-}
+GCK_API_ADD(add_f64, double, double)
+GCK_API_ADD(add_f32, float, float)
+GCK_API_ADD(add_f32_to_f64, double, float)
+GCK_API_ADD(add_f64_to_f32, float, double)
+GCK_API_AXPY(axpy_f64, double, double, double)
+GCK_API_AXPY(axpy_f32, float, float, float)
+GCK_API_AXPY(axpy_f32_to_f64, double, double, float)
+GCK_API_AXPY(axpy_f64_to_f32, float, float, double)
+GCK_API_AXPY(axpy_init_f64, double, double, double)
+GCK_API_AXPY(axpy_init_f32, float, float, float)
+GCK_API_AXPY(axpy_init_f32_to_f64, double, double, float)
+GCK_API_AXPY(axpy_init_f64_to_f32, float, float, double)
+GCK_API_SCALE(scale_f64, double)
+GCK_API_SCALE(scale_f32, float)

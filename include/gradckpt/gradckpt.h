@@ -11,5 +11,6 @@
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/snapshot.h>
+#include <gradckpt/manager.h>
 
 #endif /* GRADCKPT_GRADCKPT_H */

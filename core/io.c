@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static _Atomic long gck_io_countdown = -1;
@@ -61,4 +63,84 @@ int gck_sys_close(int fd)
 int gck_sys_rename(const char *from, const char *to)
 {
     return gck_io_should_fail() ? -1 : rename(from, to);
+}
+
+int gck_write_all(int fd, const void *p, size_t len)
+{
+    const char *c = p;
+    while (len > 0) {
+        const size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
+        const ssize_t w = gck_sys_write(fd, c, chunk);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        c += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+void gck_dirname(const char *path, char *buf, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        snprintf(buf, cap, ".");
+    else if (slash == path)
+        snprintf(buf, cap, "/");
+    else
+        snprintf(buf, cap, "%.*s", (int)(slash - path), path);
+}
+
+gck_status gck_io_fail(const char *what, const char *path, int err)
+{
+    return gck_fail(GCK_ERR_IO, "%s '%.300s': %s", what, path, strerror(err));
+}
+
+int gck_sync_dir(const char *dir)
+{
+    const int dfd = gck_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int err = 0;
+    if (dfd < 0 || gck_sys_fsync(dfd) != 0)
+        err = errno;
+    if (dfd >= 0)
+        close(dfd);
+    return err;
+}
+
+gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx)
+{
+    char dir[PATH_MAX], tmp[PATH_MAX];
+    gck_dirname(path, dir, sizeof dir);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    /* O_EXCL with mode 0666 (less the umask), like any new file: mkstemp's
+     * 0600 would leave the saved file unreadable to the group */
+    int fd = -1;
+    static _Atomic unsigned gck_tmp_counter;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        const unsigned k = atomic_fetch_add(&gck_tmp_counter, 1u);
+        if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), k) >= (int)sizeof tmp)
+            return gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
+        fd = gck_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0)
+        return gck_io_fail("cannot create a temporary file next to", path, errno);
+    int err = fill(fd, ctx);
+    if (!err && gck_sys_fsync(fd) != 0)
+        err = errno;
+    if (gck_sys_close(fd) != 0 && !err)
+        err = errno;
+    if (!err && gck_sys_rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp); /* the target was never touched */
+        return gck_io_fail("cannot write", path, err);
+    }
+    /* make the rename itself durable; if this fails the new file is already
+     * in place, only its survival of a power loss is unknown */
+    err = gck_sync_dir(dir);
+    return err ? gck_io_fail("saved, but cannot sync the directory of", path, err) : GCK_OK;
 }

@@ -20,4 +20,24 @@ GCK_INTERNAL int gck_sys_rename(const char *from, const char *to);
  * in turn and check what is left on disk. (A failing close still closes.) */
 GCK_INTERNAL void gck_io_fail_after(long k, int err);
 
+/* write(2) until done (through gck_sys_write); 0 on success, else errno. */
+GCK_INTERNAL int gck_write_all(int fd, const void *p, size_t len);
+
+/* dir part of path ("." when none) into buf. */
+GCK_INTERNAL void gck_dirname(const char *path, char *buf, size_t cap);
+
+/* GCK_ERR_IO with "<what> '<path>': <strerror(err)>". */
+GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err);
+
+/* The durable-file protocol of every writer: a new temporary file (O_EXCL,
+ * mode 0666 less the umask) next to path, filled by fill (which returns 0 or
+ * an errno), fsync, close, rename over path, fsync of the directory. On any
+ * failure before the rename the target is untouched and the temporary file
+ * removed; if only the directory fsync fails, the new file is in place and
+ * the message says so. */
+GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx);
+
+/* fsync of a directory (after a rename or unlink in it); 0 or errno. */
+GCK_INTERNAL int gck_sync_dir(const char *dir);
+
 #endif /* GCK_IO_INTERNAL_H */

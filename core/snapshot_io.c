@@ -138,24 +138,6 @@ static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const 
     return md;
 }
 
-/* write(2) until done; 0 on success, else errno. */
-static int gck_write_all(int fd, const void *p, size_t len)
-{
-    const char *c = p;
-    while (len > 0) {
-        const size_t chunk = len < ((size_t)1 << 30) ? len : ((size_t)1 << 30);
-        const ssize_t w = gck_sys_write(fd, c, chunk);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        c += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Writes values little-endian: as they are on LE CPUs, swapped per chunk on BE. */
 static int gck_write_le(int fd, const void *data, size_t nbytes, size_t esz)
 {
@@ -177,23 +159,6 @@ static int gck_write_le(int fd, const void *data, size_t nbytes, size_t esz)
 #endif
     (void)esz;
     return gck_write_all(fd, data, nbytes);
-}
-
-/* dir part of path ("." when none) into buf. */
-static void gck_dirname(const char *path, char *buf, size_t cap)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        snprintf(buf, cap, ".");
-    else if (slash == path)
-        snprintf(buf, cap, "/");
-    else
-        snprintf(buf, cap, "%.*s", (int)(slash - path), path);
-}
-
-static gck_status gck_io_fail(const char *what, const char *path, int err)
-{
-    return gck_fail(GCK_ERR_IO, "%s '%.300s': %s", what, path, strerror(err));
 }
 
 static void gck_free_entries(gck_entry *e, size_t n)
@@ -267,66 +232,40 @@ static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_ou
     return GCK_OK;
 }
 
+/* What gck_write_atomic puts in the temporary file. */
+typedef struct gck_save_ctx {
+    const gck_entry *e;
+    size_t n;
+    const char *hdr;
+    size_t hlen;
+} gck_save_ctx;
+
+static int gck_save_fill(int fd, void *ctx)
+{
+    const gck_save_ctx *c = ctx;
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++)
+        len8[i] = (unsigned char)((uint64_t)c->hlen >> (8 * i));
+    int err = gck_write_all(fd, len8, 8);
+    if (!err)
+        err = gck_write_all(fd, c->hdr, c->hlen);
+    for (size_t i = 0; i < c->n && !err; i++)
+        err = gck_write_le(fd, c->e[i].data, c->e[i].nbytes, gck_dtype_size(c->e[i].dtype));
+    return err;
+}
+
 gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
 {
     GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
     GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
+    gck_save_ctx c = {0};
     gck_entry *e = NULL;
-    size_t n = 0, hlen = 0;
     char *hdr = NULL;
-    GCK_TRY(gck_build_header(s, &e, &n, &hdr, &hlen));
-
-    char dir[PATH_MAX], tmp[PATH_MAX];
-    gck_dirname(path, dir, sizeof dir);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    gck_status st = GCK_OK;
-    /* O_EXCL with mode 0666 (less the umask), like any new file: mkstemp's
-     * 0600 would leave the saved file unreadable to the group */
-    int fd = -1;
-    static _Atomic unsigned gck_tmp_counter;
-    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        const unsigned k = atomic_fetch_add(&gck_tmp_counter, 1u);
-        if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp.%ld.%u", dir, base, (long)getpid(), k) >= (int)sizeof tmp) {
-            st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
-            goto out;
-        }
-        fd = gck_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
-    }
-    if (fd < 0) {
-        st = gck_io_fail("cannot create a temporary file next to", path, errno);
-        goto out;
-    }
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++)
-        len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-    int err = gck_write_all(fd, len8, 8);
-    if (!err)
-        err = gck_write_all(fd, hdr, hlen);
-    for (size_t i = 0; i < n && !err; i++)
-        err = gck_write_le(fd, e[i].data, e[i].nbytes, gck_dtype_size(e[i].dtype));
-    if (!err && gck_sys_fsync(fd) != 0)
-        err = errno;
-    if (gck_sys_close(fd) != 0 && !err)
-        err = errno;
-    if (!err && gck_sys_rename(tmp, path) != 0)
-        err = errno;
-    if (err) {
-        unlink(tmp); /* the target was never touched */
-        st = gck_io_fail("cannot write", path, err);
-        goto out;
-    }
-    /* make the rename itself durable; if this fails the new file is already
-     * in place, only its survival of a power loss is unknown */
-    const int dfd = gck_sys_open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (dfd < 0 || gck_sys_fsync(dfd) != 0)
-        st = gck_io_fail("saved, but cannot sync the directory of", path, errno);
-    if (dfd >= 0)
-        close(dfd);
-out:
+    GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
+    c.e = e, c.hdr = hdr;
+    const gck_status st = gck_write_atomic(path, gck_save_fill, &c);
     free(hdr);
-    gck_free_entries(e, n);
+    gck_free_entries(e, c.n);
     return st;
 }
 

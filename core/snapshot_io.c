@@ -6,8 +6,6 @@
  * sorted by dtype (the reference's enum order, widest first) and name. */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

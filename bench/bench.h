@@ -24,6 +24,8 @@ typedef struct gck_bench_arrays {
     size_t elem;   /* bytes per element: 1 (bytes), 4 (f32) or 8 (f64) */
     size_t cap;    /* elements allocated */
     void *a, *b;
+    void *c;       /* output of the kernels that write a third array; NULL until needed */
+    size_t ccap;   /* elements of c */
     unsigned flip; /* elementwise bodies alternate a sign with it */
 } gck_bench_arrays;
 
@@ -31,10 +33,15 @@ typedef struct gck_bench_arrays {
 gck_bench_arrays *gck_bench_arrays_of(size_t elem);
 /* gck_bench_prepare for a gck_bench_arrays ctx: grows it to n elements. */
 const char *gck_bench_prepare_arrays(void *ctx, int64_t n, int threads);
+/* The same, and an output array c of n elements (filled once so its pages
+ * exist; contents arbitrary): for kernels that read a and b and write a
+ * separate array (STREAM's "add"). */
+const char *gck_bench_prepare_arrays3(void *ctx, int64_t n, int threads);
 void gck_bench_free_arrays(void);
 
 #define GCK_BENCH_A(T, ctx) ((T *)((gck_bench_arrays *)(ctx))->a)
 #define GCK_BENCH_B(T, ctx) ((const T *)((gck_bench_arrays *)(ctx))->b)
+#define GCK_BENCH_C(T, ctx) ((T *)((gck_bench_arrays *)(ctx))->c)
 
 /* The axpy weight of this iteration: alternating +-0.5 keeps acc a random
  * walk of rounding errors instead of a ramp, so values stay near [-1, 1]. */

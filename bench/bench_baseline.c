@@ -7,6 +7,11 @@
  *   ref_read   s += x[i]         1 array read          (sumsq, l2norm, dist2)
  *   ref_rmw2   acc[i] += x[i]    2 read, 1 written     (add, axpy)
  *   ref_rmw1   x[i] *= s         1 read, 1 written     (scale)
+ *   ref_add3   c[i] = a[i] + b[i]  2 read, 1 other written: STREAM's "add"
+ *                                  (xor_shuffle, unshuffle_xor)
+ * ref_add3 writes lines it has not read, so the CPU also reads them first
+ * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
+ * 3 counted arrays.
  */
 #include "bench.h"
 
@@ -78,7 +83,16 @@ static volatile double ref_scale = GCK_BENCH_SCALE;
             x[i] *= s;                                                                   \
         return 0;                                                                        \
     }                                                                                    \
+    static double add3_chunk_##sfx(void *c, size_t lo, size_t len)                       \
+    {                                                                                    \
+        T *dst = GCK_BENCH_C(T, c) + lo;                                                 \
+        const T *a = A(T, c) + lo, *b = B(T, c) + lo;                                    \
+        for (size_t i = 0; i < len; i++)                                                 \
+            dst[i] = a[i] + b[i];                                                        \
+        return 0;                                                                        \
+    }                                                                                    \
     static double read_##sfx(void *c, int64_t n) { return over_chunks(read_chunk_##sfx, c, n); } \
+    static double add3_##sfx(void *c, int64_t n) { return over_chunks(add3_chunk_##sfx, c, n); } \
     static double rmw2_##sfx(void *c, int64_t n) { return over_chunks(rmw2_chunk_##sfx, c, n); } \
     static double rmw1_##sfx(void *c, int64_t n) { return over_chunks(rmw1_chunk_##sfx, c, n); }
 
@@ -91,8 +105,16 @@ static const gck_bench_op refs[] = {
     GCK_BENCH_OP(rmw1, 2),
 };
 
+static const gck_bench_op refs3[] = {
+    GCK_BENCH_OP(add3, 3),
+};
+
 void gck_bench_register_baseline(int threads)
 {
     static const gck_bench_family fam = { .prefix = "ref_", .suffix = "", .tag = "ref" };
+    static const gck_bench_family fam3 = {
+        .prefix = "ref_", .suffix = "", .tag = "ref", .prepare = gck_bench_prepare_arrays3,
+    };
     gck_bench_add_ops(&fam, refs, GCK_BENCH_COUNT(refs), threads);
+    gck_bench_add_ops(&fam3, refs3, GCK_BENCH_COUNT(refs3), threads);
 }

@@ -53,15 +53,37 @@ static const gck_bench_op kernels[] = {
     GCK_BENCH_OP(add, 3),   GCK_BENCH_OP(axpy, 3),   GCK_BENCH_OP(scale, 2),
 };
 
+/* Byte planes of the elements of b XORed with a (the delta against the
+ * previous version) into c, and back: read a and b, write c, 3 arrays. */
+#define BYTES_BODIES(T, sfx)                                                            \
+    static double xor_shuffle_##sfx(void *c, int64_t n)                                 \
+    {                                                                                   \
+        return (double)gck_xor_shuffle(GCK_BENCH_C(uint8_t, c), B(T, c), A(T, c),       \
+                                       (size_t)n, sizeof(T));                           \
+    }                                                                                   \
+    static double unshuffle_xor_##sfx(void *c, int64_t n)                               \
+    {                                                                                   \
+        return (double)gck_unshuffle_xor(GCK_BENCH_C(T, c), B(uint8_t, c), A(T, c),     \
+                                         (size_t)n, sizeof(T));                         \
+    }
+
+BYTES_BODIES(float, f32)
+BYTES_BODIES(double, f64)
+
+static const gck_bench_op byte_kernels[] = {
+    GCK_BENCH_OP(xor_shuffle, 3),
+    GCK_BENCH_OP(unshuffle_xor, 3),
+};
+
 static double fnv1a64(void *c, int64_t n)
 {
     return (double)gck_fnv1a64(A(unsigned char, c), (size_t)n, GCK_FNV1A64_INIT);
 }
 
-void gck_bench_register_kernels(int threads)
+/* Kernel-major, so one kernel's ISAs sit next to each other in the output. */
+static void register_table(const gck_bench_op *ops, size_t nops, gck_bench_prepare prepare, int threads)
 {
-    /* Kernel-major, so one kernel's ISAs sit next to each other in the output. */
-    for (size_t k = 0; k < GCK_BENCH_COUNT(kernels); k++) {
+    for (size_t k = 0; k < nops; k++) {
         for (int isa = 0; isa < GCK_ISA_COUNT; isa++) {
             char suffix[32];
             snprintf(suffix, sizeof suffix, "/%s", gck_isa_name((gck_isa)isa));
@@ -69,12 +91,21 @@ void gck_bench_register_kernels(int threads)
                 .prefix = "",
                 .suffix = suffix,
                 .tag = gck_isa_name((gck_isa)isa),
+                .prepare = prepare,
                 .select_isa = 1,
                 .isa = (gck_isa)isa,
             };
-            gck_bench_add_ops(&fam, &kernels[k], 1, threads);
+            gck_bench_add_ops(&fam, &ops[k], 1, threads);
         }
     }
+}
+
+void gck_bench_register_kernels(int threads)
+{
+    register_table(kernels, GCK_BENCH_COUNT(kernels), NULL, threads);
+    /* The byte-plane kernels run on the calling thread only: no 2t variant. */
+    if (threads == 1)
+        register_table(byte_kernels, GCK_BENCH_COUNT(byte_kernels), gck_bench_prepare_arrays3, threads);
 
     /* FNV-1a is byte-serial on every ISA and never threaded: one 1t family,
      * sizes in bytes. */

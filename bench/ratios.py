@@ -13,7 +13,7 @@ import json
 import statistics
 import sys
 
-KERNELS = ["sumsq", "l2norm", "dist2", "add", "axpy", "scale"]
+KERNELS = ["sumsq", "l2norm", "dist2", "add", "axpy", "scale", "xor_shuffle", "unshuffle_xor"]
 DTYPES = {"f32": "s", "f64": "d"}  # -> BLAS precision prefix
 ISAS = ["scalar", "avx2", "avx512", "neon"]
 
@@ -28,6 +28,9 @@ PEERS = {
     "add": ("openblas_{p}axpy", None, None, "ref_rmw2_{dt}"),
     "axpy": ("openblas_{p}axpy", None, "naive_axpy_{dt}", "ref_rmw2_{dt}"),
     "scale": ("openblas_{p}scal", None, None, "ref_rmw1_{dt}"),
+    # byte planes: read a and b, write a third array, like STREAM's add
+    "xor_shuffle": (None, None, None, "ref_add3_{dt}"),
+    "unshuffle_xor": (None, None, None, "ref_add3_{dt}"),
 }
 
 
@@ -122,7 +125,8 @@ def main():
           "reads + writes; a ratio > 1 means the kernel moves more bytes per second than the peer.\n"
           "BLAS peer: dot(x,x) for sumsq/l2norm, dot(a,b) for dist2, axpy for add/axpy, scal for "
           "scale. Naive: the plain C loop with the project's flags. Ref: ref_read (reductions), "
-          "ref_rmw2 (add/axpy), ref_rmw1 (scale), -O3 -march=native -ffast-math.\n")
+          "ref_rmw2 (add/axpy), ref_rmw1 (scale), ref_add3 (xor_shuffle/unshuffle_xor), "
+          "-O3 -march=native -ffast-math.\n")
     print(table([
         "kernel", "ISA", "GB/s in", "÷ BLAS", "÷ nrm2", "÷ naive", "÷ scalar", "÷ avx2",
         "GB/s out", "÷ ref", "GB/s out 2t", "÷ ref 2t",

@@ -397,6 +397,194 @@ static void gck_axpy_init_f64_to_f32_avx2(float *dst, float w, const double *x, 
 #undef S
 }
 
+/* ---- byte planes ------------------------------------------------------------
+ * One block is 32 elements: esz loads of 32 bytes in, one 32-byte store per
+ * plane out. vpshufb and the unpacks work inside 128-bit lanes, so the block
+ * is first regrouped with vperm2i128 so that lane 0 of every register holds
+ * elements 0..15 and lane 1 elements 16..31 (of the plane order), in esz
+ * groups of u = 16/esz elements. Inside a lane, vpshufb sorts each group's
+ * bytes by plane (u bytes per plane), and an esz x esz transpose of those
+ * u-byte units (unpacks) leaves plane k in register k. Every step is a
+ * permutation whose inverse is the same network run backwards; the transposes
+ * and the 2x2 lane swaps are their own inverses. */
+#define GCK_AI static inline __attribute__((always_inline))
+
+/* vpshufb control: byte k of element e (in a 16-byte lane) to k*(16/esz) + e,
+ * or back (inv). */
+GCK_AI __m256i gck_plane_ctl(size_t esz, int inv)
+{
+    uint8_t c[16];
+    const size_t u = 16 / esz;
+    for (size_t e = 0; e < u; e++)
+        for (size_t k = 0; k < esz; k++) {
+            if (inv)
+                c[e * esz + k] = (uint8_t)(k * u + e);
+            else
+                c[k * u + e] = (uint8_t)(e * esz + k);
+        }
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)c));
+}
+
+/* Registers x[0..esz) as an esz x esz matrix of (16/esz)-byte units per lane
+ * (unit k of x[m] is row m, column k); replaced by its transpose. */
+GCK_AI void gck_transpose_units(__m256i *x, size_t esz)
+{
+    if (esz == 2) {
+        const __m256i y0 = _mm256_unpacklo_epi64(x[0], x[1]), y1 = _mm256_unpackhi_epi64(x[0], x[1]);
+        x[0] = y0, x[1] = y1;
+    } else if (esz == 4) {
+        const __m256i t0 = _mm256_unpacklo_epi32(x[0], x[1]), t1 = _mm256_unpackhi_epi32(x[0], x[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(x[2], x[3]), t3 = _mm256_unpackhi_epi32(x[2], x[3]);
+        x[0] = _mm256_unpacklo_epi64(t0, t2), x[1] = _mm256_unpackhi_epi64(t0, t2);
+        x[2] = _mm256_unpacklo_epi64(t1, t3), x[3] = _mm256_unpackhi_epi64(t1, t3);
+    } else if (esz == 8) {
+        __m256i a[8], c[8];
+        for (int j = 0; j < 4; j++) {
+            a[2 * j] = _mm256_unpacklo_epi16(x[2 * j], x[2 * j + 1]);
+            a[2 * j + 1] = _mm256_unpackhi_epi16(x[2 * j], x[2 * j + 1]);
+        }
+        for (int j = 0; j < 2; j++) { /* a[4j..4j+3] -> c[4j..4j+3]: columns (0,1) (2,3) (4,5) (6,7) */
+            c[4 * j] = _mm256_unpacklo_epi32(a[4 * j], a[4 * j + 2]);
+            c[4 * j + 1] = _mm256_unpackhi_epi32(a[4 * j], a[4 * j + 2]);
+            c[4 * j + 2] = _mm256_unpacklo_epi32(a[4 * j + 1], a[4 * j + 3]);
+            c[4 * j + 3] = _mm256_unpackhi_epi32(a[4 * j + 1], a[4 * j + 3]);
+        }
+        for (int j = 0; j < 4; j++) {
+            x[2 * j] = _mm256_unpacklo_epi64(c[j], c[j + 4]);
+            x[2 * j + 1] = _mm256_unpackhi_epi64(c[j], c[j + 4]);
+        }
+    }
+}
+
+GCK_AI __m256i gck_ldu8(const uint8_t *p)
+{
+    return _mm256_loadu_si256((const __m256i *)p);
+}
+
+/* Streamed when nt and p is 32-byte aligned (after the head, the first
+ * plane always is, plane k when k*n is a multiple of 32). */
+GCK_AI void gck_stu8(uint8_t *p, __m256i v, int nt)
+{
+    if (nt && ((uintptr_t)p & 31) == 0)
+        _mm256_stream_si256((__m256i *)p, v);
+    else
+        _mm256_storeu_si256((__m256i *)p, v);
+}
+
+/* Elements [i, i + 32) of the call. */
+GCK_AI void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
+                                     int xb, size_t i, int nt, __m256i ctl)
+{
+    __m256i x[8];
+    for (size_t j = 0; j < esz; j++) {
+        x[j] = gck_ldu8(a + i * esz + 32 * j);
+        if (xb)
+            x[j] = _mm256_xor_si256(x[j], gck_ldu8(b + i * esz + 32 * j));
+    }
+    if (esz > 1) {
+        /* group 2j+h: lane h of x[j] (lane 0) and of x[j + esz/2] (lane 1) */
+        __m256i y[8];
+        for (size_t j = 0; j < esz / 2; j++) {
+            y[2 * j] = _mm256_permute2x128_si256(x[j], x[j + esz / 2], 0x20);
+            y[2 * j + 1] = _mm256_permute2x128_si256(x[j], x[j + esz / 2], 0x31);
+        }
+        for (size_t j = 0; j < esz; j++)
+            x[j] = _mm256_shuffle_epi8(y[j], ctl);
+        gck_transpose_units(x, esz);
+    }
+    for (size_t k = 0; k < esz; k++)
+        gck_stu8(dst + k * n + i, x[k], nt);
+}
+
+GCK_AI void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+                                       int xb, size_t i, int nt, __m256i ctl)
+{
+    __m256i x[8];
+    for (size_t k = 0; k < esz; k++)
+        x[k] = gck_ldu8(src + k * n + i);
+    if (esz > 1) { /* the forward steps backwards */
+        gck_transpose_units(x, esz);
+        __m256i y[8];
+        for (size_t j = 0; j < esz; j++)
+            y[j] = _mm256_shuffle_epi8(x[j], ctl);
+        for (size_t j = 0; j < esz / 2; j++) {
+            x[j] = _mm256_permute2x128_si256(y[2 * j], y[2 * j + 1], 0x20);
+            x[j + esz / 2] = _mm256_permute2x128_si256(y[2 * j], y[2 * j + 1], 0x31);
+        }
+    }
+    for (size_t j = 0; j < esz; j++) {
+        if (xb)
+            x[j] = _mm256_xor_si256(x[j], gck_ldu8(b + i * esz + 32 * j));
+        gck_stu8(dst + i * esz + 32 * j, x[j], nt);
+    }
+}
+
+/* One kernel per (esz, b != NULL), constants folded. Large outputs: a scalar
+ * head up to 32-byte alignment of the output, then streaming stores (see
+ * GCK_BYTES_NT_MIN) and an sfence, so the data is visible to whoever the
+ * caller hands it to next like plain stores. */
+GCK_AI void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+                                   size_t n, size_t esz, int xb)
+{
+    const __m256i ctl = gck_plane_ctl(esz, 0);
+    const uint8_t *bx = xb ? b : NULL;
+    size_t i = 0;
+    if (n * esz >= GCK_BYTES_NT_MIN) {
+        i = (32 - (uintptr_t)dst % 32) % 32;
+        gck_xor_shuffle_range(dst, a, bx, n, esz, 0, i);
+        for (; i + 32 <= n; i += 32)
+            gck_xor_shuffle_block256(dst, a, b, n, esz, xb, i, 1, ctl);
+        _mm_sfence();
+    }
+    for (; i + 32 <= n; i += 32)
+        gck_xor_shuffle_block256(dst, a, b, n, esz, xb, i, 0, ctl);
+    gck_xor_shuffle_range(dst, a, bx, n, esz, i, n);
+}
+
+GCK_AI void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+                                     size_t n, size_t esz, int xb)
+{
+    const __m256i ctl = gck_plane_ctl(esz, 1);
+    const uint8_t *bx = xb ? b : NULL;
+    size_t i = 0;
+    if (n * esz >= GCK_BYTES_NT_MIN) {
+        /* dst + i*esz reaches a 32-byte boundary only if dst is esz-aligned */
+        if ((uintptr_t)dst % esz == 0)
+            i = (32 - (uintptr_t)dst % 32) % 32 / esz;
+        gck_unshuffle_xor_range(dst, src, bx, n, esz, 0, i);
+        for (; i + 32 <= n; i += 32)
+            gck_unshuffle_xor_block256(dst, src, b, n, esz, xb, i, 1, ctl);
+        _mm_sfence();
+    }
+    for (; i + 32 <= n; i += 32)
+        gck_unshuffle_xor_block256(dst, src, b, n, esz, xb, i, 0, ctl);
+    gck_unshuffle_xor_range(dst, src, bx, n, esz, i, n);
+}
+
+#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
+    do {                                                                       \
+        switch ((esz) * 2 + ((b) != NULL)) {                                   \
+        case 2: fn(d, s, b, n, 1, 0); break;                                   \
+        case 3: fn(d, s, b, n, 1, 1); break;                                   \
+        case 4: fn(d, s, b, n, 2, 0); break;                                   \
+        case 5: fn(d, s, b, n, 2, 1); break;                                   \
+        case 8: fn(d, s, b, n, 4, 0); break;                                   \
+        case 9: fn(d, s, b, n, 4, 1); break;                                   \
+        case 16: fn(d, s, b, n, 8, 0); break;                                  \
+        default: fn(d, s, b, n, 8, 1); break;                                  \
+        }                                                                      \
+    } while (0)
+
+static void gck_xor_shuffle_avx2(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_xor_shuffle_avx2_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
+}
+
+static void gck_unshuffle_xor_avx2(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_unshuffle_xor_avx2_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
+}
+
 const gck_kernel_table gck_kernels_avx2 = {
     .isa = GCK_ISA_AVX2,
     .name = "avx2",
@@ -429,4 +617,6 @@ const gck_kernel_table gck_kernels_avx2 = {
     .axpy_init_f32 = gck_axpy_init_f32_avx2,
     .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_avx2,
     .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_avx2,
+    .xor_shuffle = gck_xor_shuffle_avx2,
+    .unshuffle_xor = gck_unshuffle_xor_avx2,
 };

@@ -440,6 +440,241 @@ static void gck_axpy_init_f64_to_f32_avx512(float *dst, float w, const double *x
 #undef OP
 }
 
+/* ---- byte planes ------------------------------------------------------------
+ * The AVX2 scheme (avx2.c) at 64 elements per block, with AVX512BW only
+ * (vpermb would need VBMI, which the avx512 ISA does not require): a block is
+ * esz loads of 64 bytes; group G (u = 16/esz elements) of the block sits in
+ * lane G % 4 of register G / 4, and must move to lane G / esz of register
+ * G % esz, so that each register holds one u-element group of each 16-element
+ * quarter: vshufi64x2 (a 4x4 transpose of 128-bit lanes for esz 4, two of
+ * them over the even and the odd registers for esz 8).
+ * Then vpshufb sorts each group's bytes by plane and a transpose of u-byte
+ * units leaves plane k in register k. Heads and tails are one more block
+ * under byte masks (masked loads do not fault past the end). */
+#define GCK_AI static inline __attribute__((always_inline))
+
+/* vpshufb control: byte k of element e (in a 16-byte lane) to k*(16/esz) + e,
+ * or back (inv). */
+GCK_AI __m512i gck_plane_ctl(size_t esz, int inv)
+{
+    uint8_t c[16];
+    const size_t u = 16 / esz;
+    for (size_t e = 0; e < u; e++)
+        for (size_t k = 0; k < esz; k++) {
+            if (inv)
+                c[e * esz + k] = (uint8_t)(k * u + e);
+            else
+                c[k * u + e] = (uint8_t)(e * esz + k);
+        }
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)c));
+}
+
+/* x[0..esz) as an esz x esz matrix of (16/esz)-byte units per lane (unit k
+ * of x[m] is row m, column k), replaced by its transpose. */
+GCK_AI void gck_transpose_units512(__m512i *x, size_t esz)
+{
+    if (esz == 2) {
+        const __m512i y0 = _mm512_unpacklo_epi64(x[0], x[1]), y1 = _mm512_unpackhi_epi64(x[0], x[1]);
+        x[0] = y0, x[1] = y1;
+    } else if (esz == 4) {
+        const __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
+        const __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
+        x[0] = _mm512_unpacklo_epi64(t0, t2), x[1] = _mm512_unpackhi_epi64(t0, t2);
+        x[2] = _mm512_unpacklo_epi64(t1, t3), x[3] = _mm512_unpackhi_epi64(t1, t3);
+    } else if (esz == 8) {
+        __m512i a[8], c[8];
+        for (int j = 0; j < 4; j++) {
+            a[2 * j] = _mm512_unpacklo_epi16(x[2 * j], x[2 * j + 1]);
+            a[2 * j + 1] = _mm512_unpackhi_epi16(x[2 * j], x[2 * j + 1]);
+        }
+        for (int j = 0; j < 2; j++) { /* c[4j..4j+3]: columns (0,1) (2,3) (4,5) (6,7) */
+            c[4 * j] = _mm512_unpacklo_epi32(a[4 * j], a[4 * j + 2]);
+            c[4 * j + 1] = _mm512_unpackhi_epi32(a[4 * j], a[4 * j + 2]);
+            c[4 * j + 2] = _mm512_unpacklo_epi32(a[4 * j + 1], a[4 * j + 3]);
+            c[4 * j + 3] = _mm512_unpackhi_epi32(a[4 * j + 1], a[4 * j + 3]);
+        }
+        for (int j = 0; j < 4; j++) {
+            x[2 * j] = _mm512_unpacklo_epi64(c[j], c[j + 4]);
+            x[2 * j + 1] = _mm512_unpackhi_epi64(c[j], c[j + 4]);
+        }
+    }
+}
+
+/* o[0..4) = the 4x4 transpose of the 128-bit lanes of a, b, c, d. */
+GCK_AI void gck_transpose_lanes4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i *o)
+{
+    const __m512i t0 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)); /* a0 a1 b0 b1 */
+    const __m512i t1 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)); /* a2 a3 b2 b3 */
+    const __m512i t2 = _mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512i t3 = _mm512_shuffle_i64x2(c, d, _MM_SHUFFLE(3, 2, 3, 2));
+    o[0] = _mm512_shuffle_i64x2(t0, t2, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 b0 c0 d0 */
+    o[1] = _mm512_shuffle_i64x2(t0, t2, _MM_SHUFFLE(3, 1, 3, 1));
+    o[2] = _mm512_shuffle_i64x2(t1, t3, _MM_SHUFFLE(2, 0, 2, 0));
+    o[3] = _mm512_shuffle_i64x2(t1, t3, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+/* Loaded registers x -> group registers g (g[m] lane L = group esz*L + m). */
+GCK_AI void gck_to_groups(const __m512i *x, __m512i *g, size_t esz)
+{
+    if (esz == 2) {
+        g[0] = _mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0));
+        g[1] = _mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1));
+    } else if (esz == 4) {
+        gck_transpose_lanes4(x[0], x[1], x[2], x[3], g);
+    } else if (esz == 8) { /* groups 8L + 0..3 sit in x[2L], 8L + 4..7 in x[2L + 1] */
+        gck_transpose_lanes4(x[0], x[2], x[4], x[6], g);
+        gck_transpose_lanes4(x[1], x[3], x[5], x[7], g + 4);
+    }
+}
+
+/* The inverse of gck_to_groups. */
+GCK_AI void gck_from_groups(const __m512i *g, __m512i *x, size_t esz)
+{
+    if (esz == 2) {
+        x[0] = _mm512_permutex2var_epi64(g[0], _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), g[1]);
+        x[1] = _mm512_permutex2var_epi64(g[0], _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15), g[1]);
+    } else if (esz == 4) {
+        gck_transpose_lanes4(g[0], g[1], g[2], g[3], x);
+    } else if (esz == 8) {
+        __m512i t[8];
+        gck_transpose_lanes4(g[0], g[1], g[2], g[3], t);
+        gck_transpose_lanes4(g[4], g[5], g[6], g[7], t + 4);
+        for (int j = 0; j < 4; j++)
+            x[2 * j] = t[j], x[2 * j + 1] = t[j + 4];
+    }
+}
+
+/* Byte mask of the first c (<= 64) bytes. */
+GCK_AI __mmask64 gck_bmask(size_t c)
+{
+    return c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << c) - 1);
+}
+
+/* 64 bytes at p; under a byte mask (zeros elsewhere) unless full. */
+GCK_AI __m512i gck_ldb(const uint8_t *p, size_t c, int full)
+{
+    return full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(gck_bmask(c), p);
+}
+
+/* Streamed when nt and p is 64-byte aligned (after the head, the first plane
+ * always is, plane k when k*n is a multiple of 64). */
+GCK_AI void gck_stb(uint8_t *p, __m512i v, size_t c, int full, int nt)
+{
+    if (full && nt && ((uintptr_t)p & 63) == 0)
+        _mm512_stream_si512((void *)p, v);
+    else if (full)
+        _mm512_storeu_si512(p, v);
+    else
+        _mm512_mask_storeu_epi8(p, gck_bmask(c), v);
+}
+
+/* Elements [i, i + rem) of the call, rem <= 64 (full: rem == 64). */
+GCK_AI void gck_xor_shuffle_block512(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
+                                     int xb, size_t i, size_t rem, int full, int nt, __m512i ctl)
+{
+    __m512i x[8], g[8];
+    for (size_t j = 0; j < esz; j++) {
+        const size_t off = i * esz + 64 * j, c = rem * esz > 64 * j ? rem * esz - 64 * j : 0;
+        x[j] = gck_ldb(a + off, c, full);
+        if (xb)
+            x[j] = _mm512_xor_si512(x[j], gck_ldb(b + off, c, full));
+    }
+    if (esz > 1) {
+        gck_to_groups(x, g, esz);
+        for (size_t j = 0; j < esz; j++)
+            x[j] = _mm512_shuffle_epi8(g[j], ctl);
+        gck_transpose_units512(x, esz);
+    }
+    for (size_t k = 0; k < esz; k++)
+        gck_stb(dst + k * n + i, x[k], rem, full, nt);
+}
+
+GCK_AI void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+                                       int xb, size_t i, size_t rem, int full, int nt, __m512i ctl)
+{
+    __m512i x[8], g[8];
+    for (size_t k = 0; k < esz; k++)
+        x[k] = gck_ldb(src + k * n + i, rem, full);
+    if (esz > 1) { /* the forward steps backwards; the unit transpose is its own inverse */
+        gck_transpose_units512(x, esz);
+        for (size_t j = 0; j < esz; j++)
+            g[j] = _mm512_shuffle_epi8(x[j], ctl);
+        gck_from_groups(g, x, esz);
+    }
+    for (size_t j = 0; j < esz; j++) {
+        const size_t off = i * esz + 64 * j, c = rem * esz > 64 * j ? rem * esz - 64 * j : 0;
+        if (xb)
+            x[j] = _mm512_xor_si512(x[j], gck_ldb(b + off, c, full));
+        gck_stb(dst + off, x[j], c, full, nt);
+    }
+}
+
+/* One kernel per (esz, b != NULL), constants folded. Large outputs: a
+ * masked head block up to 64-byte alignment of the output, then streaming
+ * stores (see GCK_BYTES_NT_MIN) and an sfence, so the data is visible to
+ * whoever the caller hands it to next like plain stores. */
+GCK_AI void gck_xor_shuffle_avx512_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+                                     size_t n, size_t esz, int xb)
+{
+    const __m512i ctl = gck_plane_ctl(esz, 0);
+    size_t i = 0;
+    if (n * esz >= GCK_BYTES_NT_MIN) {
+        i = (64 - (uintptr_t)dst % 64) % 64;
+        gck_xor_shuffle_block512(dst, a, b, n, esz, xb, 0, i, 0, 0, ctl);
+        for (; i + 64 <= n; i += 64)
+            gck_xor_shuffle_block512(dst, a, b, n, esz, xb, i, 64, 1, 1, ctl);
+        _mm_sfence();
+    }
+    for (; i + 64 <= n; i += 64)
+        gck_xor_shuffle_block512(dst, a, b, n, esz, xb, i, 64, 1, 0, ctl);
+    if (i < n)
+        gck_xor_shuffle_block512(dst, a, b, n, esz, xb, i, n - i, 0, 0, ctl);
+}
+
+GCK_AI void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *restrict src,
+                                       const uint8_t *restrict b, size_t n, size_t esz, int xb)
+{
+    const __m512i ctl = gck_plane_ctl(esz, 1);
+    size_t i = 0;
+    if (n * esz >= GCK_BYTES_NT_MIN) {
+        /* dst + i*esz reaches a 64-byte boundary only if dst is esz-aligned */
+        if ((uintptr_t)dst % esz == 0)
+            i = (64 - (uintptr_t)dst % 64) % 64 / esz;
+        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, 0, i, 0, 0, ctl);
+        for (; i + 64 <= n; i += 64)
+            gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, 64, 1, 1, ctl);
+        _mm_sfence();
+    }
+    for (; i + 64 <= n; i += 64)
+        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, 64, 1, 0, ctl);
+    if (i < n)
+        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, n - i, 0, 0, ctl);
+}
+
+#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
+    do {                                                                       \
+        switch ((esz) * 2 + ((b) != NULL)) {                                   \
+        case 2: fn(d, s, b, n, 1, 0); break;                                   \
+        case 3: fn(d, s, b, n, 1, 1); break;                                   \
+        case 4: fn(d, s, b, n, 2, 0); break;                                   \
+        case 5: fn(d, s, b, n, 2, 1); break;                                   \
+        case 8: fn(d, s, b, n, 4, 0); break;                                   \
+        case 9: fn(d, s, b, n, 4, 1); break;                                   \
+        case 16: fn(d, s, b, n, 8, 0); break;                                  \
+        default: fn(d, s, b, n, 8, 1); break;                                  \
+        }                                                                      \
+    } while (0)
+
+static void gck_xor_shuffle_avx512(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_xor_shuffle_avx512_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
+}
+
+static void gck_unshuffle_xor_avx512(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_unshuffle_xor_avx512_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
+}
+
 const gck_kernel_table gck_kernels_avx512 = {
     .isa = GCK_ISA_AVX512,
     .name = "avx512",
@@ -472,4 +707,6 @@ const gck_kernel_table gck_kernels_avx512 = {
     .axpy_init_f32 = gck_axpy_init_f32_avx512,
     .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_avx512,
     .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_avx512,
+    .xor_shuffle = gck_xor_shuffle_avx512,
+    .unshuffle_xor = gck_unshuffle_xor_avx512,
 };

@@ -3,6 +3,7 @@
 #define GCK_KERNEL_LIST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * X(slot, return type, parameter list).
@@ -51,6 +52,12 @@
     X(axpy_init_f64, void, (double *dst, double w, const double *x, size_t n))  \
     X(axpy_init_f32, void, (float *dst, float w, const float *x, size_t n))     \
     X(axpy_init_f32_to_f64, void, (double *dst, double w, const float *x, size_t n)) \
-    X(axpy_init_f64_to_f32, void, (float *dst, float w, const double *x, size_t n))
+    X(axpy_init_f64_to_f32, void, (float *dst, float w, const double *x, size_t n)) \
+    /* bytes, any n, esz in {1, 2, 4, 8}: byte planes of n elements of esz     \
+     * bytes, dst[k*n + i] = a[i*esz + k] ^ b[i*esz + k] (b NULL: ^ 0), and    \
+     * the inverse; dst never overlaps the inputs. Integer ops: every ISA      \
+     * trivially gives the same bytes. */                                       \
+    X(xor_shuffle, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
+    X(unshuffle_xor, void, (void *dst, const uint8_t *src, const void *b, size_t n, size_t esz))
 
 #endif /* GCK_KERNEL_LIST_H */

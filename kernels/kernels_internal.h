@@ -3,6 +3,7 @@
 #define GCK_KERNELS_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <gradckpt/isa.h>
 
@@ -92,5 +93,35 @@ static inline double gck_fold_lanes(double lane[GCK_LANES])
             lane[j] = lane[j] + lane[j + h];
     return lane[0];
 }
+
+/* The byte-plane kernels' definition for elements [i0, i1) of a call over n
+ * elements (planes stay n bytes apart): the SIMD files' heads and tails. */
+static inline void gck_xor_shuffle_range(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz,
+                                         size_t i0, size_t i1)
+{
+    const uint8_t *pa = a, *pb = b;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t k = 0; k < esz; k++)
+            dst[k * n + i] = (uint8_t)(pa[i * esz + k] ^ (pb != NULL ? pb[i * esz + k] : 0));
+}
+
+static inline void gck_unshuffle_xor_range(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz,
+                                           size_t i0, size_t i1)
+{
+    uint8_t *pd = dst;
+    const uint8_t *pb = b;
+    for (size_t i = i0; i < i1; i++)
+        for (size_t k = 0; k < esz; k++)
+            pd[i * esz + k] = (uint8_t)(src[k * n + i] ^ (pb != NULL ? pb[i * esz + k] : 0));
+}
+
+/* Byte-plane outputs of at least this many bytes are written with
+ * non-temporal stores (x86): a store that misses makes the CPU read the line
+ * first, so a plain store stream costs 4 transfers per element where 3 are
+ * needed (Zen 4, 16 Mi elements: plain stores reach ~0.65x the bytes/s of
+ * acc += x, streaming ~0.9x). Below it the output likely still sits in L2/L3
+ * when the caller reads it next (to compress it), and streaming would evict
+ * it. 8 MiB: more than one core's share of a typical L3. */
+#define GCK_BYTES_NT_MIN ((size_t)8 << 20)
 
 #endif /* GCK_KERNELS_INTERNAL_H */

@@ -656,6 +656,111 @@ static void gck_axpy_init_f64_to_f32_neon(float *dst, float w, const double *x, 
         dst[i] = 0.0f + (float)x[i] * w;
 }
 
+/* ---- byte planes ------------------------------------------------------------
+ * ld2/ld4 de-interleave 2- and 4-byte elements straight into byte planes and
+ * st2/st4 re-interleave them. 8-byte elements: ld4 of 8 elements leaves
+ * bytes k and k + 4 alternating in register k; uzp1/uzp2 over two such loads
+ * split them into planes k and k + 4 (zip1/zip2 undo it). 16 elements per
+ * step; the rest byte by byte. */
+#define GCK_XB(v, w) ((xb) ? veorq_u8((v), (w)) : (v))
+
+GCK_NI uint8x16x4_t gck_zero_u8x4(void)
+{
+    const uint8x16_t z = vdupq_n_u8(0);
+    return (uint8x16x4_t){{z, z, z, z}};
+}
+
+GCK_NI void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+                                   size_t n, size_t esz, int xb)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const uint8_t *pa = a + i * esz, *pb = xb ? b + i * esz : NULL;
+        uint8_t *o = dst + i;
+        if (esz == 1) {
+            vst1q_u8(o, GCK_XB(vld1q_u8(pa), vld1q_u8(pb)));
+        } else if (esz == 2) {
+            const uint8x16x2_t v = vld2q_u8(pa), w = xb ? vld2q_u8(pb) : v;
+            for (int k = 0; k < 2; k++)
+                vst1q_u8(o + k * n, GCK_XB(v.val[k], w.val[k]));
+        } else if (esz == 4) {
+            const uint8x16x4_t v = vld4q_u8(pa), w = xb ? vld4q_u8(pb) : v;
+            for (int k = 0; k < 4; k++)
+                vst1q_u8(o + k * n, GCK_XB(v.val[k], w.val[k]));
+        } else {
+            const uint8x16x4_t v0 = vld4q_u8(pa), v1 = vld4q_u8(pa + 64);
+            const uint8x16x4_t w0 = xb ? vld4q_u8(pb) : v0, w1 = xb ? vld4q_u8(pb + 64) : v1;
+            for (int k = 0; k < 4; k++) {
+                const uint8x16_t x0 = GCK_XB(v0.val[k], w0.val[k]), x1 = GCK_XB(v1.val[k], w1.val[k]);
+                vst1q_u8(o + k * n, vuzp1q_u8(x0, x1));
+                vst1q_u8(o + (k + 4) * n, vuzp2q_u8(x0, x1));
+            }
+        }
+    }
+    gck_xor_shuffle_range(dst, a, xb ? b : NULL, n, esz, i, n);
+}
+
+GCK_NI void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+                                     size_t n, size_t esz, int xb)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const uint8_t *p = src + i, *pb = xb ? b + i * esz : NULL;
+        uint8_t *o = dst + i * esz;
+        if (esz == 1) {
+            vst1q_u8(o, GCK_XB(vld1q_u8(p), vld1q_u8(pb)));
+        } else if (esz == 2) {
+            uint8x16x2_t v;
+            const uint8x16x2_t w = xb ? vld2q_u8(pb) : (uint8x16x2_t){{vdupq_n_u8(0), vdupq_n_u8(0)}};
+            for (int k = 0; k < 2; k++)
+                v.val[k] = GCK_XB(vld1q_u8(p + k * n), w.val[k]);
+            vst2q_u8(o, v);
+        } else if (esz == 4) {
+            uint8x16x4_t v;
+            const uint8x16x4_t w = xb ? vld4q_u8(pb) : gck_zero_u8x4();
+            for (int k = 0; k < 4; k++)
+                v.val[k] = GCK_XB(vld1q_u8(p + k * n), w.val[k]);
+            vst4q_u8(o, v);
+        } else {
+            uint8x16x4_t v0, v1;
+            const uint8x16x4_t w0 = xb ? vld4q_u8(pb) : gck_zero_u8x4(), w1 = xb ? vld4q_u8(pb + 64) : w0;
+            for (int k = 0; k < 4; k++) {
+                const uint8x16_t lo = vld1q_u8(p + k * n), hi = vld1q_u8(p + (k + 4) * n);
+                v0.val[k] = GCK_XB(vzip1q_u8(lo, hi), w0.val[k]);
+                v1.val[k] = GCK_XB(vzip2q_u8(lo, hi), w1.val[k]);
+            }
+            vst4q_u8(o, v0);
+            vst4q_u8(o + 64, v1);
+        }
+    }
+    gck_unshuffle_xor_range(dst, src, xb ? b : NULL, n, esz, i, n);
+}
+#undef GCK_XB
+
+#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
+    do {                                                                       \
+        switch ((esz) * 2 + ((b) != NULL)) {                                   \
+        case 2: fn(d, s, b, n, 1, 0); break;                                   \
+        case 3: fn(d, s, b, n, 1, 1); break;                                   \
+        case 4: fn(d, s, b, n, 2, 0); break;                                   \
+        case 5: fn(d, s, b, n, 2, 1); break;                                   \
+        case 8: fn(d, s, b, n, 4, 0); break;                                   \
+        case 9: fn(d, s, b, n, 4, 1); break;                                   \
+        case 16: fn(d, s, b, n, 8, 0); break;                                  \
+        default: fn(d, s, b, n, 8, 1); break;                                  \
+        }                                                                      \
+    } while (0)
+
+static void gck_xor_shuffle_neon(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_xor_shuffle_neon_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
+}
+
+static void gck_unshuffle_xor_neon(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+{
+    GCK_BYTES_DISPATCH(gck_unshuffle_xor_neon_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
+}
+
 const gck_kernel_table gck_kernels_neon = {
     .isa = GCK_ISA_NEON,
     .name = "neon",
@@ -688,4 +793,6 @@ const gck_kernel_table gck_kernels_neon = {
     .axpy_init_f32 = gck_axpy_init_f32_neon,
     .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_neon,
     .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_neon,
+    .xor_shuffle = gck_xor_shuffle_neon,
+    .unshuffle_xor = gck_unshuffle_xor_neon,
 };

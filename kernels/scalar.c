@@ -6,6 +6,7 @@
  * order is visible; the build's -ffp-contract=off keeps multiply and add
  * separate. */
 #include <math.h>
+#include <stdint.h>
 
 #include <sleef.h>
 
@@ -258,6 +259,47 @@ static void gck_axpy_init_f64_to_f32_scalar(float *dst, float w, const double *x
         dst[i] = 0.0f + (float)x[i] * w;
 }
 
+/* Byte planes. One loop per constant element size (the compiler unrolls the
+ * k loop) and per b NULL or not; BODY is the plain definition. */
+#define GCK_BYTES_SCALAR(ESZ, B)                                                 \
+    do {                                                                         \
+        for (size_t i = 0; i < n; i++)                                           \
+            for (size_t k = 0; k < (ESZ); k++)                                   \
+                BODY(i * (ESZ) + k, k * n + i, (B));                             \
+    } while (0)
+#define GCK_BYTES_BY_ESZ(B)                                                      \
+    do {                                                                         \
+        switch (esz) {                                                           \
+        case 1: GCK_BYTES_SCALAR(1, B); break;                                   \
+        case 2: GCK_BYTES_SCALAR(2, B); break;                                   \
+        case 4: GCK_BYTES_SCALAR(4, B); break;                                   \
+        default: GCK_BYTES_SCALAR(8, B); break;                                  \
+        }                                                                        \
+    } while (0)
+
+static void gck_xor_shuffle_scalar(uint8_t *restrict dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    const uint8_t *restrict pa = a, *restrict pb = b;
+#define BODY(e, p, B) dst[p] = (uint8_t)(pa[e] ^ ((B) ? pb[e] : 0))
+    if (pb != NULL)
+        GCK_BYTES_BY_ESZ(1);
+    else
+        GCK_BYTES_BY_ESZ(0);
+#undef BODY
+}
+
+static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+{
+    uint8_t *restrict pd = dst;
+    const uint8_t *restrict ps = src, *restrict pb = b;
+#define BODY(e, p, B) pd[e] = (uint8_t)(ps[p] ^ ((B) ? pb[e] : 0))
+    if (pb != NULL)
+        GCK_BYTES_BY_ESZ(1);
+    else
+        GCK_BYTES_BY_ESZ(0);
+#undef BODY
+}
+
 const gck_kernel_table gck_kernels_scalar = {
     .isa = GCK_ISA_SCALAR,
     .name = "scalar",
@@ -290,4 +332,6 @@ const gck_kernel_table gck_kernels_scalar = {
     .axpy_init_f32 = gck_axpy_init_f32_scalar,
     .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_scalar,
     .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_scalar,
+    .xor_shuffle = gck_xor_shuffle_scalar,
+    .unshuffle_xor = gck_unshuffle_xor_scalar,
 };

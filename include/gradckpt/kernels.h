@@ -1,4 +1,4 @@
-/* gradckpt/kernels.h - the numeric kernels: reductions, elementwise updates, hashing. */
+/* gradckpt/kernels.h - the numeric kernels: reductions, elementwise updates, byte planes, hashing. */
 #ifndef GRADCKPT_KERNELS_H
 #define GRADCKPT_KERNELS_H
 
@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <gradckpt/export.h>
+#include <gradckpt/status.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,8 +15,9 @@ extern "C" {
 /*
  * Common rules for every kernel below.
  *
- * - Pure functions: they cannot fail, allocate nothing, and keep no
- *   reference to their arguments. n may be 0. Pointers need no alignment and
+ * - Pure functions: they cannot fail (except the byte-plane functions, which
+ *   check their arguments and return a gck_status), allocate nothing, and
+ *   keep no reference to their arguments. n may be 0. Pointers need no alignment and
  *   may be NULL only when n is 0 (passing NULL with n > 0 is undefined
  *   behaviour, as for memcpy). Outputs may not overlap inputs unless stated.
  * - Bit-reproducible: for the same input every ISA (scalar, AVX2, AVX-512,
@@ -226,6 +228,56 @@ GCK_API void gck_axpy_init_f32(float *dst, float w, const float *x, size_t n);
 GCK_API void gck_axpy_init_f32_to_f64(double *dst, double w, const float *x, size_t n);
 /** dst[i] = 0 + ((float)x[i] * w), all in float. */
 GCK_API void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size_t n);
+
+/* ---- byte planes (delta storage) ------------------------------------------- */
+
+/**
+ * Splits n elements of esz bytes (esz = 1, 2, 4 or 8) into esz byte planes of
+ * n bytes each, XORed with a previous version b:
+ *
+ *     dst[k*n + i] = A[i*esz + k] ^ B[i*esz + k]    for k < esz, i < n,
+ *
+ * with A, B the bytes of a and b in memory order (the caller handles
+ * endianness). b == NULL XORs with zero: a plain byte-plane shuffle. Grouping
+ * byte k of every element together (and cancelling unchanged bytes against b)
+ * makes the data far more compressible. dst receives n*esz bytes; the exact
+ * inverse is gck_unshuffle_xor. Integer operations: every ISA writes the same
+ * bytes. Runs on the calling thread only (no OpenMP split, whatever n; call
+ * it from several threads on different tensors to parallelise). Streams at
+ * memory bandwidth for large n.
+ *
+ * Ownership: writes dst[0..n*esz), reads a and b (n*esz bytes each); keeps
+ *            no reference. No alignment is needed. dst may not overlap a or
+ *            b; a and b may alias each other (giving zeros).
+ * Errors:    GCK_ERR_INVALID_ARGUMENT, with gck_last_error() set and dst
+ *            untouched, when esz is not 1, 2, 4 or 8 (whatever n), n*esz
+ *            overflows size_t, dst or a is NULL while n > 0, or dst overlaps
+ *            a or b. n == 0 with a valid esz is GCK_OK and touches nothing.
+ * Thread-safety: safe to call concurrently on disjoint outputs.
+ */
+GCK_API gck_status gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz);
+
+/**
+ * The inverse of gck_xor_shuffle: rebuilds n elements of esz bytes from esz
+ * byte planes of n bytes, XORing with b again:
+ *
+ *     D[i*esz + k] = src[k*n + i] ^ B[i*esz + k]    for k < esz, i < n,
+ *
+ * with D, B the bytes of dst and b (b == NULL: no XOR). So
+ * gck_unshuffle_xor(x, planes, b, n, esz) after
+ * gck_xor_shuffle(planes, a, b, n, esz) gives x == a byte for byte. Runs on
+ * the calling thread only, at memory bandwidth for large n.
+ *
+ * Ownership: writes dst[0..n*esz) bytes, reads src and b (n*esz bytes each);
+ *            keeps no reference. No alignment is needed. dst may not overlap
+ *            src or b.
+ * Errors:    GCK_ERR_INVALID_ARGUMENT, with gck_last_error() set and dst
+ *            untouched, when esz is not 1, 2, 4 or 8 (whatever n), n*esz
+ *            overflows size_t, dst or src is NULL while n > 0, or dst
+ *            overlaps src or b. n == 0 with a valid esz is GCK_OK.
+ * Thread-safety: safe to call concurrently on disjoint outputs.
+ */
+GCK_API gck_status gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz);
 
 /* ---- hashing --------------------------------------------------------------- */
 

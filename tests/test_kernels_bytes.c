@@ -1,0 +1,252 @@
+/* tests/test_kernels_bytes.c - xor_shuffle / unshuffle_xor on one ISA vs a naive loop and vs scalar. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/gck_test.h"
+
+static const size_t g_esz[] = {1, 2, 4, 8};
+static const size_t g_sizes[] = {0,  1,  2,  3,   7,   15,  16,   17,   31,
+                                 33, 63, 64, 65, 127, 255, 256, 1000, 4097};
+/* Outputs of GCK_BYTES_NT_MIN bytes or more (1 Mi f64 elements) take the
+ * x86 streaming-store path: an aligning head, then aligned planes only when
+ * n*k is a multiple of the vector size. */
+#define BIG_BYTES (GCK_BYTES_NT_MIN + 8 * 37)
+#define MAX_OFF 63
+#define GUARD 64
+#define GUARD_BYTE 0xA5
+
+/* Each buffer holds BIG_BYTES at any offset 0..MAX_OFF, with GUARD bytes
+ * before (the offset's base) and after. */
+static uint8_t *g_a, *g_b, *g_src, *g_want, *g_ref, *g_out;
+static size_t g_cap;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_cap = GUARD + MAX_OFF + BIG_BYTES + GUARD;
+    g_a = gck_test_alloc(g_cap);
+    g_b = gck_test_alloc(g_cap);
+    g_src = gck_test_alloc(g_cap);
+    g_want = gck_test_alloc(g_cap);
+    g_ref = gck_test_alloc(g_cap);
+    g_out = gck_test_alloc(g_cap);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(g_a), free(g_b), free(g_src), free(g_want), free(g_ref), free(g_out);
+    return 0;
+}
+
+static void fill_random(uint8_t *p, size_t len, uint64_t seed)
+{
+    uint64_t st = seed;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        const uint64_t r = gck_test_rand(&st);
+        memcpy(p + i, &r, 8);
+    }
+    for (; i < len; i++)
+        p[i] = (uint8_t)gck_test_rand(&st);
+}
+
+/* The definitions, written as in the documentation. */
+static void naive_xor_shuffle(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz)
+{
+    for (size_t k = 0; k < esz; k++)
+        for (size_t i = 0; i < n; i++)
+            dst[k * n + i] = (uint8_t)(a[i * esz + k] ^ (b ? b[i * esz + k] : 0));
+}
+
+static void naive_unshuffle_xor(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz)
+{
+    for (size_t k = 0; k < esz; k++)
+        for (size_t i = 0; i < n; i++)
+            dst[i * esz + k] = (uint8_t)(src[k * n + i] ^ (b ? b[i * esz + k] : 0));
+}
+
+/* An output area at offset off with the guard pattern all around it. */
+static uint8_t *guarded(uint8_t *buf, size_t off, size_t len)
+{
+    memset(buf, GUARD_BYTE, GUARD + off + len + GUARD);
+    return buf + GUARD + off;
+}
+
+/* The bytes around [out, out + len) still hold the guard pattern. */
+static void check_guards(const uint8_t *buf, const uint8_t *out, size_t len, const char *what)
+{
+    for (const uint8_t *p = buf; p < out; p++)
+        if (*p != GUARD_BYTE)
+            fail_msg("%s wrote %td bytes before dst", what, out - p);
+    for (size_t j = 0; j < GUARD; j++)
+        if (out[len + j] != GUARD_BYTE)
+            fail_msg("%s wrote byte %zu past the end of dst (len %zu)", what, j, len);
+}
+
+static void check_same(const uint8_t *want, const uint8_t *got, size_t len, const char *what, size_t n,
+                       size_t esz, int with_b, size_t off)
+{
+    if (len > 0 && memcmp(want, got, len) != 0) {
+        size_t j = 0;
+        while (want[j] == got[j])
+            j++;
+        fail_msg("%s n=%zu esz=%zu b=%s off=%zu: byte %zu (plane/elem %zu, %zu) want %02x got %02x", what, n, esz,
+                 with_b ? "yes" : "NULL", off, j, j / n, j % n, want[j], got[j]);
+    }
+}
+
+/* One case: both directions on the ISA, the scalar table and the public
+ * wrapper, each against the naive loops; then the round trip. oa, ob, od
+ * are the offsets of the inputs and the output (0..MAX_OFF); the other
+ * outputs use od + 1, 3, 5. */
+static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, size_t oa, size_t ob, size_t od,
+                     uint64_t seed)
+{
+    const size_t len = n * esz;
+    const uint8_t *a = g_a + GUARD + oa, *src = g_src + GUARD + ob;
+    const uint8_t *b = with_b ? g_b + GUARD + ob : NULL;
+    uint8_t *want = g_want + GUARD;
+    fill_random(g_a + GUARD + oa, len, seed);
+    fill_random(g_b + GUARD + ob, len, seed + 1);
+    fill_random(g_src + GUARD + ob, len, seed + 2);
+
+    /* xor_shuffle */
+    naive_xor_shuffle(want, a, b, n, esz);
+    uint8_t *ref = guarded(g_ref, od, len);
+    p->ref->xor_shuffle(ref, a, b, n, esz);
+    check_same(want, ref, len, "scalar xor_shuffle vs naive", n, esz, with_b, od);
+    check_guards(g_ref, ref, len, "scalar xor_shuffle");
+    uint8_t *out = guarded(g_out, od, len);
+    p->isa->xor_shuffle(out, a, b, n, esz);
+    check_same(want, out, len, p->isa->name, n, esz, with_b, od);
+    check_guards(g_out, out, len, "xor_shuffle");
+    out = guarded(g_out, (od + 3) % (MAX_OFF + 1), len);
+    assert_int_equal(gck_xor_shuffle(out, a, b, n, esz), GCK_OK);
+    check_same(want, out, len, "gck_xor_shuffle", n, esz, with_b, od);
+    check_guards(g_out, out, len, "gck_xor_shuffle");
+
+    /* round trip: the planes just made, back to a */
+    out = guarded(g_out, (od + 5) % (MAX_OFF + 1), len);
+    p->isa->unshuffle_xor(out, want, b, n, esz);
+    check_same(a, out, len, "round trip", n, esz, with_b, od);
+    check_guards(g_out, out, len, "unshuffle_xor (round trip)");
+
+    /* unshuffle_xor of unrelated random planes */
+    naive_unshuffle_xor(want, src, b, n, esz);
+    ref = guarded(g_ref, od, len);
+    p->ref->unshuffle_xor(ref, src, b, n, esz);
+    check_same(want, ref, len, "scalar unshuffle_xor vs naive", n, esz, with_b, od);
+    check_guards(g_ref, ref, len, "scalar unshuffle_xor");
+    out = guarded(g_out, od, len);
+    p->isa->unshuffle_xor(out, src, b, n, esz);
+    check_same(want, out, len, p->isa->name, n, esz, with_b, od);
+    check_guards(g_out, out, len, "unshuffle_xor");
+    out = guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
+    assert_int_equal(gck_unshuffle_xor(out, src, b, n, esz), GCK_OK);
+    check_same(want, out, len, "gck_unshuffle_xor", n, esz, with_b, od);
+    check_guards(g_out, out, len, "gck_unshuffle_xor");
+}
+
+/* Every size, every esz, b NULL or not; the small sizes under every output
+ * offset 0..7, each paired with two different input offsets. */
+static void test_bytes_sizes(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (size_t si = 0; si < sizeof g_sizes / sizeof g_sizes[0]; si++)
+        for (size_t ei = 0; ei < 4; ei++)
+            for (int with_b = 0; with_b <= 1; with_b++)
+                for (size_t od = 0; od < 8; od++) {
+                    const size_t n = g_sizes[si];
+                    run_case(p, n, g_esz[ei], with_b, (od * 3 + 1) % 8, (od * 5 + 2) % 8, od,
+                             n * 131 + ei * 17 + od * 3 + (size_t)with_b);
+                }
+}
+
+/* At and above the streaming threshold: n a multiple of 64 (every plane
+ * aligned after the head) or not (only the first), with the output aligned,
+ * aligned to esz but not to 32 or 64 bytes (head), or odd. */
+static void test_bytes_large(void **state)
+{
+    const gck_isa_pair *p = *state;
+    /* input offsets, output offset, elements past the threshold */
+    static const size_t cases[][4] = {{0, 0, 0, 0}, {13, 50, 24, 0}, {13, 50, 24, 37}, {3, 6, 5, 37}};
+    for (size_t ei = 0; ei < 4; ei++)
+        for (int with_b = 0; with_b <= 1; with_b++)
+            for (size_t ci = 0; ci < 4; ci++) {
+                const size_t n = GCK_BYTES_NT_MIN / g_esz[ei] + cases[ci][3];
+                run_case(p, n, g_esz[ei], with_b, cases[ci][0], cases[ci][1], cases[ci][2],
+                         1000 + ei * 2 + (size_t)with_b + ci * 10);
+            }
+}
+
+/* b == a: every byte cancels. */
+static void test_bytes_self_xor(void **state)
+{
+    const gck_isa_pair *p = *state;
+    const size_t n = 1000 + 13;
+    for (size_t ei = 0; ei < 4; ei++) {
+        const size_t len = n * g_esz[ei];
+        uint8_t *a = g_a + GUARD + 1, *out = guarded(g_out, 2, len);
+        fill_random(a, len, 77 + ei);
+        p->isa->xor_shuffle(out, a, a, n, g_esz[ei]);
+        for (size_t j = 0; j < len; j++)
+            assert_int_equal(out[j], 0);
+    }
+}
+
+/* An argument error returns GCK_ERR_INVALID_ARGUMENT, names the function in
+ * gck_last_error() and leaves dst alone. */
+#define EXPECT_INVALID(call, fn)                                                     \
+    do {                                                                             \
+        memset(g_out, GUARD_BYTE, 256);                                              \
+        assert_int_equal((call), GCK_ERR_INVALID_ARGUMENT);                          \
+        assert_non_null(strstr(gck_last_error(), fn));                               \
+        for (size_t j_ = 0; j_ < 256; j_++)                                          \
+            assert_int_equal(g_out[j_], GUARD_BYTE);                                 \
+    } while (0)
+
+static void test_bytes_errors(void **state)
+{
+    (void)state;
+    uint8_t *dst = g_out;
+    const uint8_t *a = g_a, *b = g_b;
+    static const size_t bad_esz[] = {0, 3, 5, 6, 7, 9, 16, SIZE_MAX};
+    for (size_t j = 0; j < sizeof bad_esz / sizeof bad_esz[0]; j++) {
+        EXPECT_INVALID(gck_xor_shuffle(dst, a, b, 4, bad_esz[j]), "gck_xor_shuffle");
+        EXPECT_INVALID(gck_xor_shuffle(dst, a, NULL, 0, bad_esz[j]), "esz");
+        EXPECT_INVALID(gck_unshuffle_xor(dst, a, b, 4, bad_esz[j]), "gck_unshuffle_xor");
+        EXPECT_INVALID(gck_unshuffle_xor(NULL, NULL, NULL, 0, bad_esz[j]), "esz");
+    }
+    /* NULL dst or input with n > 0 (b may be NULL) */
+    EXPECT_INVALID(gck_xor_shuffle(NULL, a, b, 1, 4), "gck_xor_shuffle");
+    EXPECT_INVALID(gck_xor_shuffle(dst, NULL, b, 1, 4), "gck_xor_shuffle");
+    EXPECT_INVALID(gck_xor_shuffle(dst, NULL, NULL, 3, 1), "gck_xor_shuffle");
+    EXPECT_INVALID(gck_unshuffle_xor(NULL, a, b, 1, 8), "gck_unshuffle_xor");
+    EXPECT_INVALID(gck_unshuffle_xor(dst, NULL, b, 1, 8), "gck_unshuffle_xor");
+    /* n * esz overflows: refused before any byte is read */
+    EXPECT_INVALID(gck_xor_shuffle(dst, a, b, SIZE_MAX / 4 + 1, 4), "overflow");
+    EXPECT_INVALID(gck_xor_shuffle(dst, a, NULL, SIZE_MAX, 2), "overflow");
+    EXPECT_INVALID(gck_unshuffle_xor(dst, a, b, SIZE_MAX / 8 + 1, 8), "overflow");
+    /* dst overlapping an input */
+    memset(g_out, GUARD_BYTE, 256);
+    EXPECT_INVALID(gck_xor_shuffle(g_out + 8, g_out, NULL, 4, 4), "overlap");
+    EXPECT_INVALID(gck_xor_shuffle(g_out, g_out + 15, NULL, 4, 4), "overlap");
+    EXPECT_INVALID(gck_xor_shuffle(g_out, a, g_out + 3, 4, 4), "overlap");
+    EXPECT_INVALID(gck_unshuffle_xor(g_out, g_out, NULL, 2, 2), "overlap");
+    EXPECT_INVALID(gck_unshuffle_xor(g_out + 1, a, g_out, 2, 2), "overlap");
+
+    /* n == 0 is a no-op, pointers may be NULL; adjacent buffers do not overlap */
+    assert_int_equal(gck_xor_shuffle(NULL, NULL, NULL, 0, 8), GCK_OK);
+    assert_int_equal(gck_unshuffle_xor(NULL, NULL, NULL, 0, 1), GCK_OK);
+    memset(g_out, GUARD_BYTE, 256);
+    assert_int_equal(gck_xor_shuffle(g_out, a, NULL, 0, 4), GCK_OK);
+    assert_int_equal(g_out[0], GUARD_BYTE);
+    assert_int_equal(gck_xor_shuffle(g_out + 16, g_out, g_out + 32, 4, 4), GCK_OK);
+    assert_int_equal(gck_unshuffle_xor(g_out + 16, g_out, g_out + 32, 4, 4), GCK_OK);
+}
+
+GCK_PER_ISA_MAIN(setup, teardown, GCK_ISA_TEST(test_bytes_errors), GCK_ISA_TEST(test_bytes_sizes),
+                 GCK_ISA_TEST(test_bytes_self_xor), GCK_ISA_TEST(test_bytes_large))

@@ -86,5 +86,6 @@ void gck_bench_register_naive(int threads);
 void gck_bench_register_openblas(int threads);
 void gck_bench_register_checkpointer(int threads);
 void gck_bench_register_snapshot(int threads);
+void gck_bench_register_store(int threads);
 
 #endif /* GCK_BENCH_H */

@@ -58,6 +58,13 @@ void run(benchmark::State &st, const Spec &spec)
     st.counters["elems"] = static_cast<double>(n);
     if (!spec.label.empty())
         st.SetLabel(spec.label);
+    if (s.report != nullptr) {
+        const char *names[8];
+        double values[8];
+        const size_t k = s.report(s.ctx, names, values, 8);
+        for (size_t i = 0; i < k && i < 8; i++)
+            st.counters[names[i]] = values[i];
+    }
 }
 
 }  // namespace
@@ -72,6 +79,8 @@ extern "C" void gck_bench_register(const gck_bench_spec *spec)
         spec->name, [s = std::move(s)](benchmark::State &st) { run(st, s); });
     for (size_t i = 0; i < spec->nsizes; i++)
         b->Arg(spec->sizes[i]);
+    if (spec->iterations > 0)
+        b->Iterations(spec->iterations);
 }
 
 extern "C" void gck_bench_context(const char *key, const char *value)

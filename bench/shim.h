@@ -19,6 +19,10 @@ typedef double (*gck_bench_body)(void *ctx, int64_t n);
  * threads. Returns NULL, or a message for st.SkipWithError. */
 typedef const char *(*gck_bench_prepare)(void *ctx, int64_t n, int threads);
 
+/* After the timed loop: up to cap extra results (names static strings) to
+ * report as counters, e.g. a compression ratio. Returns how many. */
+typedef size_t (*gck_bench_report)(void *ctx, const char **names, double *values, size_t cap);
+
 typedef struct gck_bench_spec {
     const char *name;          /* "sumsq_f64/avx2/1t"; the shim appends "/<n>"   */
     gck_bench_body body;
@@ -31,6 +35,8 @@ typedef struct gck_bench_spec {
     const char *label;         /* e.g. "avx2 f64"; may be NULL                   */
     const int64_t *sizes;      /* element counts, one benchmark each             */
     size_t nsizes;
+    gck_bench_report report;   /* may be NULL                                    */
+    int64_t iterations;        /* 0: google-benchmark decides; else exactly this many */
 } gck_bench_spec;
 
 /* Registers one benchmark per size, named "<name>/<n>". Copies everything

@@ -23,6 +23,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfig.cmake
 
 set(GCK_PC_REQUIRES_PRIVATE "sleef libxxhash jansson")
 set(GCK_PC_LIBS_PRIVATE "-lm")
+if(GRADCKPT_WITH_ZSTD)
+  string(APPEND GCK_PC_REQUIRES_PRIVATE " libzstd")
+endif()
 if(GRADCKPT_OPENMP)
   string(APPEND GCK_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
 endif()

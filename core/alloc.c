@@ -1,9 +1,21 @@
 /* core/alloc.c - allocation with an injectable failure (tests walk every failure path). */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
+#endif
 #include "alloc_internal.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* Buffers from this size on are placed on 2 MiB boundaries and marked for
+ * transparent huge pages: first touches then fault once per 2 MiB instead of
+ * once per 4 KiB, which on VMs (a fault costs microseconds there) is the
+ * difference between ~3 and ~10 GB/s for a freshly allocated snapshot. */
+#define GCK_HUGE_MIN ((size_t)4 << 20)
+#define GCK_HUGE_PAGE ((size_t)2 << 20)
 
 static _Atomic long gck_alloc_countdown = -1;
 
@@ -43,6 +55,15 @@ void *gck_aligned_alloc(size_t bytes)
     if (gck_alloc_should_fail())
         return NULL;
     void *p = NULL;
+    if (bytes >= GCK_HUGE_MIN && bytes <= SIZE_MAX - GCK_HUGE_PAGE) {
+        const size_t rounded = (bytes + GCK_HUGE_PAGE - 1) / GCK_HUGE_PAGE * GCK_HUGE_PAGE;
+        if (posix_memalign(&p, GCK_HUGE_PAGE, rounded) != 0)
+            return NULL;
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, rounded, MADV_HUGEPAGE); /* advice only: no THP is still correct */
+#endif
+        return p;
+    }
     return posix_memalign(&p, 64, bytes ? bytes : 1) == 0 ? p : NULL;
 }
 

@@ -11,7 +11,8 @@
 GCK_INTERNAL void *gck_malloc(size_t bytes);
 GCK_INTERNAL void *gck_calloc(size_t count, size_t size);
 GCK_INTERNAL void *gck_realloc(void *p, size_t bytes);
-/* 64-byte aligned (SIMD-friendly, one cache line); free with free(). */
+/* 64-byte aligned (SIMD-friendly, one cache line); from 4 MiB on, 2 MiB
+ * aligned and advised for transparent huge pages. Free with free(). */
 GCK_INTERNAL void *gck_aligned_alloc(size_t bytes);
 GCK_INTERNAL char *gck_strdup(const char *s);
 

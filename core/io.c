@@ -109,8 +109,10 @@ int gck_sync_dir(const char *dir)
     return err;
 }
 
-gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx)
+gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx, int *renamed)
 {
+    if (renamed != NULL)
+        *renamed = 0;
     char dir[PATH_MAX], tmp[PATH_MAX];
     gck_dirname(path, dir, sizeof dir);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -139,6 +141,8 @@ gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), vo
         unlink(tmp); /* the target was never touched */
         return gck_io_fail("cannot write", path, err);
     }
+    if (renamed != NULL)
+        *renamed = 1;
     /* make the rename itself durable; if this fails the new file is already
      * in place, only its survival of a power loss is unknown */
     err = gck_sync_dir(dir);

@@ -34,8 +34,9 @@ GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err)
  * an errno), fsync, close, rename over path, fsync of the directory. On any
  * failure before the rename the target is untouched and the temporary file
  * removed; if only the directory fsync fails, the new file is in place and
- * the message says so. */
-GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx);
+ * the message says so and *renamed (may be NULL) is 1. */
+GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
+                                         int *renamed);
 
 /* fsync of a directory (after a rename or unlink in it); 0 or errno. */
 GCK_INTERNAL int gck_sync_dir(const char *dir);

@@ -79,6 +79,16 @@ void gck_snap_tensor_free(gck_snap_tensor *t)
     free(t->name), free(t->shape), free(t);
 }
 
+/* Frees every entry of a metadata vector (keeps its array). */
+static void gck_meta_clear(gck_named_vec *mv)
+{
+    for (size_t i = 0; i < mv->n; i++) {
+        gck_snap_meta *m = mv->items[i];
+        free(m->name), free(m->value), free(m);
+    }
+    mv->n = 0;
+}
+
 void gck_snapshot_destroy(gck_snapshot *s)
 {
     if (s == NULL)
@@ -89,18 +99,14 @@ void gck_snapshot_destroy(gck_snapshot *s)
         gck_snap_blob *b = s->blobs.items[i];
         free(b->name), free(b->data), free(b);
     }
-    for (int v = 0; v < 2; v++) {
-        gck_named_vec *mv = v ? &s->sysmeta : &s->meta;
-        for (size_t i = 0; i < mv->n; i++) {
-            gck_snap_meta *m = mv->items[i];
-            free(m->name), free(m->value), free(m);
-        }
-        free(mv->items);
-    }
+    gck_meta_clear(&s->meta);
+    gck_meta_clear(&s->sysmeta);
+    free(s->meta.items), free(s->sysmeta.items);
     free(s->tensors.items), free(s->blobs.items);
     free(s->loss_cid);
     if (s->map != NULL)
         munmap(s->map, s->map_len);
+    free(s->arena);
     free(s);
 }
 
@@ -377,4 +383,151 @@ gck_status gck_snapshot_find_optimizer_state(const gck_snapshot *s, const char *
 const char *gck_snapshot_metadata(const gck_snapshot *s, const char *key)
 {
     return s == NULL || key == NULL ? NULL : gck_meta_get(&s->meta, key);
+}
+
+gck_status gck_snapshot_reserve(gck_snapshot *s, size_t bytes)
+{
+    if (s->arena != NULL || bytes == 0)
+        return GCK_OK;
+    s->arena = gck_aligned_alloc(bytes);
+    if (s->arena == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "snapshot: cannot allocate %zu bytes", bytes);
+    s->arena_cap = bytes, s->arena_used = 0;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_new_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                   size_t ndim, size_t nbytes, gck_snap_tensor **out)
+{
+    /* from the reserved buffer when it has room (64-byte aligned pieces) */
+    const size_t at = (s->arena_used + 63) / 64 * 64;
+    const int from_arena = s->arena != NULL && at <= s->arena_cap && nbytes <= s->arena_cap - at;
+    gck_snap_tensor *t = gck_calloc(1, sizeof *t);
+    char *n = gck_strdup(name);
+    int64_t *sh = gck_malloc((ndim ? ndim : 1) * sizeof *sh);
+    void *d = from_arena ? s->arena + at : gck_aligned_alloc(nbytes ? nbytes : 1);
+    if (t == NULL || n == NULL || sh == NULL || d == NULL) {
+        free(t), free(n), free(sh);
+        if (!from_arena)
+            free(d);
+        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
+    }
+    if (ndim)
+        memcpy(sh, shape, ndim * sizeof *sh);
+    *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes,
+                           .borrowed = from_arena};
+    const gck_status st = gck_snapshot_adopt_tensor(s, t);
+    if (st != GCK_OK) {
+        gck_snap_tensor_free(t);
+        return st;
+    }
+    if (from_arena)
+        s->arena_used = at + nbytes;
+    *out = t;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param, size_t len, gck_snap_blob **out)
+{
+    gck_snap_blob *b = gck_calloc(1, sizeof *b);
+    char *n = gck_strdup(param);
+    void *d = gck_malloc(len ? len : 1);
+    if (b == NULL || n == NULL || d == NULL) {
+        free(b), free(n), free(d);
+        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': cannot allocate %zu bytes", param, len);
+    }
+    *b = (gck_snap_blob){.name = n, .data = d, .len = len};
+    const gck_status st = gck_snapshot_adopt_blob(s, b);
+    if (st != GCK_OK) {
+        free(n), free(d), free(b);
+        return st;
+    }
+    *out = b;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src, const char *skip_sysmeta)
+{
+    dst->step = src->step;
+    dst->timestamp = src->timestamp;
+    if (src->loss_cid != NULL)
+        GCK_TRY(gck_snapshot_set_loss_cid(dst, src->loss_cid));
+    for (size_t i = 0; i < src->meta.n; i++) {
+        const gck_snap_meta *m = src->meta.items[i];
+        GCK_TRY(gck_meta_set(&dst->meta, m->name, m->value));
+    }
+    for (size_t i = 0; i < src->sysmeta.n; i++) {
+        const gck_snap_meta *m = src->sysmeta.items[i];
+        if (skip_sysmeta == NULL || strcmp(m->name, skip_sysmeta) != 0)
+            GCK_TRY(gck_meta_set(&dst->sysmeta, m->name, m->value));
+    }
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out)
+{
+    gck_snapshot *c = NULL;
+    GCK_TRY(gck_snapshot_create(s->step, &c));
+    gck_status st = gck_snapshot_copy_fields(c, s, NULL);
+    for (size_t i = 0; st == GCK_OK && i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        gck_snap_tensor *n = NULL;
+        st = gck_snapshot_new_tensor(c, t->name, t->dtype, t->shape, t->ndim, t->nbytes, &n);
+        if (st == GCK_OK) {
+            if (t->nbytes)
+                memcpy(n->data, t->data, t->nbytes);
+            memcpy(n->cid, t->cid, sizeof n->cid);
+        }
+    }
+    for (size_t i = 0; st == GCK_OK && i < s->blobs.n; i++) {
+        const gck_snap_blob *b = s->blobs.items[i];
+        gck_snap_blob *n = NULL;
+        st = gck_snapshot_new_blob(c, b->name, b->len, &n);
+        if (st == GCK_OK) {
+            if (b->len)
+                memcpy(n->data, b->data, b->len);
+            memcpy(n->cid, b->cid, sizeof n->cid);
+        }
+    }
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(c);
+        return st;
+    }
+    *out = c;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
+{
+    int same = dst->map == NULL && dst->tensors.n == src->tensors.n && dst->blobs.n == src->blobs.n;
+    for (size_t i = 0; same && i < src->tensors.n; i++) {
+        const gck_snap_tensor *a = dst->tensors.items[i], *b = src->tensors.items[i];
+        same = !a->borrowed && a->dtype == b->dtype && a->nbytes == b->nbytes && a->ndim == b->ndim &&
+               strcmp(a->name, b->name) == 0 && (a->ndim == 0 || memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) == 0);
+    }
+    for (size_t i = 0; same && i < src->blobs.n; i++) {
+        const gck_snap_blob *a = dst->blobs.items[i], *b = src->blobs.items[i];
+        same = a->len == b->len && strcmp(a->name, b->name) == 0;
+    }
+    if (!same)
+        return GCK_ERR_DIMENSION_MISMATCH;
+    for (size_t i = 0; i < src->tensors.n; i++) {
+        gck_snap_tensor *a = dst->tensors.items[i];
+        const gck_snap_tensor *b = src->tensors.items[i];
+        if (b->nbytes)
+            memcpy(a->data, b->data, b->nbytes);
+        memcpy(a->cid, b->cid, sizeof a->cid);
+    }
+    for (size_t i = 0; i < src->blobs.n; i++) {
+        gck_snap_blob *a = dst->blobs.items[i];
+        const gck_snap_blob *b = src->blobs.items[i];
+        if (b->len)
+            memcpy(a->data, b->data, b->len);
+        memcpy(a->cid, b->cid, sizeof a->cid);
+    }
+    gck_meta_clear(&dst->meta);
+    gck_meta_clear(&dst->sysmeta);
+    free(dst->loss_cid);
+    dst->loss_cid = NULL;
+    return gck_snapshot_copy_fields(dst, src, NULL);
 }

@@ -49,7 +49,15 @@ struct gck_snapshot {
                               kept through load and save */
     void *map;             /* gck_snapshot_load_mmap: the file, tensors point into it */
     size_t map_len;
+    unsigned char *arena;  /* gck_snapshot_reserve: new tensors' data, one allocation */
+    size_t arena_cap, arena_used;
 };
+
+/* Reserves one buffer for the data of tensors about to be added with
+ * gck_snapshot_new_tensor (up to `bytes` in all): one allocation (huge pages
+ * when large) instead of one per tensor, so filling them takes few page
+ * faults. Only once per snapshot; NO_MEMORY leaves it without. */
+GCK_INTERNAL gck_status gck_snapshot_reserve(gck_snapshot *s, size_t bytes);
 
 /* Sets (or replaces) a "gradckpt." key other than the snapshot's own fields
  * (format, step, timestamp, loss_cid, cid.*); key includes the prefix. */
@@ -81,5 +89,31 @@ GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *n
 
 /* Checks a tensor name: non-empty, <= GCK_NAME_MAX, not reserved. */
 GCK_INTERNAL gck_status gck_check_tensor_name(const char *name);
+
+/* Adds a tensor whose data (nbytes, 64-byte aligned, uninitialised) and
+ * content id the caller fills in; *out points at it. Validates the name. */
+GCK_INTERNAL gck_status gck_snapshot_new_tensor(gck_snapshot *s, const char *name, gck_dtype dtype,
+                                                const int64_t *shape, size_t ndim, size_t nbytes,
+                                                gck_snap_tensor **out);
+/* Same for an optimizer blob (replacing one of that name). */
+GCK_INTERNAL gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param, size_t len, gck_snap_blob **out);
+
+/* Copies step, timestamp, loss cid, user metadata and "gradckpt." keys
+ * (except skip_sysmeta, may be NULL) from src into dst. */
+GCK_INTERNAL gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src,
+                                                 const char *skip_sysmeta);
+
+/* gck_snapshot_save that also says (*renamed, may be NULL) whether the file
+ * is in place when the status is an error (only the directory fsync failed). */
+GCK_INTERNAL gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed);
+
+/* Copies src's values, ids and fields into dst when both hold the same
+ * tensors and blobs (names, dtypes, shapes, sizes): no new buffers, so no
+ * page faults. GCK_ERR_DIMENSION_MISMATCH (no message, dst untouched) when
+ * they differ; any other error leaves dst's fields partly copied. */
+GCK_INTERNAL gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src);
+
+/* Deep copy, content ids included (no rehashing). */
+GCK_INTERNAL gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out);
 
 #endif /* GCK_SNAPSHOT_INTERNAL_H */

@@ -254,6 +254,13 @@ static int gck_save_fill(int fd, void *ctx)
 
 gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
 {
+    return gck_snapshot_save_renamed(s, path, NULL);
+}
+
+gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed)
+{
+    if (renamed != NULL)
+        *renamed = 0;
     GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
     GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
     gck_save_ctx c = {0};
@@ -261,7 +268,7 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
     char *hdr = NULL;
     GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
     c.e = e, c.hdr = hdr;
-    const gck_status st = gck_write_atomic(path, gck_save_fill, &c);
+    const gck_status st = gck_write_atomic(path, gck_save_fill, &c, renamed);
     free(hdr);
     gck_free_entries(e, c.n);
     return st;
@@ -462,7 +469,7 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
         const unsigned char *src = map ? map + data_off + e[i].begin : NULL;
         const int is_blob = strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, strlen(GCK_OPTIMIZER_PREFIX)) == 0;
         const int borrow = src != NULL && !is_blob && ((uintptr_t)src % esz) == 0;
-        void *data = borrow ? (void *)(uintptr_t)src : gck_malloc(nbytes);
+        void *data = borrow ? (void *)(uintptr_t)src : gck_aligned_alloc(nbytes);
         if (data == NULL)
             return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
         if (!borrow) {
@@ -521,6 +528,9 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             st = gck_snapshot_adopt_tensor(s, t);
             if (st != GCK_OK) {
                 gck_snap_tensor_free(t);
+                /* a bad name is the file's fault; running out of memory is not */
+                if (st == GCK_ERR_NO_MEMORY)
+                    return gck_fail(st, "%.300s: %s", path, gck_last_error());
                 return GCK_CORRUPT("%.300s: %s", path, gck_last_error());
             }
         }

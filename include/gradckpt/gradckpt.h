@@ -12,5 +12,6 @@
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/snapshot.h>
 #include <gradckpt/manager.h>
+#include <gradckpt/store.h>
 
 #endif /* GRADCKPT_GRADCKPT_H */

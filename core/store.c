@@ -1,0 +1,704 @@
+/* core/store.c - gck_store: versions of snapshots in a directory, delta-encoded, crash-safe. */
+#include "store_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc_internal.h"
+#include "io_internal.h"
+#include "snapshot_internal.h"
+#include "store_delta_internal.h"
+
+struct gck_store {
+    char *dir;
+    int lock_fd;
+    gck_manager *m;      /* the committed state (what manifest.json says) */
+    uint64_t generation; /* bumped by every commit; part of new file names */
+    gck_store_config cfg; /* zstd settings (the policy lives in m) */
+    gck_delta_codec *codec;
+    gck_snapshot *cache; /* content of cache_version (the latest), or NULL */
+    uint64_t cache_version;
+};
+
+void gck_store_config_init(gck_store_config *c)
+{
+    if (c == NULL)
+        return;
+    gck_policy_init(&c->policy);
+    c->zstd_level = 1;
+    c->zstd_max_entropy = 0.25;
+}
+
+/* dir + "/" + name into buf; 0 when too long. */
+static int gck_path(char *buf, const gck_store *s, const char *name)
+{
+    return snprintf(buf, PATH_MAX, "%s/%s", s->dir, name) < PATH_MAX;
+}
+
+static uint64_t gck_file_size(const gck_store *s, const char *name)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    return gck_path(p, s, name) && stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Writes `next` as the manifest. *renamed = 1 once it is in place (then the
+ * change has happened even if only the directory fsync failed after it). */
+static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+{
+    char p[PATH_MAX];
+    *renamed = 0;
+    if (!gck_path(p, s, GCK_MANIFEST_NAME))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path '%.300s' is too long", s->dir);
+    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, renamed);
+}
+
+/* Is `name` referenced by the committed manifest? */
+static int gck_referenced(const gck_store *s, const char *name)
+{
+    for (size_t i = 0; i < s->m->n; i++)
+        if (s->m->entries[i]->file != NULL && strcmp(s->m->entries[i]->file, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Leftovers of the store's own writers: temporaries of data files and of the
+ * manifest (".<name>.tmp.<pid>.<k>") and data files no version names. */
+static int gck_is_garbage(const gck_store *s, const char *name)
+{
+    if (gck_store_data_name_ok(name))
+        return !gck_referenced(s, name);
+    if (name[0] != '.' || strstr(name, ".tmp.") == NULL)
+        return 0;
+    char inner[NAME_MAX + 1];
+    snprintf(inner, sizeof inner, "%.*s", (int)(strstr(name, ".tmp.") - name - 1), name + 1);
+    return gck_store_data_name_ok(inner) || strcmp(inner, GCK_MANIFEST_NAME) == 0;
+}
+
+gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_gc: store is NULL");
+    DIR *d = opendir(s->dir);
+    if (d == NULL)
+        return gck_io_fail("cannot list the store", s->dir, errno);
+    uint64_t freed = 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!gck_is_garbage(s, de->d_name))
+            continue;
+        char p[PATH_MAX];
+        struct stat st;
+        if (!gck_path(p, s, de->d_name) || lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (unlink(p) == 0) {
+            freed += (uint64_t)st.st_size;
+            removed = 1;
+        }
+    }
+    closedir(d);
+    if (removed)
+        (void)gck_sync_dir(s->dir);
+    if (bytes_freed != NULL)
+        *bytes_freed = freed;
+    return GCK_OK;
+}
+
+void gck_store_close(gck_store *s)
+{
+    if (s == NULL)
+        return;
+    if (s->lock_fd >= 0)
+        close(s->lock_fd); /* releases the flock */
+    gck_manager_destroy(s->m);
+    gck_delta_codec_destroy(s->codec);
+    gck_snapshot_destroy(s->cache);
+    free(s->dir);
+    free(s);
+}
+
+static gck_status gck_check_config(const gck_store_config *cfg)
+{
+    GCK_CHECK_ARG(cfg->zstd_level >= -7 && cfg->zstd_level <= 19 && cfg->zstd_level != 0,
+                  "store config: zstd_level %d is not in -7..-1 or 1..19", cfg->zstd_level);
+    GCK_CHECK_ARG(cfg->zstd_max_entropy > 0.0 && cfg->zstd_max_entropy <= 1.0,
+                  "store config: zstd_max_entropy %g is not in (0, 1]", cfg->zstd_max_entropy);
+    return GCK_OK;
+}
+
+/* Takes the store's lock: one process (and one handle) at a time. */
+static gck_status gck_lock(gck_store *s)
+{
+    char p[PATH_MAX];
+    if (!gck_path(p, s, "lock"))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path '%.300s' is too long", s->dir);
+    s->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (s->lock_fd < 0)
+        return gck_io_fail("cannot create the lock file", p, errno);
+    if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        const int e = errno;
+        if (e == EWOULDBLOCK)
+            return gck_fail(GCK_ERR_IO, "store '%.300s' is open in another process or handle (lock '%.300s' is held)",
+                            s->dir, p);
+        return gck_io_fail("cannot lock", p, e);
+    }
+    return GCK_OK;
+}
+
+gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_store **out)
+{
+    GCK_CHECK_ARG(dir != NULL && out != NULL, "gck_store_open: NULL argument");
+    GCK_CHECK_ARG(dir[0] != '\0', "gck_store_open: empty directory name");
+    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "gck_store_open: directory name too long");
+    if (cfg != NULL)
+        GCK_TRY(gck_check_config(cfg));
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return gck_io_fail("cannot create the store directory", dir, errno);
+    gck_store *s = gck_calloc(1, sizeof *s);
+    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
+        free(s);
+        return gck_fail(GCK_ERR_NO_MEMORY, "gck_store_open: out of memory");
+    }
+    s->lock_fd = -1;
+    gck_status st = gck_lock(s);
+    char p[PATH_MAX];
+    gck_path(p, s, GCK_MANIFEST_NAME);
+    int fresh = 0;
+    if (st == GCK_OK) {
+        st = gck_manifest_read(p, &s->m, &s->generation, &s->cfg);
+        if (st == GCK_ERR_NOT_FOUND) {
+            gck_store_config_init(&s->cfg);
+            st = gck_manager_create(&s->cfg.policy, &s->m);
+            fresh = 1;
+        }
+    }
+    if (st == GCK_OK && cfg != NULL) {
+        s->m->policy = cfg->policy;
+        s->cfg = *cfg;
+    }
+    if (st == GCK_OK)
+        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
+    /* record a new store (and a changed configuration) right away */
+    if (st == GCK_OK && (fresh || cfg != NULL)) {
+        int renamed;
+        st = gck_commit(s, s->m, &renamed);
+        s->generation += renamed;
+    }
+    if (st == GCK_OK)
+        st = gck_store_gc(s, NULL);
+    if (st != GCK_OK) {
+        gck_store_close(s);
+        return st;
+    }
+    *out = s;
+    return GCK_OK;
+}
+
+/* ---- reading versions ------------------------------------------------------------ */
+
+static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_snapshot **out)
+{
+    char p[PATH_MAX];
+    if (!gck_path(p, s, e->file))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
+    /* mapped, not copied: a full version's bytes are all hashed and checked
+     * here; a delta's payloads are not, as every tensor rebuilt from them is
+     * checked against its recorded content id */
+    const gck_status st = gck_snapshot_load_mmap(p, !e->pub.is_delta, out);
+    if (st != GCK_OK)
+        return gck_fail(st, "version %" PRIu64 ": %s", e->pub.version, gck_last_error());
+    return GCK_OK;
+}
+
+/* Every tensor of a rebuilt version against the manifest's names and ids. */
+static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapshot *snap)
+{
+    const size_t n = snap->tensors.n + snap->blobs.n;
+    if (n != e->pub.n_tensor_names)
+        return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": %zu tensors, the manifest lists %zu", e->pub.version,
+                        n, e->pub.n_tensor_names);
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    for (size_t i = 0; i < n; i++) {
+        const char *name = e->names[i], *cid = NULL;
+        int found = 0;
+        if (strncmp(name, GCK_OPTIMIZER_PREFIX, pl) == 0) {
+            const size_t k = gck_named_find(&snap->blobs, name + pl, &found);
+            cid = found ? ((gck_snap_blob *)snap->blobs.items[k])->cid : NULL;
+        } else {
+            const size_t k = gck_named_find(&snap->tensors, name, &found);
+            cid = found ? ((gck_snap_tensor *)snap->tensors.items[k])->cid : NULL;
+        }
+        if (cid == NULL || strcmp(cid, e->cids[i]) != 0)
+            return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' %s the manifest", e->pub.version,
+                            name, cid ? "differs from" : "is missing but listed in");
+    }
+    return GCK_OK;
+}
+
+/* Rebuilds e given its base's content (NULL for a full version). */
+static gck_status gck_rebuild(gck_store *s, const gck_mentry *e, const gck_snapshot *base, gck_snapshot **out)
+{
+    gck_snapshot *file = NULL;
+    GCK_TRY(gck_load_file(s, e, &file));
+    gck_snapshot *r = file;
+    gck_status st = GCK_OK;
+    if (e->pub.is_delta) {
+        uint64_t bv = 0;
+        st = gck_delta_base_version(file, &bv);
+        if (st == GCK_OK && bv != e->pub.delta_from)
+            st = gck_fail(GCK_ERR_CORRUPT, "delta file is against version %" PRIu64 ", the manifest says %" PRIu64, bv,
+                          e->pub.delta_from);
+        r = NULL;
+        if (st == GCK_OK)
+            st = gck_delta_decode(s->codec, file, base, &r);
+        gck_snapshot_destroy(file);
+        if (st != GCK_OK)
+            return gck_fail(st, "version %" PRIu64 " (%s): %s", e->pub.version, e->file, gck_last_error());
+    }
+    st = gck_check_against_entry(e, r);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(r);
+        return st;
+    }
+    *out = r;
+    return GCK_OK;
+}
+
+/* Content of version v in manager m (files as m names them); from the
+ * cache when allowed and it holds v or a version on v's chain. */
+static gck_status gck_restore_in(gck_store *s, const gck_manager *m, uint64_t v, int use_cache, gck_snapshot **out)
+{
+    /* the chain from v down to a full version (or the cached one) */
+    size_t n = 0, cap = 8;
+    const gck_mentry **chain = gck_malloc(cap * sizeof *chain);
+    if (chain == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    const gck_mentry *e = gck_manager_find(m, v, NULL);
+    int from_cache = 0;
+    gck_status st = e ? GCK_OK : gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", v);
+    while (st == GCK_OK) {
+        if (use_cache && s->cache != NULL && e->pub.version == s->cache_version) {
+            from_cache = 1;
+            break;
+        }
+        if (n == cap) {
+            const gck_mentry **nc = gck_realloc(chain, 2 * cap * sizeof *nc);
+            if (nc == NULL) {
+                st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+                break;
+            }
+            chain = nc, cap *= 2;
+        }
+        chain[n++] = e;
+        if (!e->pub.is_delta)
+            break;
+        const gck_mentry *b = gck_manager_find(m, e->pub.delta_from, NULL);
+        if (b == NULL)
+            st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained", e->pub.version,
+                          e->pub.delta_from);
+        e = b;
+    }
+    gck_snapshot *cur = NULL;
+    if (st == GCK_OK && from_cache)
+        st = gck_snapshot_clone(s->cache, &cur);
+    while (st == GCK_OK && n > 0) {
+        gck_snapshot *next = NULL;
+        st = gck_rebuild(s, chain[--n], cur, &next);
+        gck_snapshot_destroy(cur);
+        cur = st == GCK_OK ? next : NULL;
+    }
+    free(chain);
+    if (st != GCK_OK)
+        return st;
+    *out = cur;
+    return GCK_OK;
+}
+
+gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_restore: NULL argument");
+    return gck_restore_in(s, s->m, version, 1, out);
+}
+
+gck_status gck_store_verify(gck_store *s, size_t *n_checked)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_verify: store is NULL");
+    size_t ok = 0;
+    gck_status st = GCK_OK;
+    gck_snapshot *prev = NULL; /* the previous version: usually the next one's base */
+    uint64_t prev_v = 0;
+    for (size_t i = 0; i < s->m->n && st == GCK_OK; i++) {
+        const gck_mentry *e = s->m->entries[i];
+        gck_snapshot *cur = NULL;
+        if (e->pub.is_delta && prev != NULL && e->pub.delta_from == prev_v)
+            st = gck_rebuild(s, e, prev, &cur);
+        else
+            st = gck_restore_in(s, s->m, e->pub.version, 0, &cur);
+        gck_snapshot_destroy(prev);
+        prev = cur, prev_v = e->pub.version;
+        ok += st == GCK_OK;
+    }
+    gck_snapshot_destroy(prev);
+    if (n_checked != NULL)
+        *n_checked = ok;
+    return st;
+}
+
+/* ---- changing the store ---------------------------------------------------------- */
+
+/* Writes content (against base content, or full when base is NULL) as the
+ * data file of version v; the name goes to *name_out (owned). */
+static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot *content, const gck_snapshot *base,
+                                    uint64_t base_v, char **name_out, uint64_t *bytes_out)
+{
+    char name[96], p[PATH_MAX];
+    snprintf(name, sizeof name, "v%08" PRIu64 "-g%" PRIu64 "%s.safetensors", v, s->generation + 1,
+             base ? ".delta" : "");
+    if (!gck_path(p, s, name))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
+    gck_status st;
+    /* a file in place whose directory fsync failed is fine: the manifest's
+     * commit fsyncs the directory again before anything refers to it */
+    int renamed = 0;
+    if (base != NULL) {
+        gck_snapshot *d = NULL;
+        st = gck_delta_encode(s->codec, content, base, base_v, &d);
+        if (st == GCK_OK)
+            st = gck_snapshot_save_renamed(d, p, &renamed);
+        gck_snapshot_destroy(d);
+    } else {
+        st = gck_snapshot_save_renamed(content, p, &renamed);
+    }
+    if (st != GCK_OK && !renamed)
+        return st;
+    if ((*name_out = gck_strdup(name)) == NULL) {
+        unlink(p);
+        return gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    }
+    *bytes_out = gck_file_size(s, name);
+    return GCK_OK;
+}
+
+/* Files written for a change that is being abandoned, or replaced by one. */
+typedef struct gck_names {
+    char **v;
+    size_t n, cap;
+} gck_names;
+
+static int gck_names_add(gck_names *l, char *name)
+{
+    if (l->n == l->cap) {
+        const size_t nc = l->cap ? 2 * l->cap : 4;
+        char **nv = gck_realloc(l->v, nc * sizeof *nv);
+        if (nv == NULL)
+            return 0;
+        l->v = nv, l->cap = nc;
+    }
+    l->v[l->n++] = name;
+    return 1;
+}
+
+/* Unlinks (when unlink_them) and frees every name. */
+static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
+{
+    char p[PATH_MAX];
+    for (size_t i = 0; i < l->n; i++) {
+        if (unlink_them && gck_path(p, s, l->v[i]))
+            unlink(p);
+        free(l->v[i]);
+    }
+    free(l->v);
+    *l = (gck_names){0};
+}
+
+/* The base a dependent of `evicted` moves to: the evicted version's own base
+ * when that is retained, else 0 (becomes full). */
+static uint64_t gck_new_base(const gck_manager *m, const gck_mentry *evicted)
+{
+    if (evicted->pub.is_delta && gck_manager_find(m, evicted->pub.delta_from, NULL) != NULL)
+        return evicted->pub.delta_from;
+    return 0;
+}
+
+/* Rebases every delta of `next` whose base is `evicted` (still present in
+ * next). New files are added to `written`. */
+static gck_status gck_rebase_dependents(gck_store *s, gck_manager *next, const gck_mentry *evicted,
+                                        gck_names *written)
+{
+    const uint64_t nb = gck_new_base(next, evicted);
+    gck_status st = GCK_OK;
+    for (size_t i = 0; i < next->n && st == GCK_OK; i++) {
+        gck_mentry *d = next->entries[i];
+        if (!d->pub.is_delta || d->pub.delta_from != evicted->pub.version)
+            continue;
+        gck_snapshot *content = NULL, *base = NULL;
+        st = gck_restore_in(s, s->m, d->pub.version, 1, &content);
+        if (st == GCK_OK && nb != 0)
+            st = gck_restore_in(s, s->m, nb, 1, &base);
+        char *name = NULL;
+        uint64_t bytes = 0;
+        if (st == GCK_OK)
+            st = gck_write_version(s, d->pub.version, content, base, nb, &name, &bytes);
+        if (st == GCK_OK && !gck_names_add(written, name)) {
+            char p[PATH_MAX];
+            if (gck_path(p, s, name))
+                unlink(p);
+            free(name);
+            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+        }
+        if (st == GCK_OK) {
+            free(d->file);
+            d->file = gck_strdup(name);
+            if (d->file == NULL)
+                st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            d->stored_bytes = bytes;
+            d->pub.is_delta = nb != 0;
+            d->pub.delta_from = nb;
+        }
+        gck_snapshot_destroy(content);
+        gck_snapshot_destroy(base);
+    }
+    return st;
+}
+
+/* Names and content ids of a snapshot as the manifest lists them (blobs as
+ * "__optimizer__/<param>"), and its logical size. */
+static gck_status gck_listing(const gck_snapshot *snap, char ***names, const char ***cids, size_t *n,
+                              uint64_t *full_bytes)
+{
+    const size_t nt = snap->tensors.n, nb = snap->blobs.n;
+    char **nv = gck_calloc(nt + nb + 1, sizeof *nv);
+    const char **cv = gck_calloc(nt + nb + 1, sizeof *cv);
+    uint64_t bytes = 0;
+    gck_status st = nv && cv ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    for (size_t i = 0; st == GCK_OK && i < nt; i++) {
+        const gck_snap_tensor *t = snap->tensors.items[i];
+        nv[i] = gck_strdup(t->name);
+        cv[i] = t->cid;
+        bytes += t->nbytes;
+        if (nv[i] == NULL)
+            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    }
+    for (size_t i = 0; st == GCK_OK && i < nb; i++) {
+        const gck_snap_blob *b = snap->blobs.items[i];
+        const size_t len = strlen(GCK_OPTIMIZER_PREFIX) + strlen(b->name) + 1;
+        nv[nt + i] = gck_malloc(len);
+        cv[nt + i] = b->cid;
+        bytes += b->len;
+        if (nv[nt + i] == NULL)
+            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+        else
+            snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
+    }
+    if (st != GCK_OK) {
+        for (size_t i = 0; nv && i < nt + nb; i++)
+            free(nv[i]);
+        free(nv), free(cv);
+        return st;
+    }
+    *names = nv, *cids = cv, *n = nt + nb, *full_bytes = bytes;
+    return GCK_OK;
+}
+
+/* Replaces the committed state with `next` (already written as the manifest). */
+static void gck_switch(gck_store *s, gck_manager *next)
+{
+    gck_manager_destroy(s->m);
+    s->m = next;
+    s->generation++;
+}
+
+gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                          uint64_t *version_out)
+{
+    GCK_CHECK_ARG(s != NULL && snap != NULL, "gck_store_save: NULL argument");
+    GCK_CHECK_ARG(tags != NULL || n_tags == 0, "gck_store_save: tags is NULL with n_tags %zu", n_tags);
+    for (size_t i = 0; i < n_tags; i++)
+        GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "gck_store_save: tag %zu is NULL or empty", i);
+    char **names = NULL;
+    const char **cids = NULL;
+    size_t n = 0;
+    uint64_t full_bytes = 0;
+    GCK_TRY(gck_listing(snap, &names, &cids, &n, &full_bytes));
+
+    gck_plan p;
+    gck_manager_plan(s->m, full_bytes, &p);
+    const gck_mentry *evicted = p.evict ? gck_manager_find(s->m, p.evicted, NULL) : NULL;
+    /* a base this very save evicts is replaced as a dependent's would be */
+    if (p.is_delta && evicted != NULL && p.base == evicted->pub.version) {
+        p.base = gck_new_base(s->m, evicted);
+        p.is_delta = p.base != 0;
+    }
+    /* a snapshot that carries a delta description itself cannot be a delta */
+    if (gck_snapshot_sysmeta(snap, GCK_DELTA_KEY) != NULL)
+        p.is_delta = 0;
+
+    gck_names written = {0}, replaced = {0};
+    gck_manager *next = NULL;
+    gck_snapshot *owned_base = NULL;
+    const gck_snapshot *base = NULL;
+    char *name = NULL;
+    uint64_t bytes = 0;
+    gck_status st = GCK_OK;
+    if (p.is_delta && s->cache != NULL && s->cache_version == p.base)
+        base = s->cache; /* the usual case: the previous save's content */
+    else if (p.is_delta)
+        st = gck_restore_in(s, s->m, p.base, 1, &owned_base), base = owned_base;
+    if (st == GCK_OK)
+        st = gck_write_version(s, p.version, snap, base, p.base, &name, &bytes);
+    gck_snapshot_destroy(owned_base);
+    if (st == GCK_OK && !gck_names_add(&written, name)) {
+        char f[PATH_MAX];
+        if (gck_path(f, s, name))
+            unlink(f);
+        free(name);
+        st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    }
+    if (st == GCK_OK)
+        st = gck_manager_clone(s->m, &next);
+    if (st == GCK_OK && evicted != NULL)
+        st = gck_rebase_dependents(s, next, evicted, &written);
+    /* files the new state no longer needs, deleted after the commit */
+    if (st == GCK_OK && evicted != NULL) {
+        for (size_t i = 0; st == GCK_OK && i < s->m->n; i++) {
+            const gck_mentry *old = s->m->entries[i];
+            const gck_mentry *now = gck_manager_find(next, old->pub.version, NULL);
+            char *f = NULL;
+            if (old == evicted || (now != NULL && strcmp(now->file, old->file) != 0))
+                f = gck_strdup(old->file);
+            else
+                continue;
+            if (f == NULL || !gck_names_add(&replaced, f)) {
+                free(f);
+                st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            }
+        }
+    }
+    gck_mentry *added = NULL;
+    if (st == GCK_OK) {
+        const uint64_t ts = snap->timestamp;
+        st = gck_manager_apply(next, &p, (const char *const *)names, cids, n, full_bytes, ts, NULL, 0, &added);
+    }
+    for (size_t i = 0; st == GCK_OK && i < n_tags; i++)
+        st = gck_mentry_add_tag(added, tags[i], 1);
+    if (st == GCK_OK) {
+        added->step = snap->step;
+        added->stored_bytes = bytes;
+        if ((added->file = gck_strdup(written.v[0])) == NULL)
+            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    }
+    int renamed = 0;
+    if (st == GCK_OK)
+        st = gck_commit(s, next, &renamed);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names), free(cids);
+    if (st != GCK_OK && !renamed) {
+        gck_manager_destroy(next);
+        gck_names_drop(s, &written, 1);
+        gck_names_drop(s, &replaced, 0);
+        return st;
+    }
+    gck_switch(s, next);
+    gck_names_drop(s, &written, 0);
+    gck_names_drop(s, &replaced, 1);
+    if (replaced.n == 0)
+        (void)gck_sync_dir(s->dir);
+    /* the next delta's base, kept in memory (in the previous one's buffers
+     * when the layout is unchanged); without it the next save reads it back */
+    const gck_status cs = s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
+    if (cs != GCK_OK) {
+        gck_snapshot_destroy(s->cache);
+        s->cache = NULL;
+        if (gck_snapshot_clone(snap, &s->cache) != GCK_OK)
+            s->cache = NULL;
+    }
+    s->cache_version = p.version;
+    if (version_out != NULL)
+        *version_out = p.version;
+    return st; /* an error here: saved, but the directory fsync failed (the message says so) */
+}
+
+gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
+{
+    GCK_CHECK_ARG(s != NULL && tag != NULL, "gck_store_tag: NULL argument");
+    GCK_CHECK_ARG(tag[0] != '\0', "gck_store_tag: empty tag");
+    if (gck_manager_find(s->m, version, NULL) == NULL)
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    gck_manager *next = NULL;
+    GCK_TRY(gck_manager_clone(s->m, &next));
+    gck_status st = gck_mentry_add_tag(gck_manager_find(next, version, NULL), tag, 1);
+    int renamed = 0;
+    if (st == GCK_OK)
+        st = gck_commit(s, next, &renamed);
+    if (st != GCK_OK && !renamed) {
+        gck_manager_destroy(next);
+        return st;
+    }
+    gck_switch(s, next);
+    return st;
+}
+
+gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out)
+{
+    GCK_CHECK_ARG(s != NULL && tag != NULL && version_out != NULL, "gck_store_find_tag: NULL argument");
+    for (size_t i = s->m->n; i-- > 0;) {
+        const gck_entry *e = &s->m->entries[i]->pub;
+        for (size_t t = 0; t < e->n_tags; t++)
+            if (strcmp(e->tags[t], tag) == 0) {
+                *version_out = e->version;
+                return GCK_OK;
+            }
+    }
+    return gck_fail(GCK_ERR_NOT_FOUND, "no retained version is tagged '%.200s'", tag);
+}
+
+size_t gck_store_versions(const gck_store *s, uint64_t *out, size_t cap)
+{
+    return s != NULL ? gck_manager_versions(s->m, out, cap) : 0;
+}
+
+const gck_entry *gck_store_get(const gck_store *s, uint64_t version)
+{
+    return s != NULL ? gck_manager_get(s->m, version) : NULL;
+}
+
+const gck_entry *gck_store_latest(const gck_store *s)
+{
+    return s != NULL ? gck_manager_latest(s->m) : NULL;
+}
+
+gck_status gck_store_config_get(const gck_store *s, gck_store_config *out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_config_get: NULL argument");
+    *out = s->cfg;
+    out->policy = s->m->policy;
+    return GCK_OK;
+}
+
+gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_stats_get: NULL argument");
+    const gck_manager_stats ms = gck_manager_stats_get(s->m);
+    *out = (gck_store_stats){.versions = ms.total_checkpoints, .full_versions = ms.full_checkpoints,
+                             .delta_versions = ms.delta_checkpoints, .logical_bytes = ms.total_bytes,
+                             .disk_bytes = gck_file_size(s, GCK_MANIFEST_NAME)};
+    for (size_t i = 0; i < s->m->n; i++)
+        out->disk_bytes += s->m->entries[i]->stored_bytes;
+    return GCK_OK;
+}
+
+uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
+{
+    const gck_mentry *e = s != NULL ? gck_manager_find(s->m, version, NULL) : NULL;
+    return e != NULL ? e->stored_bytes : 0;
+}

@@ -1,0 +1,620 @@
+/* core/store_delta.c - lossless per-tensor deltas: XOR with the base, byte-plane shuffle, zstd. */
+#include "store_delta_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#ifdef GCK_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
+#include <gradckpt/kernels.h>
+
+#include "alloc_internal.h"
+#include "snapshot_internal.h"
+
+#define GCK_DELTA_FORMAT 1
+
+/* Bytes of a plane's first chunk whose entropy decides the plane's codec. */
+#define GCK_PLANE_PROBE 8192
+
+struct gck_delta_codec {
+    int level;
+    double entropy_max; /* planes above this order-0 entropy (fraction of 8 bits) are stored raw */
+#ifdef GCK_HAVE_ZSTD
+    ZSTD_CCtx *cctx;
+    ZSTD_DCtx *dc[8];       /* one stream per byte plane (decoding goes chunk by chunk) */
+    unsigned char *scratch; /* one compressed plane, copied back over the plane */
+    size_t scratch_cap;
+#endif
+    unsigned char *chunk;        /* one chunk of planes */
+    unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
+    unsigned char *arena;        /* the payloads of one delta, reused by the next */
+    size_t arena_cap, arena_used;
+};
+
+int gck_delta_have_zstd(void)
+{
+#ifdef GCK_HAVE_ZSTD
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec **out)
+{
+    gck_delta_codec *c = gck_calloc(1, sizeof *c);
+    if (c == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+    c->level = gck_delta_have_zstd() ? level : 0;
+    c->entropy_max = entropy_max;
+    const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
+    c->chunk = gck_aligned_alloc(bytes);
+    c->le_a = gck_aligned_alloc(bytes);
+    c->le_b = gck_aligned_alloc(bytes);
+    int ok = c->chunk && c->le_a && c->le_b;
+#ifdef GCK_HAVE_ZSTD
+    for (int p = 0; ok && p < 8; p++)
+        ok = (c->dc[p] = ZSTD_createDCtx()) != NULL;
+    c->cctx = ok ? ZSTD_createCCtx() : NULL;
+    ok = ok && c->cctx;
+#endif
+    if (!ok) {
+        gck_delta_codec_destroy(c);
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+    }
+    *out = c;
+    return GCK_OK;
+}
+
+void gck_delta_codec_destroy(gck_delta_codec *c)
+{
+    if (c == NULL)
+        return;
+#ifdef GCK_HAVE_ZSTD
+    for (int p = 0; p < 8; p++)
+        ZSTD_freeDCtx(c->dc[p]);
+    ZSTD_freeCCtx(c->cctx);
+    free(c->scratch);
+#endif
+    free(c->chunk), free(c->le_a), free(c->le_b), free(c->arena);
+    free(c);
+}
+
+/* k elements at src as little-endian bytes: src itself on little-endian
+ * CPUs, a swapped copy in buf on big-endian ones. */
+static const void *gck_le_view(const void *src, size_t k, size_t esz, unsigned char *buf)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    if (src != NULL && esz > 1) {
+        const unsigned char *s = src;
+        for (size_t e = 0; e < k * esz; e += esz)
+            for (size_t b = 0; b < esz; b++)
+                buf[e + b] = s[e + esz - 1 - b];
+        return buf;
+    }
+#else
+    (void)k, (void)esz, (void)buf;
+#endif
+    return src;
+}
+
+/* In place: little-endian bytes of k elements to this CPU's order. */
+static void gck_from_le(void *p, size_t k, size_t esz)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    unsigned char *s = p;
+    for (size_t e = 0; esz > 1 && e < k * esz; e += esz)
+        for (size_t b = 0; b < esz / 2; b++) {
+            const unsigned char t = s[e + b];
+            s[e + b] = s[e + esz - 1 - b];
+            s[e + esz - 1 - b] = t;
+        }
+#else
+    (void)p, (void)k, (void)esz;
+#endif
+}
+
+/* One tensor or blob, seen the same way. */
+typedef struct gck_item {
+    const char *name;
+    int blob;
+    gck_dtype dtype;
+    const int64_t *shape;
+    size_t ndim;
+    const void *data;
+    size_t nbytes;
+    const char *cid;
+} gck_item;
+
+static gck_item gck_item_of_tensor(const gck_snap_tensor *t)
+{
+    return (gck_item){.name = t->name, .dtype = t->dtype, .shape = t->shape, .ndim = t->ndim, .data = t->data,
+                      .nbytes = t->nbytes, .cid = t->cid};
+}
+
+static gck_item gck_item_of_blob(const gck_snap_blob *b)
+{
+    return (gck_item){.name = b->name, .blob = 1, .dtype = GCK_DTYPE_U8, .ndim = 1, .data = b->data,
+                      .nbytes = b->len, .cid = b->cid};
+}
+
+/* The base's item of the same kind and name, or 0. */
+static int gck_base_item(const gck_snapshot *base, int blob, const char *name, gck_item *out)
+{
+    if (base == NULL)
+        return 0;
+    const gck_named_vec *v = blob ? &base->blobs : &base->tensors;
+    int found;
+    const size_t i = gck_named_find(v, name, &found);
+    if (found)
+        *out = blob ? gck_item_of_blob(v->items[i]) : gck_item_of_tensor(v->items[i]);
+    return found;
+}
+
+static int gck_same_shape(const gck_item *a, const gck_item *b)
+{
+    if (a->blob || b->blob)
+        return a->nbytes == b->nbytes;
+    return a->ndim == b->ndim && (a->ndim == 0 || memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) == 0);
+}
+
+
+enum { GCK_PLANE_RAW, GCK_PLANE_ZSTD };
+static const char *const gck_plane_names[] = {"raw", "zstd"};
+
+/* Order-0 entropy of n bytes as a fraction of 8 bits: about what zstd can
+ * shrink such a plane to (the planes have few long repeats). */
+static double gck_entropy_ratio(const unsigned char *p, size_t n)
+{
+    uint32_t h[4][256];
+    memset(h, 0, sizeof h);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) /* four tables: no store-to-load chains on runs of one value */
+        h[0][p[i]]++, h[1][p[i + 1]]++, h[2][p[i + 2]]++, h[3][p[i + 3]]++;
+    for (; i < n; i++)
+        h[0][p[i]]++;
+    double e = 0.0;
+    for (int v = 0; v < 256; v++) {
+        const uint32_t k = h[0][v] + h[1][v] + h[2][v] + h[3][v];
+        if (k > 0) {
+            const double q = (double)k / (double)n;
+            e -= q * log2(q);
+        }
+    }
+    return e / 8.0;
+}
+
+/* One byte plane of an item being encoded: where it goes in the arena. */
+typedef struct gck_plane_out {
+    int mode;
+    unsigned char *buf;
+    size_t cap, len;
+} gck_plane_out;
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+/* The planes of chunk k elements at a + off (XOR b) into c->chunk. */
+static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const unsigned char *pb, size_t off,
+                              size_t k, size_t esz)
+{
+    (void)gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
+                          pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL, k, esz);
+}
+#endif
+
+/* Encodes the esz planes of (a XOR b) into the arena (plane p at p * n; the
+ * format is the same whether they are formed at once or chunk by chunk),
+ * then compresses, in place, each plane whose sampled entropy is low. The
+ * arena was touched by the previous delta, so this takes no page faults. */
+static gck_status gck_encode_planes(gck_delta_codec *c, const void *a, const void *b, size_t n, size_t esz,
+                                    gck_plane_out po[8])
+{
+    unsigned char *region = c->arena + c->arena_used;
+    c->arena_used += n * esz;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    /* planes of the little-endian bytes: through the chunk buffer */
+    for (size_t off = 0; off < n;) {
+        const size_t k = n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK;
+        gck_shuffle_chunk(c, a, b, off, k, esz);
+        for (size_t p = 0; p < esz; p++)
+            memcpy(region + p * n + off, c->chunk + p * k, k);
+        off += k;
+    }
+#else
+    if (n > 0)
+        (void)gck_xor_shuffle(region, a, b, n, esz);
+#endif
+    for (size_t p = 0; p < esz; p++) {
+        po[p] = (gck_plane_out){.mode = GCK_PLANE_RAW, .buf = region + p * n, .cap = n, .len = n};
+#ifdef GCK_HAVE_ZSTD
+        if (c->level == 0 || n == 0 ||
+            gck_entropy_ratio(po[p].buf, n < GCK_PLANE_PROBE ? n : GCK_PLANE_PROBE) > c->entropy_max)
+            continue;
+        const size_t bound = ZSTD_compressBound(n);
+        if (bound > c->scratch_cap) {
+            unsigned char *ns = gck_aligned_alloc(bound);
+            if (ns == NULL)
+                return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", bound);
+            free(c->scratch);
+            c->scratch = ns, c->scratch_cap = bound;
+        }
+        const size_t r = ZSTD_compressCCtx(c->cctx, c->scratch, bound, po[p].buf, n, c->level);
+        if (ZSTD_isError(r))
+            return gck_fail(GCK_ERR_IO, "delta: zstd compression failed: %s", ZSTD_getErrorName(r));
+        if (r < n) { /* else the plane stays as it is */
+            memcpy(po[p].buf, c->scratch, r);
+            po[p].mode = GCK_PLANE_ZSTD;
+            po[p].len = r;
+        }
+#endif
+    }
+    return GCK_OK;
+}
+
+/* One byte plane of an item being decoded. */
+typedef struct gck_plane_in {
+    int mode;
+    const unsigned char *p;
+    size_t len;
+    size_t pos; /* zstd: input consumed */
+    size_t r;   /* zstd: last return (0 once the frame is complete) */
+} gck_plane_in;
+
+/* The inverse of gck_encode_planes into dst (n * esz bytes). */
+static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
+                                    size_t esz, void *dst)
+{
+    unsigned char *pd = dst;
+    const unsigned char *pb = b;
+    for (size_t p = 0; p < esz; p++) {
+        if (pi[p].mode == GCK_PLANE_RAW && pi[p].len != n)
+            return gck_fail(GCK_ERR_CORRUPT, "plane %zu is %zu bytes, expected %zu", p, pi[p].len, n);
+#ifdef GCK_HAVE_ZSTD
+        if (pi[p].mode == GCK_PLANE_ZSTD) {
+            /* the frame states its size: nothing is allocated on a claim it cannot back */
+            if (ZSTD_getFrameContentSize(pi[p].p, pi[p].len) != (unsigned long long)n)
+                return gck_fail(GCK_ERR_CORRUPT, "plane %zu: compressed stream is not %zu bytes", p, n);
+            ZSTD_DCtx_reset(c->dc[p], ZSTD_reset_session_only);
+            pi[p].pos = 0, pi[p].r = 1;
+        }
+#else
+        if (pi[p].mode == GCK_PLANE_ZSTD)
+            return gck_fail(GCK_ERR_UNSUPPORTED, "the delta is zstd-compressed and this build has no zstd");
+#endif
+    }
+    for (size_t off = 0; off < n;) {
+        const size_t k = n - off < chunk ? n - off : chunk;
+        for (size_t p = 0; p < esz; p++) {
+            unsigned char *seg = c->chunk + p * k;
+            if (pi[p].mode == GCK_PLANE_RAW) {
+                memcpy(seg, pi[p].p + off, k);
+                continue;
+            }
+#ifdef GCK_HAVE_ZSTD
+            ZSTD_outBuffer ob = {seg, k, 0};
+            ZSTD_inBuffer ib = {pi[p].p, pi[p].len, pi[p].pos};
+            while (ob.pos < ob.size) {
+                const size_t before = ob.pos + ib.pos;
+                pi[p].r = ZSTD_decompressStream(c->dc[p], &ob, &ib);
+                if (ZSTD_isError(pi[p].r))
+                    return gck_fail(GCK_ERR_CORRUPT, "plane %zu: zstd: %s", p, ZSTD_getErrorName(pi[p].r));
+                if (ob.pos < ob.size && (pi[p].r == 0 || ob.pos + ib.pos == before))
+                    return gck_fail(GCK_ERR_CORRUPT, "plane %zu: compressed stream ends early", p);
+            }
+            pi[p].pos = ib.pos;
+#endif
+        }
+        (void)gck_unshuffle_xor(pd + off * esz, c->chunk, pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL,
+                                k, esz);
+        gck_from_le(pd + off * esz, k, esz);
+        off += k;
+    }
+#ifdef GCK_HAVE_ZSTD
+    /* each frame's epilogue, and nothing after it */
+    for (size_t p = 0; p < esz; p++) {
+        if (pi[p].mode != GCK_PLANE_ZSTD)
+            continue;
+        ZSTD_inBuffer ib = {pi[p].p, pi[p].len, pi[p].pos};
+        if (n == 0)
+            pi[p].r = 1;
+        while (pi[p].r != 0) {
+            ZSTD_outBuffer none = {c->chunk, 0, 0};
+            const size_t before = ib.pos;
+            pi[p].r = ZSTD_decompressStream(c->dc[p], &none, &ib);
+            if (ZSTD_isError(pi[p].r))
+                return gck_fail(GCK_ERR_CORRUPT, "plane %zu: zstd: %s", p, ZSTD_getErrorName(pi[p].r));
+            if (pi[p].r != 0 && ib.pos == before)
+                return gck_fail(GCK_ERR_CORRUPT, "plane %zu: compressed stream is truncated or too long", p);
+        }
+        if (ib.pos != pi[p].len)
+            return gck_fail(GCK_ERR_CORRUPT, "plane %zu: %zu bytes after the compressed stream", p, pi[p].len - ib.pos);
+    }
+#endif
+    return GCK_OK;
+}
+
+static const char *const gck_enc_names[] = {"ref", "xor", "raw"};
+enum { GCK_ENC_REF, GCK_ENC_XOR, GCK_ENC_RAW };
+
+/* Encodes one item into `delta` and appends its description to `items`. */
+static gck_status gck_encode_item(gck_delta_codec *c, const gck_item *it, const gck_snapshot *base,
+                                  gck_snapshot *delta, json_t *items)
+{
+    gck_item b;
+    const int has_base = gck_base_item(base, it->blob, it->name, &b);
+    int enc = GCK_ENC_RAW;
+    if (has_base && b.dtype == it->dtype && gck_same_shape(it, &b) && strcmp(b.cid, it->cid) == 0)
+        enc = GCK_ENC_REF;
+    else if (has_base && b.dtype == it->dtype && b.nbytes == it->nbytes)
+        enc = GCK_ENC_XOR;
+    json_t *shape = json_array();
+    for (size_t d = 0; shape && !it->blob && d < it->ndim; d++)
+        if (json_array_append_new(shape, json_integer(it->shape[d])) != 0)
+            json_decref(shape), shape = NULL;
+    json_t *o = json_pack("{s:s, s:b, s:s, s:o, s:s, s:s}", "name", it->name, "blob", it->blob, "dtype",
+                          gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[enc]);
+    if (o == NULL || json_array_append_new(items, o) != 0 ||
+        (it->blob && json_object_set_new(o, "len", json_integer((json_int_t)it->nbytes)) != 0))
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    if (enc == GCK_ENC_REF)
+        return GCK_OK;
+    const size_t esz = gck_dtype_size(it->dtype), n = it->nbytes / esz;
+    gck_plane_out po[8];
+    GCK_TRY(gck_encode_planes(c, it->data, enc == GCK_ENC_XOR ? b.data : NULL, n, esz, po));
+    json_t *planes = json_array();
+    if (planes == NULL || json_object_set_new(o, "planes", planes) != 0)
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    for (size_t p = 0; p < esz; p++) {
+        char pname[40];
+        snprintf(pname, sizeof pname, "d/%zu.%zu", json_array_size(items) - 1, p);
+        GCK_TRY(gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, po[p].buf, po[p].len));
+        if (json_array_append_new(planes, json_pack("[s,s]", pname, gck_plane_names[po[p].mode])) != 0)
+            return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    }
+    return GCK_OK;
+}
+
+gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
+                            uint64_t base_version, gck_snapshot **out)
+{
+    /* room for every payload at its worst, in one buffer kept for the next delta */
+    size_t need = 0;
+    for (size_t i = 0; i < target->tensors.n; i++) {
+        const gck_snap_tensor *t = target->tensors.items[i];
+        need += t->nbytes;
+    }
+    for (size_t i = 0; i < target->blobs.n; i++)
+        need += ((const gck_snap_blob *)target->blobs.items[i])->len;
+    if (need > c->arena_cap) {
+        unsigned char *na = gck_aligned_alloc(need);
+        if (na == NULL)
+            return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", need);
+        free(c->arena);
+        c->arena = na, c->arena_cap = need;
+    }
+    c->arena_used = 0;
+    gck_snapshot *d = NULL;
+    GCK_TRY(gck_snapshot_create(target->step, &d));
+    json_t *items = json_array();
+    gck_status st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY)
+                          : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    for (size_t i = 0; st == GCK_OK && i < target->tensors.n; i++) {
+        const gck_item it = gck_item_of_tensor(target->tensors.items[i]);
+        st = gck_encode_item(c, &it, base, d, items);
+    }
+    for (size_t i = 0; st == GCK_OK && i < target->blobs.n; i++) {
+        const gck_item it = gck_item_of_blob(target->blobs.items[i]);
+        st = gck_encode_item(c, &it, base, d, items);
+    }
+    char *js = NULL;
+    if (st == GCK_OK) {
+        char bv[32];
+        snprintf(bv, sizeof bv, "%" PRIu64, base_version);
+        json_t *root = json_pack("{s:i, s:s, s:i, s:O}", "format", GCK_DELTA_FORMAT, "base", bv, "chunk",
+                                 GCK_DELTA_CHUNK, "items", items);
+        js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(root);
+        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    }
+    free(js);
+    json_decref(items);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(d);
+        return st;
+    }
+    *out = d;
+    return GCK_OK;
+}
+
+/* ---- decode ---------------------------------------------------------------------- */
+
+static int gck_dtype_parse(const char *name, gck_dtype *out)
+{
+    for (int d = 0; d < GCK_DTYPE_COUNT; d++)
+        if (strcmp(gck_dtype_name((gck_dtype)d), name) == 0) {
+            *out = (gck_dtype)d;
+            return 1;
+        }
+    return 0;
+}
+
+static json_t *gck_delta_json(const gck_snapshot *delta)
+{
+    const char *js = gck_snapshot_sysmeta(delta, GCK_DELTA_KEY);
+    return js ? json_loads(js, 0, NULL) : NULL;
+}
+
+gck_status gck_delta_base_version(const gck_snapshot *delta, uint64_t *out)
+{
+    json_t *root = gck_delta_json(delta);
+    const char *bv = root ? json_string_value(json_object_get(root, "base")) : NULL;
+    char *end = NULL;
+    const unsigned long long v = bv ? strtoull(bv, &end, 10) : 0;
+    const int ok = bv != NULL && *bv != '\0' && *end == '\0';
+    json_decref(root);
+    if (!ok)
+        return gck_fail(GCK_ERR_CORRUPT, "not a gradckpt delta (no valid '" GCK_DELTA_KEY "' base)");
+    *out = v;
+    return GCK_OK;
+}
+
+/* Rebuilds item `o` into `out`. */
+static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, const gck_snapshot *delta,
+                                  const gck_snapshot *base, gck_snapshot *out)
+{
+    const char *name = json_string_value(json_object_get(o, "name"));
+    const char *dts = json_string_value(json_object_get(o, "dtype"));
+    const char *cid = json_string_value(json_object_get(o, "cid"));
+    const char *encs = json_string_value(json_object_get(o, "enc"));
+    json_t *jshape = json_object_get(o, "shape"), *jblob = json_object_get(o, "blob");
+    gck_dtype dt;
+    if (!name || !dts || !cid || !encs || !json_is_array(jshape) || !json_is_boolean(jblob) || !gck_dtype_parse(dts, &dt))
+        return gck_fail(GCK_ERR_CORRUPT, "malformed item in the delta description");
+    const int blob = json_is_true(jblob);
+    int enc = -1;
+    for (int e = 0; e < 3; e++)
+        if (strcmp(encs, gck_enc_names[e]) == 0)
+            enc = e;
+    const size_t ndim = json_array_size(jshape), esz = gck_dtype_size(dt);
+    if (enc < 0 || ndim > GCK_MAX_DIMS || (blob && (dt != GCK_DTYPE_U8 || ndim != 0)))
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad encoding, dtype or shape", name);
+    int64_t shape[GCK_MAX_DIMS];
+    size_t count = 1;
+    for (size_t d = 0; d < ndim; d++) {
+        json_t *v = json_array_get(jshape, d);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+            !gck_mul_size(count, (size_t)json_integer_value(v), &count))
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad shape", name);
+        shape[d] = json_integer_value(v);
+    }
+    gck_item b;
+    const int has_base = gck_base_item(base, blob, name, &b);
+    if (enc != GCK_ENC_RAW && !has_base)
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' refers to a base tensor that does not exist", name);
+    gck_plane_in pi[8];
+    if (enc != GCK_ENC_REF) {
+        json_t *planes = json_object_get(o, "planes");
+        if (!json_is_array(planes) || json_array_size(planes) != esz)
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': planes missing", name);
+        for (size_t p = 0; p < esz; p++) {
+            json_t *pp = json_array_get(planes, p);
+            const char *pn = json_string_value(json_array_get(pp, 0));
+            const char *mode = json_string_value(json_array_get(pp, 1));
+            gck_tensor_info t;
+            if (pn == NULL || mode == NULL || gck_snapshot_find_tensor(delta, pn, &t) != GCK_OK ||
+                t.dtype != GCK_DTYPE_U8 || (strcmp(mode, "raw") != 0 && strcmp(mode, "zstd") != 0))
+                return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu missing or malformed", name, p);
+            pi[p] = (gck_plane_in){.mode = strcmp(mode, "zstd") == 0 ? GCK_PLANE_ZSTD : GCK_PLANE_RAW,
+                                   .p = t.data, .len = t.nbytes};
+        }
+    }
+    size_t nbytes;
+    if (blob) {
+        json_t *jl = json_object_get(o, "len");
+        if (!json_is_integer(jl) || json_integer_value(jl) < 0)
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': blob length missing", name);
+        nbytes = (size_t)json_integer_value(jl);
+    } else if (!gck_mul_size(count, esz, &nbytes)) {
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': size overflows", name);
+    }
+    if (enc != GCK_ENC_RAW && (b.dtype != dt || b.nbytes != nbytes))
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
+    /* every plane holds n bytes: a size claim the planes cannot back is refused before allocating */
+    for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++) {
+        int ok = pi[p].mode == GCK_PLANE_RAW ? pi[p].len == nbytes / esz : 1;
+#ifdef GCK_HAVE_ZSTD
+        if (pi[p].mode == GCK_PLANE_ZSTD)
+            ok = ZSTD_getFrameContentSize(pi[p].p, pi[p].len) == (unsigned long long)(nbytes / esz);
+#endif
+        if (!ok)
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu does not hold %zu bytes", name, p, nbytes / esz);
+    }
+    void *dst;
+    char *dcid;
+    gck_status st;
+    if (blob) {
+        gck_snap_blob *nb = NULL;
+        st = gck_snapshot_new_blob(out, name, nbytes, &nb);
+        dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
+    } else {
+        gck_snap_tensor *nt = NULL;
+        st = gck_snapshot_new_tensor(out, name, dt, shape, ndim, nbytes, &nt);
+        if (st == GCK_ERR_INVALID_ARGUMENT)
+            st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
+        dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;
+    }
+    GCK_TRY(st);
+    if (enc == GCK_ENC_REF) {
+        if (nbytes)
+            memcpy(dst, b.data, nbytes);
+    } else {
+        st = gck_decode_planes(c, chunk, pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
+        if (st != GCK_OK)
+            return gck_fail(st, "item '%.200s': %s", name, gck_last_error());
+    }
+    gck_content_id(dst, nbytes / esz, dt, dcid);
+    if (strcmp(dcid, cid) != 0)
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
+                        dcid, cid);
+    return GCK_OK;
+}
+
+gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
+                            gck_snapshot **out)
+{
+    json_t *root = gck_delta_json(delta);
+    json_t *items = root ? json_object_get(root, "items") : NULL;
+    json_t *jchunk = root ? json_object_get(root, "chunk") : NULL;
+    if (!json_is_array(items) || !json_is_integer(jchunk) ||
+        json_integer_value(json_object_get(root, "format")) != GCK_DELTA_FORMAT || json_integer_value(jchunk) <= 0 ||
+        json_integer_value(jchunk) > GCK_DELTA_CHUNK) {
+        json_decref(root);
+        return gck_fail(GCK_ERR_CORRUPT, "malformed or unknown delta description");
+    }
+    const size_t chunk = (size_t)json_integer_value(jchunk);
+    gck_snapshot *s = NULL;
+    gck_status st = gck_snapshot_create(delta->step, &s);
+    if (st == GCK_OK)
+        st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY);
+    /* all tensors in one buffer; the sizes are claims checked item by item */
+    size_t total = 0;
+    for (size_t i = 0; st == GCK_OK && i < json_array_size(items); i++) {
+        json_t *o = json_array_get(items, i), *jshape = json_object_get(o, "shape");
+        gck_dtype dt;
+        size_t count = 1;
+        int ok = json_is_array(jshape) && !json_is_true(json_object_get(o, "blob")) &&
+                 gck_dtype_parse(json_string_value(json_object_get(o, "dtype")) ? json_string_value(json_object_get(o, "dtype")) : "", &dt);
+        for (size_t d = 0; ok && d < json_array_size(jshape); d++) {
+            json_t *v = json_array_get(jshape, d);
+            ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+                 gck_mul_size(count, (size_t)json_integer_value(v), &count);
+        }
+        if (ok && gck_mul_size(count, gck_dtype_size(dt), &count) && count <= SIZE_MAX - total - 64)
+            total += (count + 63) / 64 * 64;
+    }
+    /* sizes are only claims here: reserve no more than the base and the
+     * payloads could plausibly rebuild (each item is checked as it is
+     * decoded), so a forged description cannot make us allocate much */
+    size_t limit = 0;
+    for (size_t i = 0; i < delta->tensors.n; i++)
+        limit += ((const gck_snap_tensor *)delta->tensors.items[i])->nbytes;
+    limit = limit > SIZE_MAX / 1024 ? SIZE_MAX / 2 : limit * 1024;
+    for (size_t i = 0; base != NULL && i < base->tensors.n && limit < SIZE_MAX / 2; i++)
+        limit += ((const gck_snap_tensor *)base->tensors.items[i])->nbytes;
+    if (st == GCK_OK && total <= limit)
+        (void)gck_snapshot_reserve(s, total); /* failing it only means one allocation per tensor */
+    for (size_t i = 0; st == GCK_OK && i < json_array_size(items); i++)
+        st = gck_decode_item(c, chunk, json_array_get(items, i), delta, base, s);
+    json_decref(root);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(s);
+        return st;
+    }
+    *out = s;
+    return GCK_OK;
+}

@@ -1,0 +1,58 @@
+/* core/store_delta_internal.h - a snapshot encoded against a base snapshot, as a safetensors-storable snapshot (internal). */
+#ifndef GCK_STORE_DELTA_INTERNAL_H
+#define GCK_STORE_DELTA_INTERNAL_H
+
+#include <stdint.h>
+
+#include <gradckpt/snapshot.h>
+
+#include "status_internal.h"
+
+/* "gradckpt." key of the delta description in a delta file's metadata. */
+#define GCK_DELTA_KEY "gradckpt.delta"
+
+/* Elements per shuffle chunk: planes are formed per chunk so each chunk is
+ * shuffled and compressed while it is in cache (128 KiB of f32). Recorded in
+ * every delta, so it may change without breaking old files. */
+#define GCK_DELTA_CHUNK 32768
+
+/* Reusable compression state (zstd contexts and chunk buffers). */
+typedef struct gck_delta_codec gck_delta_codec;
+
+/* level 0 = store payloads uncompressed (also what a build without zstd
+ * does); entropy_max: byte planes whose estimated order-0 entropy (as a
+ * fraction of 8 bits) exceeds it are stored raw. */
+GCK_INTERNAL gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec **out);
+GCK_INTERNAL void gck_delta_codec_destroy(gck_delta_codec *c);
+/* 1 when this build can compress and decompress zstd payloads. */
+GCK_INTERNAL int gck_delta_have_zstd(void);
+
+/*
+ * Encodes target against base (NULL: no base, every tensor stored whole):
+ * the result is a snapshot with target's step, timestamp, loss cid and
+ * metadata, one U8 payload tensor "d/<i>" per changed tensor or blob, and a
+ * GCK_DELTA_KEY entry listing every tensor and blob of target as
+ *   ref - same dtype, shape and content id as the base's: no payload;
+ *   xor - same dtype and byte size as the base's: byte planes of (value bits
+ *         XOR base bits);
+ *   raw - new or resized: byte planes of the value bits.
+ * Each plane is one payload tensor "d/<i>.<p>": a zstd frame when its
+ * sampled entropy is low enough, else its plain bytes.
+ * Byte planes are formed from the little-endian bytes on any CPU. The
+ * payload tensors borrow memory of the codec: *out must be saved and
+ * destroyed before the codec encodes again or is destroyed.
+ */
+GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
+                                         uint64_t base_version, gck_snapshot **out);
+
+/* Rebuilds the target from a loaded delta and its base (NULL only when the
+ * delta has no ref/xor items). Every rebuilt tensor's content id is checked
+ * against the recorded one: GCK_ERR_CORRUPT on any mismatch or malformed
+ * description. *base_version_out (may be NULL) receives the recorded base. */
+GCK_INTERNAL gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
+                                         gck_snapshot **out);
+
+/* The base version recorded in a delta snapshot; GCK_ERR_CORRUPT if absent. */
+GCK_INTERNAL gck_status gck_delta_base_version(const gck_snapshot *delta, uint64_t *out);
+
+#endif /* GCK_STORE_DELTA_INTERNAL_H */

@@ -1,0 +1,29 @@
+/* core/store_internal.h - the store's manifest file (internal). */
+#ifndef GCK_STORE_INTERNAL_H
+#define GCK_STORE_INTERNAL_H
+
+#include <stdint.h>
+
+#include <gradckpt/store.h>
+
+#include "manager_internal.h"
+
+#define GCK_MANIFEST_NAME "manifest.json"
+
+/* Writes the manifest (entries with their files, sizes, steps, content ids;
+ * policy (from m), zstd settings (from cfg), generation) to path with gck_write_atomic; *renamed as
+ * there (the new manifest is in place even if the status is an error). */
+GCK_INTERNAL gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
+                                           const gck_store_config *cfg, int *renamed);
+
+/* Reads and validates a manifest: GCK_ERR_NOT_FOUND when there is no file,
+ * GCK_ERR_CORRUPT naming the rule that failed, GCK_ERR_UNSUPPORTED for a
+ * newer format. */
+GCK_INTERNAL gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *generation,
+                                          gck_store_config *cfg);
+
+/* 1 when name is a file name the store could have written (a data file
+ * "v<digits>-g<digits>[.delta].safetensors") - never a path. */
+GCK_INTERNAL int gck_store_data_name_ok(const char *name);
+
+#endif /* GCK_STORE_INTERNAL_H */

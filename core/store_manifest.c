@@ -1,0 +1,222 @@
+/* core/store_manifest.c - the store's manifest.json: versions, tags, bases, content ids, policy. */
+#include "store_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "alloc_internal.h"
+#include "io_internal.h"
+
+#define GCK_MANIFEST_FORMAT "gradckpt-store"
+#define GCK_MANIFEST_VERSION 1
+
+/* u64 as a decimal string: JSON numbers are not safe past 2^53 in many readers. */
+static json_t *gck_ju64(uint64_t v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    return json_string(b);
+}
+
+static int gck_get_u64(json_t *obj, const char *key, uint64_t *out)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    if (s == NULL || *s < '0' || *s > '9')
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    *out = v;
+    return 1;
+}
+
+int gck_store_data_name_ok(const char *name)
+{
+    const char *p = name;
+    if (*p++ != 'v' || *p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (*p++ != '-' || *p++ != 'g' || *p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return strcmp(p, ".safetensors") == 0 || strcmp(p, ".delta.safetensors") == 0;
+}
+
+static json_t *gck_entry_json(const gck_mentry *e)
+{
+    json_t *tags = json_array(), *tensors = json_array();
+    for (size_t i = 0; tags && i < e->pub.n_tags; i++)
+        if (json_array_append_new(tags, json_string(e->tags[i])) != 0)
+            json_decref(tags), tags = NULL;
+    for (size_t i = 0; tensors && i < e->pub.n_tensor_names; i++)
+        if (json_array_append_new(tensors, json_pack("[s,s]", e->names[i], e->cids ? e->cids[i] : "")) != 0)
+            json_decref(tensors), tensors = NULL;
+    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "version", gck_ju64(e->pub.version), "step",
+                          gck_ju64(e->step), "timestamp", gck_ju64(e->pub.timestamp_secs), "full_bytes",
+                          gck_ju64(e->pub.full_bytes), "stored_bytes", gck_ju64(e->stored_bytes), "file",
+                          e->file ? e->file : "", "tags", tags, "tensors", tensors);
+    if (o != NULL && e->pub.is_delta && json_object_set_new(o, "delta_from", gck_ju64(e->pub.delta_from)) != 0)
+        json_decref(o), o = NULL;
+    return o;
+}
+
+typedef struct gck_text {
+    const char *p;
+    size_t len;
+} gck_text;
+
+static int gck_fill_text(int fd, void *ctx)
+{
+    const gck_text *t = ctx;
+    return gck_write_all(fd, t->p, t->len);
+}
+
+gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
+                              const gck_store_config *cfg, int *renamed)
+{
+    json_t *versions = json_array();
+    for (size_t i = 0; versions && i < m->n; i++)
+        if (json_array_append_new(versions, gck_entry_json(m->entries[i])) != 0)
+            json_decref(versions), versions = NULL;
+    json_t *policy = json_pack("{s:o, s:o, s:o}", "max_checkpoints", gck_ju64(m->policy.max_checkpoints),
+                               "keep_every_n", gck_ju64(m->policy.keep_every_n), "delta_threshold_bytes",
+                               gck_ju64(m->policy.delta_threshold_bytes));
+    json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
+                             "format_version", GCK_MANIFEST_VERSION, "generation", gck_ju64(generation),
+                             "next_version", gck_ju64(m->next_version), "zstd_level", cfg->zstd_level,
+                             "zstd_max_entropy", cfg->zstd_max_entropy, "policy", policy, "versions", versions);
+    char *js = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    if (renamed != NULL)
+        *renamed = 0;
+    if (js == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
+    gck_text t = {js, strlen(js)};
+    const gck_status st = gck_write_atomic(path, gck_fill_text, &t, renamed);
+    free(js);
+    return st;
+}
+
+/* ---- read ------------------------------------------------------------------------ */
+
+static gck_status gck_bad(const char *path, const char *what)
+{
+    return gck_fail(GCK_ERR_CORRUPT, "store manifest '%.300s': %s", path, what);
+}
+
+/* Adds one manifest entry to m. */
+static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
+{
+    uint64_t version, step, ts, full, stored, base = 0;
+    json_t *tags = json_object_get(o, "tags"), *tensors = json_object_get(o, "tensors");
+    const char *file = json_string_value(json_object_get(o, "file"));
+    if (!gck_get_u64(o, "version", &version) || !gck_get_u64(o, "step", &step) || !gck_get_u64(o, "timestamp", &ts) ||
+        !gck_get_u64(o, "full_bytes", &full) || !gck_get_u64(o, "stored_bytes", &stored) || !json_is_array(tags) ||
+        !json_is_array(tensors) || file == NULL)
+        return gck_bad(path, "a version lacks a field");
+    if (!gck_store_data_name_ok(file))
+        return gck_bad(path, "a version names a file that is not a store data file");
+    const int is_delta = json_object_get(o, "delta_from") != NULL;
+    if (is_delta && !gck_get_u64(o, "delta_from", &base))
+        return gck_bad(path, "bad delta_from");
+    if (version == 0 || (m->n > 0 && version <= m->entries[m->n - 1]->pub.version))
+        return gck_bad(path, "versions are not in ascending order");
+    if (is_delta && (base >= version || gck_manager_find(m, base, NULL) == NULL))
+        return gck_bad(path, "a delta's base is not a retained earlier version");
+    const size_t nt = json_array_size(tags), nn = json_array_size(tensors);
+    const char **tv = gck_calloc(nt + 1, sizeof *tv), **nv = gck_calloc(nn + 1, sizeof *nv),
+               **cv = gck_calloc(nn + 1, sizeof *cv);
+    gck_status st = (tv && nv && cv) ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
+    for (size_t i = 0; st == GCK_OK && i < nt; i++)
+        if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL)
+            st = gck_bad(path, "a tag is not a string");
+    for (size_t i = 0; st == GCK_OK && i < nn; i++) {
+        json_t *pair = json_array_get(tensors, i);
+        nv[i] = json_string_value(json_array_get(pair, 0));
+        cv[i] = json_string_value(json_array_get(pair, 1));
+        if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL)
+            st = gck_bad(path, "a tensor entry is not [name, content id]");
+    }
+    gck_mentry *e = NULL;
+    if (st == GCK_OK) {
+        const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
+        st = gck_manager_apply(m, &p, nv, cv, nn, full, ts, tv, nt, &e);
+    }
+    if (st == GCK_OK) {
+        e->step = step;
+        e->stored_bytes = stored;
+        if ((e->file = gck_strdup(file)) == NULL)
+            st = gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
+    }
+    free(tv), free(nv), free(cv);
+    return st;
+}
+
+gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *generation, gck_store_config *cfg)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        if (errno == ENOENT)
+            return gck_fail(GCK_ERR_NOT_FOUND, "no store manifest '%.300s'", path);
+        return gck_io_fail("cannot open", path, errno);
+    }
+    json_error_t jerr;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    const int read_err = ferror(f);
+    fclose(f);
+    if (root == NULL)
+        return read_err ? gck_io_fail("cannot read", path, EIO)
+                        : gck_fail(GCK_ERR_CORRUPT, "store manifest '%.300s': %s (line %d)", path, jerr.text,
+                                   jerr.line);
+    gck_status st = GCK_OK;
+    const char *fmt = json_string_value(json_object_get(root, "format"));
+    json_t *fv = json_object_get(root, "format_version"), *jl = json_object_get(root, "zstd_level");
+    json_t *je = json_object_get(root, "zstd_max_entropy");
+    json_t *policy = json_object_get(root, "policy"), *versions = json_object_get(root, "versions");
+    uint64_t gen = 0, next = 0, maxc = 0;
+    gck_policy p;
+    if (fmt == NULL || strcmp(fmt, GCK_MANIFEST_FORMAT) != 0 || !json_is_integer(fv))
+        st = gck_bad(path, "not a gradckpt store manifest");
+    else if (json_integer_value(fv) > GCK_MANIFEST_VERSION)
+        st = gck_fail(GCK_ERR_UNSUPPORTED, "store manifest '%.300s' has format %lld; this build reads up to %d", path,
+                      (long long)json_integer_value(fv), GCK_MANIFEST_VERSION);
+    else if (!gck_get_u64(root, "generation", &gen) || !gck_get_u64(root, "next_version", &next) ||
+             !json_is_integer(jl) || json_integer_value(jl) < -7 || json_integer_value(jl) > 22 ||
+             !json_is_number(je) || !(json_number_value(je) > 0.0 && json_number_value(je) <= 1.0) ||
+             !json_is_array(versions) || !gck_get_u64(policy, "max_checkpoints", &maxc) ||
+             !gck_get_u64(policy, "keep_every_n", &p.keep_every_n) ||
+             !gck_get_u64(policy, "delta_threshold_bytes", &p.delta_threshold_bytes) || maxc > SIZE_MAX)
+        st = gck_bad(path, "missing or bad top-level field");
+    gck_manager *m = NULL;
+    if (st == GCK_OK) {
+        p.max_checkpoints = (size_t)maxc;
+        st = gck_manager_create(&p, &m);
+    }
+    for (size_t i = 0; st == GCK_OK && i < json_array_size(versions); i++)
+        st = gck_read_entry(path, json_array_get(versions, i), m);
+    if (st == GCK_OK && m->n > 0 && next <= m->entries[m->n - 1]->pub.version)
+        st = gck_bad(path, "next_version is not past the last version");
+    if (st == GCK_OK && next == 0)
+        st = gck_bad(path, "next_version is 0");
+    if (st == GCK_OK) {
+        m->next_version = next;
+        *m_out = m;
+        *generation = gen;
+        cfg->policy = m->policy;
+        cfg->zstd_level = (int)json_integer_value(jl);
+        cfg->zstd_max_entropy = json_number_value(je);
+    } else {
+        gck_manager_destroy(m);
+    }
+    json_decref(root);
+    return st;
+}

@@ -1,0 +1,663 @@
+/* tests/test_store.c - gck_store: bit-exact restore, deltas, eviction with rebase, locking, faults, crashes. */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support/gck_test.h"
+
+#include "../core/alloc_internal.h"
+#include "../core/io_internal.h"
+
+static char g_root[256];
+static int g_dir_no;
+
+/* A fresh, empty directory name under the suite's temporary root. */
+static void new_dir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/s%d", g_root, g_dir_no++);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 11;
+}
+
+/* The content of version v of the test's "training run": a frozen tensor, two
+ * that drift a little each version, a scalar, one that appears at v = 3, one
+ * whose size changes, optimizer blobs (one frozen), metadata. */
+static gck_snapshot *make_snapshot(uint64_t v)
+{
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(v * 10, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_set_timestamp(s, 1000 + v), GCK_OK);
+    uint64_t r = 12345;
+    float frozen[64 * 33];
+    for (size_t i = 0; i < 64 * 33; i++)
+        frozen[i] = (float)(rng_next(&r) % 1000) / 7.0f;
+    const int64_t fs[2] = {64, 33};
+    assert_int_equal(gck_snapshot_add_tensor(s, "frozen.w", GCK_DTYPE_F32, fs, 2, frozen), GCK_OK);
+    float w[300 * 7];
+    r = 777;
+    for (size_t i = 0; i < 300 * 7; i++)
+        w[i] = (float)(rng_next(&r) % 100000) / 1000.0f - 50.0f + (float)v * 1e-4f * (float)(i % 5);
+    const int64_t ws[2] = {300, 7};
+    assert_int_equal(gck_snapshot_add_tensor(s, "layer.w", GCK_DTYPE_F32, ws, 2, w), GCK_OK);
+    double b[129];
+    for (size_t i = 0; i < 129; i++)
+        b[i] = (double)i * 0.25 - (double)v / 3.0;
+    b[5] = (double)NAN; /* bits must survive as they are */
+    b[6] = -0.0;
+    b[7] = 1e-310;
+    const int64_t bs = 129;
+    assert_int_equal(gck_snapshot_add_tensor(s, "layer.b", GCK_DTYPE_F64, &bs, 1, b), GCK_OK);
+    const int64_t step = (int64_t)v;
+    assert_int_equal(gck_snapshot_add_tensor(s, "step", GCK_DTYPE_I64, NULL, 0, &step), GCK_OK);
+    if (v >= 3) {
+        unsigned char u[17];
+        for (int i = 0; i < 17; i++)
+            u[i] = (unsigned char)(i * 3);
+        const int64_t us = 17;
+        assert_int_equal(gck_snapshot_add_tensor(s, "new.t", GCK_DTYPE_U8, &us, 1, u), GCK_OK);
+    }
+    float rz[64];
+    for (int i = 0; i < 64; i++)
+        rz[i] = (float)i;
+    const int64_t rs = (int64_t)(10 + v % 40);
+    assert_int_equal(gck_snapshot_add_tensor(s, "resized", GCK_DTYPE_F32, &rs, 1, rz), GCK_OK);
+    unsigned char blob[1000];
+    for (int i = 0; i < 1000; i++)
+        blob[i] = (unsigned char)(i + (int)v * (i % 3 == 0));
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "layer.w", blob, sizeof blob), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "frozen.w", frozen, 100), GCK_OK);
+    char note[32];
+    snprintf(note, sizeof note, "v%llu", (unsigned long long)v);
+    assert_int_equal(gck_snapshot_set_metadata(s, "note", note), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, note), GCK_OK);
+    return s;
+}
+
+/* Everything a snapshot holds, compared byte for byte. */
+static void assert_same_snapshot(const gck_snapshot *a, const gck_snapshot *b)
+{
+    assert_int_equal(gck_snapshot_step(a), gck_snapshot_step(b));
+    assert_int_equal(gck_snapshot_timestamp(a), gck_snapshot_timestamp(b));
+    const char *la = gck_snapshot_loss_cid(a), *lb = gck_snapshot_loss_cid(b);
+    assert_true((la == NULL) == (lb == NULL));
+    if (la != NULL)
+        assert_string_equal(la, lb);
+    assert_int_equal(gck_snapshot_num_metadata(a), gck_snapshot_num_metadata(b));
+    for (size_t i = 0; i < gck_snapshot_num_metadata(a); i++) {
+        const char *k = gck_snapshot_metadata_key(a, i);
+        assert_string_equal(k, gck_snapshot_metadata_key(b, i));
+        assert_string_equal(gck_snapshot_metadata(a, k), gck_snapshot_metadata(b, k));
+    }
+    assert_int_equal(gck_snapshot_num_tensors(a), gck_snapshot_num_tensors(b));
+    for (size_t i = 0; i < gck_snapshot_num_tensors(a); i++) {
+        gck_tensor_info x, y;
+        assert_int_equal(gck_snapshot_tensor(a, i, &x), GCK_OK);
+        assert_int_equal(gck_snapshot_tensor(b, i, &y), GCK_OK);
+        assert_string_equal(x.name, y.name);
+        assert_int_equal(x.dtype, y.dtype);
+        assert_int_equal(x.ndim, y.ndim);
+        for (size_t d = 0; d < x.ndim; d++)
+            assert_int_equal(x.shape[d], y.shape[d]);
+        assert_int_equal(x.nbytes, y.nbytes);
+        assert_memory_equal(x.data, y.data, x.nbytes);
+        assert_string_equal(x.content_id, y.content_id);
+    }
+    assert_int_equal(gck_snapshot_num_optimizer_states(a), gck_snapshot_num_optimizer_states(b));
+    for (size_t i = 0; i < gck_snapshot_num_optimizer_states(a); i++) {
+        const char *pa, *pb;
+        const void *da, *db;
+        size_t na, nb;
+        assert_int_equal(gck_snapshot_optimizer_state(a, i, &pa, &da, &na), GCK_OK);
+        assert_int_equal(gck_snapshot_optimizer_state(b, i, &pb, &db, &nb), GCK_OK);
+        assert_string_equal(pa, pb);
+        assert_int_equal(na, nb);
+        assert_memory_equal(da, db, na);
+    }
+}
+
+/* Every retained version restores to make_snapshot(version). */
+static void assert_all_restore(gck_store *st)
+{
+    uint64_t vs[256];
+    const size_t n = gck_store_versions(st, vs, 256);
+    assert_true(n <= 256);
+    for (size_t i = 0; i < n; i++) {
+        gck_snapshot *got = NULL, *want = make_snapshot(vs[i]);
+        assert_int_equal(gck_store_restore(st, vs[i], &got), GCK_OK);
+        assert_same_snapshot(want, got);
+        gck_snapshot_destroy(got);
+        gck_snapshot_destroy(want);
+    }
+    size_t checked = 0;
+    assert_int_equal(gck_store_verify(st, &checked), GCK_OK);
+    assert_int_equal(checked, n);
+}
+
+static gck_store *open_store(const char *dir, size_t max, uint64_t every, uint64_t threshold)
+{
+    gck_store_config c;
+    gck_store_config_init(&c);
+    c.policy.max_checkpoints = max, c.policy.keep_every_n = every, c.policy.delta_threshold_bytes = threshold;
+    gck_store *st = NULL;
+    assert_int_equal(gck_store_open(dir, &c, &st), GCK_OK);
+    return st;
+}
+
+static uint64_t save_v(gck_store *st, uint64_t v, const char *tag)
+{
+    gck_snapshot *s = make_snapshot(v);
+    uint64_t got = 0;
+    const char *tags[] = {tag};
+    assert_int_equal(gck_store_save(st, s, tags, tag ? 1 : 0, &got), GCK_OK);
+    gck_snapshot_destroy(s);
+    assert_int_equal(got, v);
+    return got;
+}
+
+/* Names in dir other than manifest.json and lock, counted. */
+static size_t count_data_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "manifest.json") &&
+            strcmp(de->d_name, "lock"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static void test_defaults_and_args(void **state)
+{
+    (void)state;
+    gck_store_config c;
+    gck_store_config_init(&c);
+    assert_int_equal(c.zstd_level, 1);
+    assert_int_equal(c.policy.max_checkpoints, 10);
+    gck_store_config_init(NULL);
+    gck_store *st = NULL;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    assert_int_equal(gck_store_open(NULL, NULL, &st), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_open(dir, NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_open("", NULL, &st), GCK_ERR_INVALID_ARGUMENT);
+    c.zstd_level = 0;
+    assert_int_equal(gck_store_open(dir, &c, &st), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "zstd_level"));
+    assert_int_equal(gck_store_open("/nonexistent-dir/a/b", NULL, &st), GCK_ERR_IO);
+    assert_null(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_null(gck_store_latest(st));
+    assert_int_equal(gck_store_versions(st, NULL, 0), 0);
+    gck_snapshot *s = make_snapshot(1), *out = NULL;
+    const char *bad_tags[] = {""};
+    assert_int_equal(gck_store_save(st, NULL, NULL, 0, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_save(st, s, NULL, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_save(st, s, bad_tags, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_restore(st, 1, &out), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_store_restore(st, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_tag(st, 1, "x"), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_store_save(st, s, NULL, 0, NULL), GCK_OK);
+    assert_int_equal(gck_store_tag(st, 1, ""), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_tag(st, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+    uint64_t v = 0;
+    assert_int_equal(gck_store_find_tag(st, "none", &v), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_store_tag(st, 1, "best"), GCK_OK);
+    assert_int_equal(gck_store_tag(st, 1, "best"), GCK_OK); /* kept once */
+    assert_int_equal(gck_store_get(st, 1)->n_tags, 1);
+    assert_int_equal(gck_store_find_tag(st, "best", &v), GCK_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(gck_store_stats_get(st, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_verify(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_gc(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_null(gck_store_get(NULL, 1));
+    assert_null(gck_store_latest(NULL));
+    assert_int_equal(gck_store_versions(NULL, NULL, 0), 0);
+    assert_int_equal(gck_store_version_disk_bytes(st, 99), 0);
+    gck_snapshot_destroy(s);
+    gck_store_close(st);
+    gck_store_close(NULL);
+}
+
+/* A run of versions with every kind of change: each restores bit for bit,
+ * in the same session (cache) and after reopening (disk only). */
+static void test_round_trip(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 100, 4, 0);
+    for (uint64_t v = 1; v <= 9; v++) {
+        save_v(st, v, NULL);
+        const gck_entry *e = gck_store_get(st, v);
+        assert_non_null(e);
+        assert_int_equal(e->is_delta, !(v == 1 || v % 4 == 0));
+        if (e->is_delta)
+            assert_int_equal(e->delta_from, v - 1);
+        assert_int_equal(e->timestamp_secs, 1000 + v);
+        assert_all_restore(st);
+    }
+    gck_store_stats s;
+    assert_int_equal(gck_store_stats_get(st, &s), GCK_OK);
+    assert_int_equal(s.versions, 9);
+    assert_int_equal(s.full_versions, 3);
+    assert_int_equal(s.delta_versions, 6);
+    assert_true(s.disk_bytes > 0);
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK); /* recorded policy */
+    gck_store_config c;
+    assert_int_equal(gck_store_config_get(st, &c), GCK_OK);
+    assert_int_equal(c.policy.keep_every_n, 4);
+    assert_int_equal(c.policy.max_checkpoints, 100);
+    assert_all_restore(st);
+    save_v(st, 10, NULL); /* a delta whose base comes from disk (no cache after reopen) */
+    assert_true(gck_store_get(st, 10)->is_delta);
+    assert_all_restore(st);
+    gck_store_close(st);
+}
+
+/* Full versions are plain safetensors files; deltas are valid safetensors too. */
+static void test_files_are_safetensors(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    save_v(st, 1, NULL);
+    save_v(st, 2, NULL);
+    gck_store_close(st);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int fulls = 0, deltas = 0;
+    while ((de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".safetensors") == NULL)
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        gck_snapshot *s = NULL;
+        assert_int_equal(gck_snapshot_load(p, &s), GCK_OK);
+        if (strstr(de->d_name, ".delta.") != NULL) {
+            deltas++;
+        } else {
+            gck_snapshot *want = make_snapshot(1);
+            assert_same_snapshot(want, s);
+            gck_snapshot_destroy(want);
+            fulls++;
+        }
+        gck_snapshot_destroy(s);
+    }
+    closedir(d);
+    assert_int_equal(fulls, 1);
+    assert_int_equal(deltas, 1);
+}
+
+/* Unchanged tensors cost nothing: a frozen model's delta is tiny. */
+static void test_frozen_delta_is_small(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    gck_snapshot *a = NULL;
+    assert_int_equal(gck_snapshot_create(1, &a), GCK_OK);
+    const size_t n = 1 << 18;
+    float *w = malloc(n * sizeof *w);
+    uint64_t r = 1;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)(rng_next(&r) % 1000003) * 1e-3f;
+    const int64_t shape = (int64_t)n, hs = 64;
+    char name[32];
+    for (int l = 0; l < 8; l++) {
+        snprintf(name, sizeof name, "frozen.%d", l);
+        w[0] = (float)l;
+        assert_int_equal(gck_snapshot_add_tensor(a, name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+    }
+    assert_int_equal(gck_snapshot_add_tensor(a, "head", GCK_DTYPE_F32, &hs, 1, w), GCK_OK);
+    assert_int_equal(gck_store_save(st, a, NULL, 0, NULL), GCK_OK);
+    gck_snapshot *b = NULL;
+    assert_int_equal(gck_snapshot_create(2, &b), GCK_OK);
+    for (int l = 0; l < 8; l++) {
+        snprintf(name, sizeof name, "frozen.%d", l);
+        w[0] = (float)l;
+        assert_int_equal(gck_snapshot_add_tensor(b, name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+    }
+    w[3] += 1.0f; /* only the head changes */
+    assert_int_equal(gck_snapshot_add_tensor(b, "head", GCK_DTYPE_F32, &hs, 1, w), GCK_OK);
+    assert_int_equal(gck_store_save(st, b, NULL, 0, NULL), GCK_OK);
+    assert_true(gck_store_get(st, 2)->is_delta);
+    const uint64_t full = gck_store_version_disk_bytes(st, 1), delta = gck_store_version_disk_bytes(st, 2);
+    assert_true(full > 8 * n * 4);
+    assert_true(delta * 100 < full); /* under 1 % */
+    gck_snapshot *got = NULL;
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
+    assert_same_snapshot(b, got);
+    gck_snapshot_destroy(got);
+    gck_store_close(st);
+    gck_snapshot_destroy(a);
+    gck_snapshot_destroy(b);
+    free(w);
+}
+
+/* Eviction rebases dependents: every retained version stays restorable and
+ * only the retained versions' files stay on disk. */
+static void test_eviction_rebases(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0); /* never a forced full: a chain */
+    for (uint64_t v = 1; v <= 8; v++) {
+        save_v(st, v, NULL);
+        assert_all_restore(st);
+        const size_t n = gck_store_versions(st, NULL, 0);
+        assert_int_equal(n, v < 3 ? v : 3);
+        assert_int_equal(count_data_files(dir), n);
+        uint64_t vs[3];
+        gck_store_versions(st, vs, 3);
+        assert_false(gck_store_get(st, vs[0])->is_delta); /* the oldest became full */
+    }
+    gck_store_close(st);
+
+    /* a tagged version stays, and dependents of an evicted delta move onto it */
+    new_dir(dir, sizeof dir);
+    st = open_store(dir, 2, 0, 0);
+    save_v(st, 1, "keep");
+    save_v(st, 2, NULL);
+    save_v(st, 3, NULL); /* evicts 2 (oldest untagged); 3 was to be a delta from 2 */
+    const gck_entry *e3 = gck_store_get(st, 3);
+    assert_null(gck_store_get(st, 2));
+    assert_true(e3->is_delta);
+    assert_int_equal(e3->delta_from, 1);
+    save_v(st, 4, NULL); /* evicts 3; 4 (delta from 3) is rebased onto 1 */
+    assert_int_equal(gck_store_get(st, 4)->delta_from, 1);
+    assert_all_restore(st);
+    assert_int_equal(count_data_files(dir), 2);
+    gck_store_close(st);
+
+    /* max_checkpoints = 1: every version full (the seed's dangling delta is not possible here) */
+    new_dir(dir, sizeof dir);
+    st = open_store(dir, 1, 0, 0);
+    for (uint64_t v = 1; v <= 3; v++) {
+        save_v(st, v, NULL);
+        assert_false(gck_store_latest(st)->is_delta);
+        assert_all_restore(st);
+    }
+    assert_int_equal(count_data_files(dir), 1);
+    gck_store_close(st);
+}
+
+static void test_lock(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *a = NULL, *b = NULL;
+    assert_int_equal(gck_store_open(dir, NULL, &a), GCK_OK);
+    assert_int_equal(gck_store_open(dir, NULL, &b), GCK_ERR_IO);
+    assert_non_null(strstr(gck_last_error(), "open in another process"));
+    const pid_t pid = fork();
+    if (pid == 0) {
+        gck_store *c = NULL;
+        _exit(gck_store_open(dir, NULL, &c) == GCK_ERR_IO ? 0 : 1);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    gck_store_close(a);
+    assert_int_equal(gck_store_open(dir, NULL, &b), GCK_OK);
+    gck_store_close(b);
+}
+
+static void flip_byte(const char *path, long from_end)
+{
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, -from_end, SEEK_END);
+    const int c = fgetc(f);
+    fseek(f, -from_end, SEEK_END);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+/* The data file name of a version (from the store's own listing). */
+static void file_of(const char *dir, uint64_t v, int delta, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "v%08llu-", (unsigned long long)v);
+    out[0] = '\0';
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, prefix, strlen(prefix)) == 0 && (strstr(de->d_name, ".delta.") != NULL) == delta)
+            snprintf(out, cap, "%s/%s", dir, de->d_name);
+    closedir(d);
+    assert_true(out[0] != '\0');
+}
+
+static void test_corruption_detected(void **state)
+{
+    (void)state;
+    char dir[300], f[600];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    save_v(st, 1, NULL);
+    save_v(st, 2, NULL);
+    save_v(st, 3, NULL);
+    gck_store_close(st);
+    file_of(dir, 2, 1, f, sizeof f);
+    flip_byte(f, 5); /* inside a compressed payload */
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    size_t checked = 99;
+    assert_int_equal(gck_store_verify(st, &checked), GCK_ERR_CORRUPT);
+    assert_int_equal(checked, 1);
+    assert_non_null(strstr(gck_last_error(), "version 2"));
+    gck_snapshot *out = NULL;
+    assert_int_equal(gck_store_restore(st, 3, &out), GCK_ERR_CORRUPT); /* depends on 2 */
+    assert_null(out);
+    gck_snapshot *ok = NULL, *want = make_snapshot(1);
+    assert_int_equal(gck_store_restore(st, 1, &ok), GCK_OK);
+    assert_same_snapshot(want, ok);
+    gck_snapshot_destroy(ok);
+    gck_snapshot_destroy(want);
+    gck_store_close(st);
+
+    /* a missing data file */
+    file_of(dir, 1, 0, f, sizeof f);
+    assert_int_equal(unlink(f), 0);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(gck_store_verify(st, &checked), GCK_ERR_IO);
+    assert_non_null(strstr(gck_last_error(), "version 1"));
+    gck_store_close(st);
+
+    /* a damaged manifest: refused at open */
+    snprintf(f, sizeof f, "%s/manifest.json", dir);
+    FILE *m = fopen(f, "r+b");
+    fputs("{\"x", m);
+    fclose(m);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "manifest"));
+}
+
+/* Files the manifest does not name are cleaned at open; others are left alone. */
+static void test_orphans_removed(void **state)
+{
+    (void)state;
+    char dir[300], p[600];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    save_v(st, 1, NULL);
+    gck_store_close(st);
+    const char *junk[] = {"v00000002-g9.delta.safetensors", ".v00000002-g9.safetensors.tmp.1.2",
+                          ".manifest.json.tmp.77.0"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, junk[i]);
+        FILE *f = fopen(p, "wb");
+        fputs("junk", f);
+        fclose(f);
+    }
+    snprintf(p, sizeof p, "%s/notes.txt", dir);
+    FILE *f = fopen(p, "wb");
+    fputs("mine", f);
+    fclose(f);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(count_data_files(dir), 2); /* v1 and notes.txt */
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    uint64_t freed = 99;
+    assert_int_equal(gck_store_gc(st, &freed), GCK_OK);
+    assert_int_equal(freed, 0);
+    assert_all_restore(st);
+    gck_store_close(st);
+}
+
+/* Every I/O step and every allocation of a save with eviction and rebase
+ * failing in turn: the store is unchanged each time, on disk and in memory. */
+static void test_faults_leave_store_unchanged(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0);
+    for (uint64_t v = 1; v <= 3; v++)
+        save_v(st, v, NULL);
+    gck_snapshot *s4 = make_snapshot(4);
+    int io_failures = 0, alloc_failures = 0;
+    for (int mode = 0; mode < 2; mode++) {
+        for (long k = 0;; k++) {
+            if (mode == 0)
+                gck_io_fail_after(k, ENOSPC);
+            else
+                gck_alloc_fail_after(k);
+            uint64_t v = 0;
+            const gck_status rc = gck_store_save(st, s4, NULL, 0, &v);
+            gck_io_fail_after(-1, 0);
+            gck_alloc_fail_after(-1);
+            if (rc == GCK_OK || (rc == GCK_ERR_IO && strstr(gck_last_error(), "saved, but") != NULL)) {
+                assert_int_equal(v, 4);
+                break;
+            }
+            if (mode == 0) {
+                assert_int_equal(rc, GCK_ERR_IO);
+                io_failures++;
+            } else {
+                if (rc != GCK_ERR_NO_MEMORY)
+                    fail_msg("allocation %ld: %s: %s", k, gck_status_name(rc), gck_last_error());
+                alloc_failures++;
+            }
+            uint64_t vs[8];
+            assert_int_equal(gck_store_versions(st, vs, 8), 3);
+            assert_int_equal(vs[2], 3);
+            assert_int_equal(count_data_files(dir), 3);
+            if (k % 7 == 0) { /* the disk agrees: reopen and restore everything */
+                gck_store_close(st);
+                assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+                assert_int_equal(gck_store_versions(st, NULL, 0), 3);
+                assert_all_restore(st);
+            }
+        }
+        assert_all_restore(st);
+        /* back to three versions for the next mode */
+        gck_store_close(st);
+        new_dir(dir, sizeof dir);
+        st = open_store(dir, 3, 0, 0);
+        for (uint64_t v = 1; v <= 3; v++)
+            save_v(st, v, NULL);
+    }
+    assert_true(io_failures > 5);
+    assert_true(alloc_failures > 20);
+    gck_snapshot_destroy(s4);
+    gck_store_close(st);
+}
+
+/* Kill a writer (saves, tags, evictions) at random moments; every reopen must
+ * find a consistent store whose versions all verify and restore exactly. */
+static void test_crash_consistency(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 4, 0);
+    gck_store_close(st);
+    uint64_t seed = (uint64_t)time(NULL);
+    uint64_t last_latest = 0;
+    int saw_progress = 0;
+    for (int round = 0; round < 25; round++) {
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            gck_store *w = NULL;
+            if (gck_store_open(dir, NULL, &w) != GCK_OK)
+                _exit(3);
+            for (int i = 0; i < 1000; i++) {
+                const uint64_t v = gck_store_latest(w) ? gck_store_latest(w)->version + 1 : 1;
+                gck_snapshot *s = make_snapshot(v);
+                const char *tags[] = {"best"};
+                if (gck_store_save(w, s, tags, v % 25 == 0, NULL) != GCK_OK)
+                    _exit(4);
+                gck_snapshot_destroy(s);
+                if (v % 20 == 0 && gck_store_tag(w, v, "milestone") != GCK_OK)
+                    _exit(5);
+            }
+            _exit(0);
+        }
+        const long us = (long)(2000 + rng_next(&seed) % 30000);
+        const struct timespec pause = {0, us * 1000L};
+        nanosleep(&pause, NULL);
+        kill(pid, SIGKILL);
+        int ws = 0;
+        waitpid(pid, &ws, 0);
+        assert_false(WIFEXITED(ws) && WEXITSTATUS(ws) != 0);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        assert_all_restore(st);
+        const gck_entry *l = gck_store_latest(st);
+        const uint64_t latest = l ? l->version : 0;
+        assert_true(latest >= last_latest);
+        saw_progress |= latest > last_latest;
+        last_latest = latest;
+        gck_store_close(st);
+    }
+    assert_true(saw_progress);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(g_root, sizeof g_root, "/tmp/gck_test_store.XXXXXX");
+    return mkdtemp(g_root) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_root);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_and_args),   cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_files_are_safetensors), cmocka_unit_test(test_frozen_delta_is_small),
+        cmocka_unit_test(test_eviction_rebases),    cmocka_unit_test(test_lock),
+        cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
+        cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_crash_consistency),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -168,6 +168,7 @@ static int gck_same_shape(const gck_item *a, const gck_item *b)
 enum { GCK_PLANE_RAW, GCK_PLANE_ZSTD };
 static const char *const gck_plane_names[] = {"raw", "zstd"};
 
+#ifdef GCK_HAVE_ZSTD
 /* Order-0 entropy of n bytes as a fraction of 8 bits: about what zstd can
  * shrink such a plane to (the planes have few long repeats). */
 static double gck_entropy_ratio(const unsigned char *p, size_t n)
@@ -189,6 +190,7 @@ static double gck_entropy_ratio(const unsigned char *p, size_t n)
     }
     return e / 8.0;
 }
+#endif
 
 /* One byte plane of an item being encoded: where it goes in the arena. */
 typedef struct gck_plane_out {

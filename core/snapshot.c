@@ -396,20 +396,32 @@ gck_status gck_snapshot_reserve(gck_snapshot *s, size_t bytes)
     return GCK_OK;
 }
 
+void *gck_snapshot_arena_take(gck_snapshot *s, size_t nbytes)
+{
+    const size_t at = (s->arena_used + 63) / 64 * 64;
+    if (s->arena == NULL || at > s->arena_cap || nbytes > s->arena_cap - at)
+        return NULL;
+    s->arena_used = at + nbytes;
+    return s->arena + at;
+}
+
 gck_status gck_snapshot_new_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
                                    size_t ndim, size_t nbytes, gck_snap_tensor **out)
 {
-    /* from the reserved buffer when it has room (64-byte aligned pieces) */
-    const size_t at = (s->arena_used + 63) / 64 * 64;
-    const int from_arena = s->arena != NULL && at <= s->arena_cap && nbytes <= s->arena_cap - at;
+    /* from the reserved buffer when it has room (given back if adding fails) */
+    const size_t used = s->arena_used;
+    void *d = gck_snapshot_arena_take(s, nbytes);
+    const int from_arena = d != NULL;
     gck_snap_tensor *t = gck_calloc(1, sizeof *t);
     char *n = gck_strdup(name);
     int64_t *sh = gck_malloc((ndim ? ndim : 1) * sizeof *sh);
-    void *d = from_arena ? s->arena + at : gck_aligned_alloc(nbytes ? nbytes : 1);
+    if (!from_arena)
+        d = gck_aligned_alloc(nbytes ? nbytes : 1);
     if (t == NULL || n == NULL || sh == NULL || d == NULL) {
         free(t), free(n), free(sh);
         if (!from_arena)
             free(d);
+        s->arena_used = used;
         return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
     }
     if (ndim)
@@ -419,10 +431,9 @@ gck_status gck_snapshot_new_tensor(gck_snapshot *s, const char *name, gck_dtype 
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK) {
         gck_snap_tensor_free(t);
+        s->arena_used = used;
         return st;
     }
-    if (from_arena)
-        s->arena_used = at + nbytes;
     *out = t;
     return GCK_OK;
 }

@@ -58,6 +58,9 @@ struct gck_snapshot {
  * when large) instead of one per tensor, so filling them takes few page
  * faults. Only once per snapshot; NO_MEMORY leaves it without. */
 GCK_INTERNAL gck_status gck_snapshot_reserve(gck_snapshot *s, size_t bytes);
+/* nbytes (64-byte aligned) of the reserved buffer, or NULL when there is no
+ * room; the memory stays the snapshot's (tensors using it are "borrowed"). */
+GCK_INTERNAL void *gck_snapshot_arena_take(gck_snapshot *s, size_t nbytes);
 
 /* Sets (or replaces) a "gradckpt." key other than the snapshot's own fields
  * (format, step, timestamp, loss_cid, cid.*); key includes the prefix. */

@@ -456,6 +456,26 @@ static const char *gck_recorded_cid(json_t *md, const char *name)
     return v != NULL && strlen(v) == 21 && strncmp(v, "xxh3:", 5) == 0 ? v : NULL;
 }
 
+/* pread of a tensor's bytes in pieces, each converted to this CPU's order and
+ * hashed right after it arrives (so the hash reads cache, not memory); the
+ * content id goes to cid. 0 or errno. */
+static int gck_read_hashed(int fd, unsigned char *data, size_t nbytes, uint64_t off, gck_dtype dtype, char cid[24])
+{
+    const size_t esz = gck_dtype_size(dtype), piece = (size_t)1 << 20; /* a multiple of every esz */
+    gck_hasher h;
+    gck_hasher_init(&h, GCK_CHECKSUM_XXH3_64);
+    for (size_t at = 0; at < nbytes; at += piece) {
+        const size_t len = nbytes - at < piece ? nbytes - at : piece;
+        const int err = gck_read_at(fd, data + at, len, off + at);
+        if (err)
+            return err;
+        gck_swap_le(data + at, len, esz);
+        gck_hasher_update_values(&h, data + at, len / esz, dtype);
+    }
+    snprintf(cid, 24, "xxh3:%016llx", (unsigned long long)gck_hasher_final(&h));
+    return 0;
+}
+
 /* Reads every tensor: into its own buffer (pread), or, with a mapping of the
  * file (map != NULL, little-endian CPU), pointing into it when the data is
  * aligned for its type. Without `verify`, content ids are taken from the
@@ -463,26 +483,47 @@ static const char *gck_recorded_cid(json_t *md, const char *name)
 static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
                                    gck_snapshot *s, const unsigned char *map, json_t *md, int verify)
 {
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+    /* every copied tensor in one buffer (huge pages, few faults); its size
+     * is within the file's. Without it (out of memory) each gets its own. */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t off = data_off + e[i].begin;
+        const int borrowable = map != NULL && (off % gck_dtype_size(e[i].dtype)) == 0;
+        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) != 0 && !borrowable)
+            total += ((size_t)(e[i].end - e[i].begin) + 63) / 64 * 64;
+    }
+    if (total > 0)
+        (void)gck_snapshot_reserve(s, total);
     for (size_t i = 0; i < n; i++) {
         const size_t nbytes = (size_t)(e[i].end - e[i].begin);
         const size_t esz = gck_dtype_size(e[i].dtype);
         const unsigned char *src = map ? map + data_off + e[i].begin : NULL;
-        const int is_blob = strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, strlen(GCK_OPTIMIZER_PREFIX)) == 0;
+        const int is_blob = strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0;
         const int borrow = src != NULL && !is_blob && ((uintptr_t)src % esz) == 0;
-        void *data = borrow ? (void *)(uintptr_t)src : gck_aligned_alloc(nbytes);
+        void *data = borrow ? (void *)(uintptr_t)src : is_blob ? NULL : gck_snapshot_arena_take(s, nbytes);
+        const int shared = data != NULL; /* the mapping's or the arena's: never freed alone */
+        if (data == NULL)
+            data = gck_aligned_alloc(nbytes);
         if (data == NULL)
             return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
+        const char *cid = verify ? NULL : gck_recorded_cid(md, e[i].name);
+        char hashed[24];
         if (!borrow) {
-            const int err = src ? (memcpy(data, src, nbytes), 0) : gck_read_at(fd, data, nbytes, data_off + e[i].begin);
+            int err;
+            if (src != NULL)
+                memcpy(data, src, nbytes), gck_swap_le(data, nbytes, esz), err = 0;
+            else if (cid == NULL) /* read and hash piece by piece: each piece is hashed while in cache */
+                err = gck_read_hashed(fd, data, nbytes, data_off + e[i].begin, e[i].dtype, hashed), cid = hashed;
+            else
+                err = gck_read_at(fd, data, nbytes, data_off + e[i].begin), gck_swap_le(data, nbytes, esz);
             if (err) {
-                free(data);
+                if (!shared)
+                    free(data);
                 return gck_io_fail("cannot read", path, err);
             }
-            gck_swap_le(data, nbytes, esz);
         }
-        const char *cid = verify ? NULL : gck_recorded_cid(md, e[i].name);
         gck_status st;
-        const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
         if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
             if (e[i].dtype != GCK_DTYPE_U8 || e[i].ndim != 1) {
                 free(data);
@@ -514,13 +555,13 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             int64_t *sh = gck_malloc((e[i].ndim ? e[i].ndim : 1) * sizeof *sh);
             if (t == NULL || nm == NULL || sh == NULL) {
                 free(t), free(nm), free(sh);
-                if (!borrow)
+                if (!shared)
                     free(data);
                 return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
             }
             memcpy(sh, e[i].shape, e[i].ndim * sizeof *sh);
             *t = (gck_snap_tensor){.name = nm, .dtype = e[i].dtype, .shape = sh, .ndim = e[i].ndim, .data = data,
-                                   .nbytes = nbytes, .borrowed = borrow};
+                                   .nbytes = nbytes, .borrowed = shared};
             if (cid)
                 memcpy(t->cid, cid, 22);
             else

@@ -628,15 +628,31 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     return st; /* an error here: saved, but the directory fsync failed (the message says so) */
 }
 
-gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
+/* Adds (add = 1) or removes a tag, committing the change. */
+static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int add, const char *fn)
 {
-    GCK_CHECK_ARG(s != NULL && tag != NULL, "gck_store_tag: NULL argument");
-    GCK_CHECK_ARG(tag[0] != '\0', "gck_store_tag: empty tag");
-    if (gck_manager_find(s->m, version, NULL) == NULL)
+    GCK_CHECK_ARG(s != NULL && tag != NULL, "%s: NULL argument", fn);
+    GCK_CHECK_ARG(tag[0] != '\0', "%s: empty tag", fn);
+    const gck_mentry *cur = gck_manager_find(s->m, version, NULL);
+    if (cur == NULL)
         return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    size_t has = cur->pub.n_tags;
+    for (size_t i = 0; i < cur->pub.n_tags; i++)
+        if (strcmp(cur->tags[i], tag) == 0)
+            has = i;
+    if (add ? has < cur->pub.n_tags : has == cur->pub.n_tags)
+        return GCK_OK; /* nothing to change */
     gck_manager *next = NULL;
     GCK_TRY(gck_manager_clone(s->m, &next));
-    gck_status st = gck_mentry_add_tag(gck_manager_find(next, version, NULL), tag, 1);
+    gck_mentry *e = gck_manager_find(next, version, NULL);
+    gck_status st = GCK_OK;
+    if (add) {
+        st = gck_mentry_add_tag(e, tag, 1);
+    } else {
+        free(e->tags[has]);
+        memmove(&e->tags[has], &e->tags[has + 1], (e->pub.n_tags - has - 1) * sizeof *e->tags);
+        e->pub.n_tags--;
+    }
     int renamed = 0;
     if (st == GCK_OK)
         st = gck_commit(s, next, &renamed);
@@ -646,6 +662,16 @@ gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
     }
     gck_switch(s, next);
     return st;
+}
+
+gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
+{
+    return gck_retag(s, version, tag, 1, "gck_store_tag");
+}
+
+gck_status gck_store_untag(gck_store *s, uint64_t version, const char *tag)
+{
+    return gck_retag(s, version, tag, 0, "gck_store_untag");
 }
 
 gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out)

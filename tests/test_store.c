@@ -221,6 +221,17 @@ static void test_defaults_and_args(void **state)
     assert_int_equal(gck_store_get(st, 1)->n_tags, 1);
     assert_int_equal(gck_store_find_tag(st, "best", &v), GCK_OK);
     assert_int_equal(v, 1);
+    assert_int_equal(gck_store_untag(st, 1, "nope"), GCK_OK); /* not there: no-op */
+    assert_int_equal(gck_store_untag(st, 7, "best"), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_store_untag(st, 1, ""), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_untag(st, 1, "best"), GCK_OK);
+    assert_int_equal(gck_store_get(st, 1)->n_tags, 0);
+    assert_int_equal(gck_store_find_tag(st, "best", &v), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_store_tag(st, 1, "best"), GCK_OK);
+    gck_store_close(st); /* tags are durable */
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(gck_store_find_tag(st, "best", &v), GCK_OK);
+    assert_int_equal(v, 1);
     assert_int_equal(gck_store_stats_get(st, NULL), GCK_ERR_INVALID_ARGUMENT);
     assert_int_equal(gck_store_verify(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
     assert_int_equal(gck_store_gc(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);

@@ -124,6 +124,14 @@ GCK_API gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapsho
  */
 GCK_API gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag);
 
+/**
+ * Removes `tag` from a retained version (durably); a tag it does not carry
+ * is a no-op. With its last tag gone the version can be evicted again: this
+ * is how a moving tag such as "best" is kept on one version.
+ * Errors: as gck_store_tag.
+ */
+GCK_API gck_status gck_store_untag(gck_store *s, uint64_t version, const char *tag);
+
 /** Newest retained version carrying `tag`. Errors: INVALID_ARGUMENT, NOT_FOUND. */
 GCK_API gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out);
 

@@ -3,6 +3,7 @@
 # cross-builds need. Idempotent; quiet when nothing is missing; works as root
 # on a fresh machine (runs apt-get update itself when it must install).
 #   GCK_SETUP_CROSS=0  skip the aarch64/s390x cross toolchains and libraries
+#   GCK_SETUP_PLOTS=1  also gnuplot (the demo's loss plot, benchmark plots)
 set -euo pipefail
 
 native=(cmake ninja-build gcc g++ pkg-config make
@@ -14,6 +15,11 @@ cross_arm64=(libcmocka-dev:arm64 libsleef-dev:arm64 libxxhash-dev:arm64 libjanss
 cross_s390x=(libcmocka-dev:s390x libsleef-dev:s390x libxxhash-dev:s390x libjansson-dev:s390x libgomp1:s390x libmpfr-dev:s390x)
 
 want=("${native[@]}")
+# The demo's loss plot and the benchmark plots (scripts/run.sh, scripts/bench.sh);
+# the tests do not need them.
+if [ "${GCK_SETUP_PLOTS:-0}" = 1 ]; then
+  want+=(gnuplot-nox)
+fi
 if [ "${GCK_SETUP_CROSS:-1}" = 1 ] && [ "$(uname -m)" = x86_64 ]; then
   want+=("${cross[@]}" "${cross_arm64[@]}" "${cross_s390x[@]}")
 fi

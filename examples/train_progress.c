@@ -1,0 +1,91 @@
+/* examples/train_progress.c - a progress bar on a terminal, plain lines elsewhere, and where the time went. */
+#include "train_progress.h"
+
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const phase_names[PHASE_COUNT] = {"compute", "flush", "optimizer", "save"};
+
+double train_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void train_progress_init(train_progress *p, FILE *out, uint64_t first_step, uint64_t total_steps, int quiet)
+{
+    memset(p, 0, sizeof *p);
+    p->out = quiet ? NULL : out;
+    p->tty = out != NULL && isatty(fileno(out));
+    p->every = 10;
+    p->first_step = first_step;
+    p->total_steps = total_steps;
+    p->start = train_now();
+}
+
+void train_phase(train_progress *p, int phase, double *t0)
+{
+    const double t = train_now();
+    p->phase[phase] += t - *t0;
+    *t0 = t;
+}
+
+void train_phase_summary(const train_progress *p, char *buf, size_t cap)
+{
+    double total = 0;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        total += p->phase[i];
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < PHASE_COUNT && at < cap; i++) {
+        const int w = snprintf(buf + at, cap - at, "%s%s %.1f s (%.0f%%)", i ? ", " : "", phase_names[i],
+                               p->phase[i], total > 0 ? 100.0 * p->phase[i] / total : 0.0);
+        at += w > 0 ? (size_t)w : 0;
+    }
+}
+
+void train_progress_step(train_progress *p, uint64_t step, double loss, double gnorm, const char *note)
+{
+    if (p->out == NULL)
+        return;
+    const double elapsed = train_now() - p->start;
+    const uint64_t done = step - p->first_step;
+    const double rate = elapsed > 0 ? (double)done / elapsed : 0.0;
+    double total = 0;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        total += p->phase[i];
+    const double pc = total > 0 ? 100.0 / total : 0.0;
+    if (p->tty) {
+        char bar[31];
+        const int fill = p->total_steps ? (int)(30 * step / p->total_steps) : 0;
+        for (int i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = '\0';
+        fprintf(p->out,
+                "\r[%s] step %llu/%llu  loss %.5f  |g| %.3f  %.1f steps/s  compute %.0f%% flush %.0f%% "
+                "optim %.0f%% save %.0f%%%s%s\033[K",
+                bar, (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, rate,
+                p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_FLUSH] * pc, p->phase[PHASE_OPTIM] * pc,
+                p->phase[PHASE_SAVE] * pc, note ? "  " : "", note ? note : "");
+        fflush(p->out);
+        return;
+    }
+    if (step % (uint64_t)p->every != 0 && step != p->total_steps && note == NULL)
+        return;
+    fprintf(p->out, "step %llu/%llu loss %.6f grad_norm %.4f steps/s %.2f compute %.0f%% flush %.0f%% optim %.0f%% "
+                    "save %.0f%%%s%s\n",
+            (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, rate,
+            p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_FLUSH] * pc, p->phase[PHASE_OPTIM] * pc,
+            p->phase[PHASE_SAVE] * pc, note ? " " : "", note ? note : "");
+    fflush(p->out);
+}
+
+void train_progress_end(train_progress *p)
+{
+    if (p->out != NULL && p->tty) {
+        fputc('\n', p->out);
+        fflush(p->out);
+    }
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The demo job killed with SIGKILL at random moments (mid-step, mid-save) and
+# resumed each time must end with the same weights as an uninterrupted run;
+# so must a run on another thread count.
+#   test_train_resume.sh TRAIN_BINARY
+set -euo pipefail
+train=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+args=(--steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet)
+digest() { grep '^weights digest:' | awk '{print $3}'; }
+
+t0=$(date +%s%N)
+want=$(OMP_NUM_THREADS=2 "$train" --dir "$work/ref" "${args[@]}" | digest)
+t1=$(date +%s%N)
+run_ms=$(( (t1 - t0) / 1000000 ))
+[ -n "$want" ] || { echo "no digest from the reference run"; exit 1; }
+echo "reference: $want in ${run_ms} ms"
+
+other=$(OMP_NUM_THREADS=1 "$train" --dir "$work/t1" "${args[@]}" | digest)
+[ "$other" = "$want" ] || { echo "1 thread gave $other, 2 threads $want"; exit 1; }
+
+# kill at random points of the run, resuming each time
+kills=0
+first=(--dir "$work/killed")
+for round in 1 2 3 4 5 6; do
+  window=$(( run_ms / 3 > 1 ? run_ms / 3 : 2 ))  # resumed runs have less left to do
+  delay_ms=$(( 1 + RANDOM % window ))
+  cmd=("$train" "${first[@]}" "${args[@]}")
+  "${cmd[@]}" >"$work/out.$round" 2>&1 &
+  pid=$!
+  sleep "$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')"
+  if kill -KILL "$pid" 2>/dev/null; then kills=$((kills + 1)); fi
+  wait "$pid" 2>/dev/null || true
+  # a kill before the first save leaves an empty store: the next round starts it again
+  if ! grep -q '"version"' "$work/killed/manifest.json" 2>/dev/null; then
+    rm -rf "$work/killed"
+    round_fresh=1
+  else
+    round_fresh=0
+  fi
+  [ "$round_fresh" = 1 ] && first=(--dir "$work/killed")
+  if [ "$round_fresh" = 0 ]; then first=(--resume "$work/killed"); fi
+done
+if [ -f "$work/killed/manifest.json" ] && grep -q '"version"' "$work/killed/manifest.json"; then
+  got=$("$train" --resume "$work/killed" "${args[@]}" | digest)
+else
+  got=$("$train" --dir "$work/killed" "${args[@]}" | digest)
+fi
+echo "after $kills kills and resumes: $got"
+[ "$kills" -ge 1 ] || { echo "no kill landed inside a run"; exit 1; }
+[ "$got" = "$want" ] || { echo "resumed run ended with different weights"; exit 1; }
+echo "ok"

@@ -458,7 +458,7 @@ GCK_AI void gck_transpose_units(__m256i *x, size_t esz)
 
 GCK_AI __m256i gck_ldu8(const uint8_t *p)
 {
-    return _mm256_loadu_si256((const __m256i *)p);
+    return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
 /* Streamed when nt and p is 32-byte aligned (after the head, the first
@@ -466,9 +466,9 @@ GCK_AI __m256i gck_ldu8(const uint8_t *p)
 GCK_AI void gck_stu8(uint8_t *p, __m256i v, int nt)
 {
     if (nt && ((uintptr_t)p & 31) == 0)
-        _mm256_stream_si256((__m256i *)p, v);
+        _mm256_stream_si256((__m256i *)(void *)p, v);
     else
-        _mm256_storeu_si256((__m256i *)p, v);
+        _mm256_storeu_si256((__m256i *)(void *)p, v);
 }
 
 /* Elements [i, i + 32) of the call. */

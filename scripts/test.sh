@@ -4,8 +4,9 @@
 #   2. the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. aarch64 (NEON) cross-build, full suite under qemu-aarch64
 #   4. s390x (big-endian) cross-build, full suite under qemu-s390x
-#   5. the snapshot loader under libFuzzer (clang, ASan+UBSan) for 45 seconds,
-#      seeded from tests/fuzz/corpus; any crash fails the run
+#   5. the snapshot loader and the store (damaged delta files and manifests)
+#      under libFuzzer (clang, ASan+UBSan), 30 seconds each, seeded from
+#      tests/fuzz/corpus*; any crash fails the run
 # Exits non-zero on any failure or when a suite runs no test.
 #   GCK_TEST_CROSS=0   skip 3 and 4      GCK_BUILD_ROOT=dir  where builds go (default build/)
 set -euo pipefail
@@ -45,15 +46,18 @@ if [ "${GCK_TEST_FUZZ:-1}" = 1 ]; then
     -DGRADCKPT_SANITIZE="address;undefined" -DGRADCKPT_BUILD_TESTS=OFF -DGRADCKPT_BUILD_BENCH=OFF \
     -DGRADCKPT_BUILD_TOOLS=OFF -DGRADCKPT_BUILD_EXAMPLES=OFF >"$root/fuzz.configure.log" 2>&1 \
     || { cat "$root/fuzz.configure.log"; exit 1; }
-  cmake --build "$root/fuzz" --target fuzz_snapshot_load >"$root/fuzz.build.log" 2>&1 \
+  cmake --build "$root/fuzz" --target fuzz_snapshot_load fuzz_store >"$root/fuzz.build.log" 2>&1 \
     || { tail -50 "$root/fuzz.build.log"; exit 1; }
-  echo "==> [fuzz] fuzz_snapshot_load, 45 s"
-  work=$(mktemp -d)
-  # new inputs go to the scratch corpus; the repository's corpus is only read
-  (cd "$work" && "$OLDPWD/$root/fuzz/tests/fuzz/fuzz_snapshot_load" -max_total_time=45 -rss_limit_mb=2048 \
-     -max_len=4096 -print_final_stats=1 "$work" "$OLDPWD/tests/fuzz/corpus" >"$work/log" 2>&1) \
-    || { tail -40 "$work/log"; echo "fuzz: crash (inputs in $work)"; exit 1; }
-  grep -E "^(Done|stat::number_of_executed_units)" "$work/log" || true
-  rm -rf "$work"
+  for target in fuzz_snapshot_load:tests/fuzz/corpus fuzz_store:tests/fuzz/corpus_store; do
+    name=${target%%:*} corpus=${target#*:}
+    echo "==> [fuzz] $name, 30 s"
+    work=$(mktemp -d)
+    # new inputs go to the scratch corpus; the repository's corpus is only read
+    (cd "$work" && "$OLDPWD/$root/fuzz/tests/fuzz/$name" -max_total_time=30 -rss_limit_mb=2048 \
+       -max_len=8192 -print_final_stats=1 "$work" "$OLDPWD/$corpus" >"$work/log" 2>&1) \
+      || { tail -40 "$work/log"; echo "fuzz: $name crashed (inputs in $work)"; exit 1; }
+    grep -E "^(Done|stat::number_of_executed_units)" "$work/log" || true
+    rm -rf "$work"
+  done
 fi
 echo "==> all suites passed"

@@ -11,6 +11,7 @@
 
 #include <sleef.h>
 
+#include "bytes_simd.h"
 #include "kernels_internal.h"
 #include "ymm_reduce.h"
 
@@ -407,54 +408,15 @@ static void gck_axpy_init_f64_to_f32_avx2(float *dst, float w, const double *x, 
  * u-byte units (unpacks) leaves plane k in register k. Every step is a
  * permutation whose inverse is the same network run backwards; the transposes
  * and the 2x2 lane swaps are their own inverses. */
-#define GCK_AI static inline __attribute__((always_inline))
-
-/* vpshufb control: byte k of element e (in a 16-byte lane) to k*(16/esz) + e,
- * or back (inv). */
+/* vpshufb control, in each lane (bytes_simd.h). */
 GCK_AI __m256i gck_plane_ctl(size_t esz, int inv)
 {
     uint8_t c[16];
-    const size_t u = 16 / esz;
-    for (size_t e = 0; e < u; e++)
-        for (size_t k = 0; k < esz; k++) {
-            if (inv)
-                c[e * esz + k] = (uint8_t)(k * u + e);
-            else
-                c[k * u + e] = (uint8_t)(e * esz + k);
-        }
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)c));
+    gck_plane_ctl_bytes(c, esz, inv);
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)c));
 }
 
-/* Registers x[0..esz) as an esz x esz matrix of (16/esz)-byte units per lane
- * (unit k of x[m] is row m, column k); replaced by its transpose. */
-GCK_AI void gck_transpose_units(__m256i *x, size_t esz)
-{
-    if (esz == 2) {
-        const __m256i y0 = _mm256_unpacklo_epi64(x[0], x[1]), y1 = _mm256_unpackhi_epi64(x[0], x[1]);
-        x[0] = y0, x[1] = y1;
-    } else if (esz == 4) {
-        const __m256i t0 = _mm256_unpacklo_epi32(x[0], x[1]), t1 = _mm256_unpackhi_epi32(x[0], x[1]);
-        const __m256i t2 = _mm256_unpacklo_epi32(x[2], x[3]), t3 = _mm256_unpackhi_epi32(x[2], x[3]);
-        x[0] = _mm256_unpacklo_epi64(t0, t2), x[1] = _mm256_unpackhi_epi64(t0, t2);
-        x[2] = _mm256_unpacklo_epi64(t1, t3), x[3] = _mm256_unpackhi_epi64(t1, t3);
-    } else if (esz == 8) {
-        __m256i a[8], c[8];
-        for (int j = 0; j < 4; j++) {
-            a[2 * j] = _mm256_unpacklo_epi16(x[2 * j], x[2 * j + 1]);
-            a[2 * j + 1] = _mm256_unpackhi_epi16(x[2 * j], x[2 * j + 1]);
-        }
-        for (int j = 0; j < 2; j++) { /* a[4j..4j+3] -> c[4j..4j+3]: columns (0,1) (2,3) (4,5) (6,7) */
-            c[4 * j] = _mm256_unpacklo_epi32(a[4 * j], a[4 * j + 2]);
-            c[4 * j + 1] = _mm256_unpackhi_epi32(a[4 * j], a[4 * j + 2]);
-            c[4 * j + 2] = _mm256_unpacklo_epi32(a[4 * j + 1], a[4 * j + 3]);
-            c[4 * j + 3] = _mm256_unpackhi_epi32(a[4 * j + 1], a[4 * j + 3]);
-        }
-        for (int j = 0; j < 4; j++) {
-            x[2 * j] = _mm256_unpacklo_epi64(c[j], c[j + 4]);
-            x[2 * j + 1] = _mm256_unpackhi_epi64(c[j], c[j + 4]);
-        }
-    }
-}
+GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units, __m256i, _mm256)
 
 GCK_AI __m256i gck_ldu8(const uint8_t *p)
 {
@@ -561,29 +523,7 @@ GCK_AI void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *restr
     gck_unshuffle_xor_range(dst, src, bx, n, esz, i, n);
 }
 
-#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
-    do {                                                                       \
-        switch ((esz) * 2 + ((b) != NULL)) {                                   \
-        case 2: fn(d, s, b, n, 1, 0); break;                                   \
-        case 3: fn(d, s, b, n, 1, 1); break;                                   \
-        case 4: fn(d, s, b, n, 2, 0); break;                                   \
-        case 5: fn(d, s, b, n, 2, 1); break;                                   \
-        case 8: fn(d, s, b, n, 4, 0); break;                                   \
-        case 9: fn(d, s, b, n, 4, 1); break;                                   \
-        case 16: fn(d, s, b, n, 8, 0); break;                                  \
-        default: fn(d, s, b, n, 8, 1); break;                                  \
-        }                                                                      \
-    } while (0)
-
-static void gck_xor_shuffle_avx2(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_xor_shuffle_avx2_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
-}
-
-static void gck_unshuffle_xor_avx2(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_unshuffle_xor_avx2_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
-}
+GCK_DEFINE_BYTES_ENTRIES(avx2)
 
 const gck_kernel_table gck_kernels_avx2 = {
     .isa = GCK_ISA_AVX2,

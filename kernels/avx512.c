@@ -11,6 +11,7 @@
 
 #include <sleef.h>
 
+#include "bytes_simd.h"
 #include "kernels_internal.h"
 #include "ymm_reduce.h"
 
@@ -451,56 +452,16 @@ static void gck_axpy_init_f64_to_f32_avx512(float *dst, float w, const double *x
  * Then vpshufb sorts each group's bytes by plane and a transpose of u-byte
  * units leaves plane k in register k. Heads and tails are one more block
  * under byte masks (masked loads do not fault past the end). */
-#define GCK_AI static inline __attribute__((always_inline))
-
-/* vpshufb control: byte k of element e (in a 16-byte lane) to k*(16/esz) + e,
- * or back (inv). */
+/* vpshufb control, in each lane (bytes_simd.h). */
 GCK_AI __m512i gck_plane_ctl(size_t esz, int inv)
 {
     uint8_t c[16];
-    const size_t u = 16 / esz;
-    for (size_t e = 0; e < u; e++)
-        for (size_t k = 0; k < esz; k++) {
-            if (inv)
-                c[e * esz + k] = (uint8_t)(k * u + e);
-            else
-                c[k * u + e] = (uint8_t)(e * esz + k);
-        }
-    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)c));
+    gck_plane_ctl_bytes(c, esz, inv);
+    return _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)(const void *)c));
 }
 
-/* x[0..esz) as an esz x esz matrix of (16/esz)-byte units per lane (unit k
- * of x[m] is row m, column k), replaced by its transpose. */
-GCK_AI void gck_transpose_units512(__m512i *x, size_t esz)
-{
-    if (esz == 2) {
-        const __m512i y0 = _mm512_unpacklo_epi64(x[0], x[1]), y1 = _mm512_unpackhi_epi64(x[0], x[1]);
-        x[0] = y0, x[1] = y1;
-    } else if (esz == 4) {
-        const __m512i t0 = _mm512_unpacklo_epi32(x[0], x[1]), t1 = _mm512_unpackhi_epi32(x[0], x[1]);
-        const __m512i t2 = _mm512_unpacklo_epi32(x[2], x[3]), t3 = _mm512_unpackhi_epi32(x[2], x[3]);
-        x[0] = _mm512_unpacklo_epi64(t0, t2), x[1] = _mm512_unpackhi_epi64(t0, t2);
-        x[2] = _mm512_unpacklo_epi64(t1, t3), x[3] = _mm512_unpackhi_epi64(t1, t3);
-    } else if (esz == 8) {
-        __m512i a[8], c[8];
-        for (int j = 0; j < 4; j++) {
-            a[2 * j] = _mm512_unpacklo_epi16(x[2 * j], x[2 * j + 1]);
-            a[2 * j + 1] = _mm512_unpackhi_epi16(x[2 * j], x[2 * j + 1]);
-        }
-        for (int j = 0; j < 2; j++) { /* c[4j..4j+3]: columns (0,1) (2,3) (4,5) (6,7) */
-            c[4 * j] = _mm512_unpacklo_epi32(a[4 * j], a[4 * j + 2]);
-            c[4 * j + 1] = _mm512_unpackhi_epi32(a[4 * j], a[4 * j + 2]);
-            c[4 * j + 2] = _mm512_unpacklo_epi32(a[4 * j + 1], a[4 * j + 3]);
-            c[4 * j + 3] = _mm512_unpackhi_epi32(a[4 * j + 1], a[4 * j + 3]);
-        }
-        for (int j = 0; j < 4; j++) {
-            x[2 * j] = _mm512_unpacklo_epi64(c[j], c[j + 4]);
-            x[2 * j + 1] = _mm512_unpackhi_epi64(c[j], c[j + 4]);
-        }
-    }
-}
+GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units512, __m512i, _mm512)
 
-/* o[0..4) = the 4x4 transpose of the 128-bit lanes of a, b, c, d. */
 GCK_AI void gck_transpose_lanes4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i *o)
 {
     const __m512i t0 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)); /* a0 a1 b0 b1 */
@@ -651,29 +612,7 @@ GCK_AI void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *res
         gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, n - i, 0, 0, ctl);
 }
 
-#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
-    do {                                                                       \
-        switch ((esz) * 2 + ((b) != NULL)) {                                   \
-        case 2: fn(d, s, b, n, 1, 0); break;                                   \
-        case 3: fn(d, s, b, n, 1, 1); break;                                   \
-        case 4: fn(d, s, b, n, 2, 0); break;                                   \
-        case 5: fn(d, s, b, n, 2, 1); break;                                   \
-        case 8: fn(d, s, b, n, 4, 0); break;                                   \
-        case 9: fn(d, s, b, n, 4, 1); break;                                   \
-        case 16: fn(d, s, b, n, 8, 0); break;                                  \
-        default: fn(d, s, b, n, 8, 1); break;                                  \
-        }                                                                      \
-    } while (0)
-
-static void gck_xor_shuffle_avx512(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_xor_shuffle_avx512_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
-}
-
-static void gck_unshuffle_xor_avx512(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_unshuffle_xor_avx512_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
-}
+GCK_DEFINE_BYTES_ENTRIES(avx512)
 
 const gck_kernel_table gck_kernels_avx512 = {
     .isa = GCK_ISA_AVX512,

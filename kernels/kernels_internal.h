@@ -124,4 +124,33 @@ static inline void gck_unshuffle_xor_range(void *dst, const uint8_t *src, const 
  * it. 8 MiB: more than one core's share of a typical L3. */
 #define GCK_BYTES_NT_MIN ((size_t)8 << 20)
 
+/* The table entries of an ISA's byte-plane kernels, gck_xor_shuffle_<isa>
+ * and gck_unshuffle_xor_<isa>, over always-inline templates
+ * gck_xor_shuffle_<isa>_t(dst, a, b, n, ESZ, XB) and
+ * gck_unshuffle_xor_<isa>_t(dst, src, b, n, ESZ, XB): each (element size,
+ * with or without b) gets its own instance with the constants folded in. */
+#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
+    do {                                                                       \
+        switch ((esz) * 2 + ((b) != NULL)) {                                   \
+        case 2: fn(d, s, b, n, 1, 0); break;                                   \
+        case 3: fn(d, s, b, n, 1, 1); break;                                   \
+        case 4: fn(d, s, b, n, 2, 0); break;                                   \
+        case 5: fn(d, s, b, n, 2, 1); break;                                   \
+        case 8: fn(d, s, b, n, 4, 0); break;                                   \
+        case 9: fn(d, s, b, n, 4, 1); break;                                   \
+        case 16: fn(d, s, b, n, 8, 0); break;                                  \
+        default: fn(d, s, b, n, 8, 1); break;                                  \
+        }                                                                      \
+    } while (0)
+
+#define GCK_DEFINE_BYTES_ENTRIES(isa)                                                        \
+    static void gck_xor_shuffle_##isa(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz) \
+    {                                                                                        \
+        GCK_BYTES_DISPATCH(gck_xor_shuffle_##isa##_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz); \
+    }                                                                                        \
+    static void gck_unshuffle_xor_##isa(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz) \
+    {                                                                                        \
+        GCK_BYTES_DISPATCH(gck_unshuffle_xor_##isa##_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz); \
+    }
+
 #endif /* GCK_KERNELS_INTERNAL_H */

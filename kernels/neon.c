@@ -737,29 +737,7 @@ GCK_NI void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *restr
 }
 #undef GCK_XB
 
-#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
-    do {                                                                       \
-        switch ((esz) * 2 + ((b) != NULL)) {                                   \
-        case 2: fn(d, s, b, n, 1, 0); break;                                   \
-        case 3: fn(d, s, b, n, 1, 1); break;                                   \
-        case 4: fn(d, s, b, n, 2, 0); break;                                   \
-        case 5: fn(d, s, b, n, 2, 1); break;                                   \
-        case 8: fn(d, s, b, n, 4, 0); break;                                   \
-        case 9: fn(d, s, b, n, 4, 1); break;                                   \
-        case 16: fn(d, s, b, n, 8, 0); break;                                  \
-        default: fn(d, s, b, n, 8, 1); break;                                  \
-        }                                                                      \
-    } while (0)
-
-static void gck_xor_shuffle_neon(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_xor_shuffle_neon_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz);
-}
-
-static void gck_unshuffle_xor_neon(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
-{
-    GCK_BYTES_DISPATCH(gck_unshuffle_xor_neon_t, (uint8_t *)dst, src, (const uint8_t *)b, n, esz);
-}
+GCK_DEFINE_BYTES_ENTRIES(neon)
 
 const gck_kernel_table gck_kernels_neon = {
     .isa = GCK_ISA_NEON,

@@ -1,0 +1,380 @@
+#!/usr/bin/env bash
+# tests/cli/test_cli.sh - the gradckpt command-line tool, end to end (run by CTest).
+#
+#   test_cli.sh GRADCKPT CLI_FIXTURE GOLDEN_DIR
+#
+# cli_fixture writes deterministic files and a store; the tool's output is
+# compared with tests/cli/golden/ (inspect/diff, text and --json), damaged
+# files and stores must fail with exit 1 and exactly one stderr line, usage
+# errors exit 2. Files from Python's safetensors are checked when numpy and
+# safetensors import (skipped otherwise). PYTHON overrides the interpreter.
+# GCK_CLI_UPDATE_GOLDEN=1 rewrites the golden files instead of comparing.
+set -u
+CLI=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+FIX=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
+GOLDEN=$(cd "$3" && pwd)
+PY=${PYTHON:-python3}
+have_py=0
+"$PY" -c 'import json' 2>/dev/null && have_py=1
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() {
+  failed=$((failed + 1))
+  echo "FAIL: $*"
+  [ -s err.txt ] && sed 's/^/    stderr: /' err.txt | head -5
+}
+
+# run ARGS...: runs the tool; rc, out.txt, err.txt
+run() {
+  "$CLI" "$@" >out.txt 2>err.txt
+  rc=$?
+}
+
+# expect NAME RC: the last run's exit status
+expect() {
+  if [ "$rc" = "$2" ]; then ok; else bad "$1: exit $rc, expected $2"; fi
+}
+
+# fails NAME PREFIX ARGS...: exit 1 and exactly one stderr line starting with PREFIX
+fails() {
+  local name=$1 prefix=$2
+  shift 2
+  run "$@"
+  local lines first
+  lines=$(wc -l <err.txt)
+  first=$(head -n1 err.txt)
+  if [ "$rc" = 1 ] && [ "$lines" = 1 ] && [[ "$first" == "$prefix"* ]]; then
+    ok
+  else
+    bad "$name: exit $rc, $lines stderr line(s), expected exit 1 and one line starting '$prefix'"
+  fi
+}
+
+# usage NAME ARGS...: exit 2, nothing on stdout, the first stderr line starts "gradckpt"
+usage() {
+  local name=$1
+  shift
+  run "$@"
+  if [ "$rc" = 2 ] && [ ! -s out.txt ] && [[ "$(head -n1 err.txt)" == gradckpt* ]]; then
+    ok
+  else
+    bad "usage $name: exit $rc (expected 2), stdout $(wc -c <out.txt) bytes"
+  fi
+}
+
+# contains NAME FILE TEXT: FILE has a line containing TEXT
+contains() {
+  if grep -qF -- "$3" "$2"; then ok; else bad "$1: '$3' not in $2"; fi
+}
+
+# golden NAME FILE: out.txt equals GOLDEN/FILE
+golden() {
+  if [ "${GCK_CLI_UPDATE_GOLDEN:-0}" = 1 ]; then
+    cp out.txt "$GOLDEN/$2"
+  fi
+  if diff -u "$GOLDEN/$2" out.txt >diff.txt; then ok; else
+    bad "$1: output differs from golden/$2"
+    head -40 diff.txt
+  fi
+}
+
+# same NAME A B: identical bytes
+same() {
+  if cmp -s "$2" "$3"; then ok; else bad "$1: $2 and $3 differ"; fi
+}
+
+# flip FILE OFFSET: inverts the byte at OFFSET
+flip() {
+  local v
+  v=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  printf "\\$(printf %03o $((v ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+size() { stat -c %s "$1"; }
+
+# ---- fixtures -----------------------------------------------------------------------
+"$FIX" basic basic.safetensors || { echo "FAIL: cli_fixture basic"; exit 1; }
+"$FIX" nonfinite nonfinite.safetensors || { echo "FAIL: cli_fixture nonfinite"; exit 1; }
+"$FIX" pair a.safetensors b.safetensors || { echo "FAIL: cli_fixture pair"; exit 1; }
+mkdir ref
+"$FIX" store store ref || { echo "FAIL: cli_fixture store"; exit 1; }
+
+# ---- help and usage -------------------------------------------------------------------
+for args in "help" "--help" "-h" "help inspect" "inspect --help" "diff -h" "verify --help" "help store" \
+  "store --help" "store ls --help" "help store ls" "store restore --help" "store tag -h" "store gc --help" \
+  "bench --help" "help info" "info --help" "help help"; do
+  # shellcheck disable=SC2086
+  run $args
+  if [ "$rc" = 0 ] && [[ "$(head -n1 out.txt)" == usage:* ]] && [ ! -s err.txt ]; then ok; else
+    bad "help '$args': exit $rc"
+  fi
+done
+usage "no command"
+usage "unknown command" frob
+usage "inspect without FILE" inspect
+usage "inspect two files" inspect basic.safetensors basic.safetensors
+usage "inspect unknown option" inspect --bogus basic.safetensors
+usage "flag with a value" inspect --json=1 basic.safetensors
+usage "diff one file" diff basic.safetensors
+usage "verify without path" verify
+usage "store without subcommand" store
+usage "unknown store subcommand" store frob
+usage "store ls without DIR" store ls
+usage "restore without OUT" store restore store 1
+usage "tag without TAG" store tag store 1
+usage "empty tag" store tag store 1 ""
+usage "gc extra argument" store gc store extra
+usage "bench --size without value" bench --size
+usage "bench --size abc" bench --size abc
+usage "bench --size 0" bench --size 0
+usage "bench extra argument" bench extra
+usage "info extra argument" info extra
+usage "help for an unknown command" help frob
+run info
+expect "info" 0
+contains "info names the active ISA" out.txt "active ISA:"
+if [ -w /dev/full ]; then
+  "$CLI" info >/dev/full 2>err.txt
+  rc=$?
+  expect "info into a full disk" 1
+fi
+
+# ---- inspect: golden output -------------------------------------------------------------
+run inspect basic.safetensors --json
+expect "inspect --json" 0
+golden "inspect --json basic" inspect_basic.json
+run inspect basic.safetensors
+expect "inspect" 0
+golden "inspect basic" inspect_basic.txt
+run inspect --json nonfinite.safetensors
+expect "inspect --json nonfinite" 0
+golden "inspect --json nonfinite (NaN/Inf norms are null)" inspect_nonfinite.json
+run inspect -- basic.safetensors
+expect "inspect -- FILE" 0
+
+# ---- diff -------------------------------------------------------------------------------
+run diff a.safetensors b.safetensors --json
+expect "diff --json" 0
+golden "diff --json a b" diff_pair.json
+run diff a.safetensors b.safetensors
+expect "diff" 0
+golden "diff a b" diff_pair.txt
+run diff basic.safetensors basic.safetensors
+expect "diff of a file with itself" 0
+contains "diff of a file with itself" out.txt "identical: every tensor and optimizer state is the same"
+
+# ---- damaged files ----------------------------------------------------------------------
+head -c $(($(size basic.safetensors) - 3)) basic.safetensors >truncated.safetensors
+cp basic.safetensors lastbyte.safetensors
+flip lastbyte.safetensors $(($(size basic.safetensors) - 1))
+hlen=$(od -An -tu8 -N8 basic.safetensors | tr -d ' ')
+cp basic.safetensors firstbyte.safetensors
+flip firstbyte.safetensors $((8 + hlen))
+cp basic.safetensors header.safetensors
+flip header.safetensors 9
+printf 'this is not a safetensors file, only text\n' >garbage.safetensors
+: >empty.safetensors
+printf '\377\377\377\377\377\377\377\177{}' >hugeheader.safetensors
+mkdir adir
+for f in truncated lastbyte firstbyte header garbage empty hugeheader missing; do
+  fails "inspect $f" "gradckpt inspect: " inspect "$f.safetensors"
+  fails "inspect --json $f" "gradckpt inspect: " inspect --json "$f.safetensors"
+  [ -s out.txt ] && bad "inspect --json $f: wrote to stdout"
+  fails "verify $f" "gradckpt verify: " verify "$f.safetensors"
+  fails "diff with $f" "gradckpt diff: " diff basic.safetensors "$f.safetensors"
+done
+fails "inspect a directory" "gradckpt inspect: " inspect adir
+fails "inspect flipped data byte" "gradckpt inspect: " inspect lastbyte.safetensors
+contains "a flipped byte is a content id mismatch" err.txt "content id mismatch"
+fails "verify flipped data byte" "gradckpt verify: " verify firstbyte.safetensors
+contains "a flipped byte is a content id mismatch (verify)" err.txt "content id mismatch"
+
+# ---- verify a file ----------------------------------------------------------------------
+run verify basic.safetensors
+expect "verify good file" 0
+contains "verify good file" out.txt "OK: 9 tensors, 2 optimizer states, 140 bytes, all 11 content ids match"
+
+# ---- stores -----------------------------------------------------------------------------
+run store ls store
+expect "store ls" 0
+contains "store ls counts" out.txt "(5 versions: 2 full, 3 delta)"
+contains "store ls delta base" out.txt "delta from 3"
+contains "store ls tag" out.txt "best"
+contains "store ls totals" out.txt "bytes on disk with the manifest"
+if [ "$(grep -cE '^  [0-9]+ ' out.txt)" = 5 ]; then ok; else bad "store ls: expected 5 version lines"; fi
+run store ls --json store
+expect "store ls --json" 0
+if [ "$have_py" = 1 ]; then
+  if "$PY" - out.txt <<'EOF'; then ok; else bad "store ls --json content"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+v = d["versions"]
+assert d["store"] == "store", d["store"]
+assert [e["version"] for e in v] == [1, 2, 3, 4, 5]
+assert [e["kind"] for e in v] == ["full", "delta", "full", "delta", "delta"]
+assert [e["base"] for e in v] == [None, 1, None, 3, 4]
+assert [e["step"] for e in v] == [10, 20, 30, 40, 50]
+assert [e["timestamp"] for e in v] == [1700000001 + i for i in range(5)]
+assert [e["tags"] for e in v] == [[], ["best"], [], [], []]
+assert all(e["disk_bytes"] > 0 and e["logical_bytes"] > 0 for e in v)
+t = d["totals"]
+assert (t["versions"], t["full"], t["delta"]) == (5, 2, 3)
+assert t["logical_bytes"] == sum(e["logical_bytes"] for e in v)
+assert t["disk_bytes"] > sum(e["disk_bytes"] for e in v)  # + the manifest
+assert abs(t["disk_ratio"] - t["disk_bytes"] / t["logical_bytes"]) < 1e-12
+EOF
+else
+  contains "store ls --json" out.txt '"kind": "delta"'
+fi
+run verify store
+expect "verify store" 0
+contains "verify store" out.txt "OK: 5 versions (2 full, 3 delta) verified"
+contains "verify store lists versions" out.txt "version 4        delta from 3"
+
+for v in 1 2 3 4 5; do
+  run store restore store "$v" "r$v.safetensors"
+  expect "store restore $v" 0
+  same "restore $v equals gck_snapshot_save of the snapshot" "r$v.safetensors" "ref/v$v.safetensors"
+done
+run store restore store latest rlatest.safetensors
+expect "store restore latest" 0
+same "restore latest" rlatest.safetensors ref/v5.safetensors
+run store restore store best rbest.safetensors
+expect "store restore by tag" 0
+same "restore best" rbest.safetensors ref/v2.safetensors
+run diff r4.safetensors ref/v4.safetensors --json
+expect "diff of a restored version" 0
+contains "diff of a restored version" out.txt '"identical": true'
+fails "restore an unknown version" "gradckpt store restore: " store restore store 99 nope.safetensors
+fails "restore an unknown tag" "gradckpt store restore: " store restore store nosuch nope.safetensors
+[ -e nope.safetensors ] && bad "a failed restore wrote its output"
+fails "restore into a missing directory" "gradckpt store restore: " store restore store 1 nodir/out.safetensors
+
+run store tag store 4 mytag
+expect "store tag" 0
+contains "store tag" out.txt "tagged version 4 'mytag'"
+run store restore store mytag rtag.safetensors
+expect "restore by the new tag" 0
+same "restore by the new tag" rtag.safetensors ref/v4.safetensors
+run store tag store latest newest
+expect "store tag latest" 0
+run store ls store
+contains "store ls shows the new tags" out.txt "mytag"
+contains "store ls shows the new tags" out.txt "newest"
+fails "tag an unknown version" "gradckpt store tag: " store tag store 99 x
+
+# leftovers of a crash: a data file no version names and a manifest temporary
+head -c 1000 /dev/zero >store/v00000099-g99.safetensors
+head -c 24 /dev/zero >store/.manifest.json.tmp.1.0
+echo keep >store/notes.txt
+run store gc store
+expect "store gc" 0
+contains "store gc counts the bytes" out.txt "freed 1024 bytes"
+[ -e store/v00000099-g99.safetensors ] && bad "store gc left the unreferenced data file"
+[ -e store/notes.txt ] || bad "store gc removed a file that is not the store's"
+run store gc store
+contains "store gc again frees nothing" out.txt "freed 0 bytes"
+run verify store
+expect "verify store after gc" 0
+
+# not a store: refused, and no store is created there
+mkdir plain
+fails "store ls on a plain directory" "gradckpt store ls: " store ls plain
+contains "store ls on a plain directory" err.txt "not a gradckpt store"
+fails "verify a plain directory" "gradckpt verify: " verify plain
+fails "restore from a plain directory" "gradckpt store restore: " store restore plain 1 x.safetensors
+fails "tag in a plain directory" "gradckpt store tag: " store tag plain 1 x
+fails "gc a plain directory" "gradckpt store gc: " store gc plain
+[ -e plain/manifest.json ] && bad "a store was created in a plain directory"
+[ -z "$(ls -A plain)" ] || bad "files were created in a plain directory: $(ls -A plain)"
+fails "store ls on a missing directory" "gradckpt store ls: " store ls nodir
+fails "store ls on a file" "gradckpt store ls: " store ls basic.safetensors
+
+# a store in use by another process (flock on its lock file)
+if command -v flock >/dev/null; then
+  flock store/lock "$CLI" store ls store >out.txt 2>err.txt
+  rc=$?
+  if [ "$rc" = 1 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "open in another process" err.txt; then ok; else
+    bad "store ls on a locked store: exit $rc"
+  fi
+fi
+
+# damaged stores
+cp -r store badstore
+delta=$(ls badstore/*.delta.safetensors | head -n1)
+flip "$delta" $(($(size "$delta") - 1))
+fails "verify a store with a flipped byte in a delta" "gradckpt verify: badstore" verify badstore
+contains "verify names the version" err.txt "version"
+contains "verify lists the versions that passed" out.txt "version 1 "
+cp -r store badmanifest
+echo '{ not json' >badmanifest/manifest.json
+fails "store ls with a broken manifest" "gradckpt store ls: " store ls badmanifest
+fails "verify with a broken manifest" "gradckpt verify: " verify badmanifest
+
+# ---- bench ------------------------------------------------------------------------------
+run bench --size 65536
+expect "bench --size 65536" 0
+for op in sumsq_f32 sumsq_f64 dist2_f32 axpy_f32 add_f64 xor_shuffle_f32 "ref_read" "ref_copy"; do
+  contains "bench reports $op" out.txt "$op"
+done
+run bench --size=4Ki
+expect "bench --size=4Ki" 0
+fails "bench refuses more than half the memory" "gradckpt bench: " bench --size 64Gi
+
+# ---- files from Python's safetensors ----------------------------------------------------
+if "$PY" -c 'import safetensors, numpy' 2>/dev/null; then
+  "$PY" - <<'EOF' || bad "python: writing theirs.safetensors"
+import numpy as np
+from safetensors.numpy import save_file
+save_file({
+    "emb.weight": np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5,
+    "scale": np.array([2.5, -1e300, 3.0], np.float64),
+    "steps": np.array([[1, -2], [3, -4]], np.int64),
+    "flags": np.array([True, False]),
+    "h": np.array([0.5, -8.0, 65504.0], np.float16),
+    "scalar": np.array(3, np.int32),
+}, "theirs.safetensors", metadata={"format": "np", "note": "from python"})
+EOF
+  run inspect --json theirs.safetensors
+  expect "inspect a Python safetensors file" 0
+  if "$PY" - out.txt <<'EOF'; then ok; else bad "inspect --json of a Python file"; fi
+import json, sys
+import numpy as np
+d = json.load(open(sys.argv[1]))
+assert d["file"] == "theirs.safetensors"
+assert d["format"] == "safetensors" and d["step"] is None and d["timestamp"] is None and d["loss_cid"] is None
+assert d["metadata"] == {"format": "np", "note": "from python"}, d["metadata"]
+t = {x["name"]: x for x in d["tensors"]}
+want = {"emb.weight": ("F32", [3, 4]), "scale": ("F64", [3]), "steps": ("I64", [2, 2]), "flags": ("BOOL", [2]),
+        "h": ("F16", [3]), "scalar": ("I32", [])}
+for name, (dt, shape) in want.items():
+    assert t[name]["dtype"] == dt and t[name]["shape"] == shape, (name, t[name])
+    assert t[name]["content_id"].startswith("xxh3:") and len(t[name]["content_id"]) == 21
+assert t["scalar"]["elements"] == 1 and t["scalar"]["bytes"] == 4
+def close(a, b): return abs(a - b) <= 1e-14 * abs(b)
+assert close(t["emb.weight"]["l2norm"], float(np.linalg.norm(np.arange(12) - 5.5)))
+assert close(t["scale"]["l2norm"], 1e300)
+assert close(t["h"]["l2norm"], float(np.sqrt(0.25 + 64 + 65504.0 ** 2)))
+assert t["steps"]["l2norm"] is None and t["flags"]["l2norm"] is None
+assert d["optimizer_states"] == []
+assert d["content_ids"]["recorded"] == 0 and d["content_ids"]["total"] == 6
+EOF
+  run inspect theirs.safetensors
+  expect "inspect a Python file (text)" 0
+  contains "inspect a Python file (text)" out.txt "records no content ids"
+  run verify theirs.safetensors
+  expect "verify a Python file" 0
+  run diff theirs.safetensors theirs.safetensors
+  expect "diff a Python file with itself" 0
+else
+  echo "SKIP: Python safetensors/numpy not available: files from another writer not checked"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,411 @@
+/* tools/cli_util.c - the CLI's shared pieces: errors, argument parsing, JSON and
+ * text formatting, loading a snapshot, opening an existing store. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+void cli_put_escaped(FILE *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\n')
+            fputs("\\n", out);
+        else if (*p == '\t')
+            fputs("\\t", out);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
+    }
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 0)))
+#endif
+static void cli_vline(const cli_command *c, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, "gradckpt %s: ", c->name);
+    cli_put_escaped(stderr, msg);
+    fputc('\n', stderr);
+}
+
+int cli_fail(const cli_command *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vline(c, fmt, ap);
+    va_end(ap);
+    return CLI_FAIL;
+}
+
+int cli_fail_gck(const cli_command *c)
+{
+    const char *m = gck_last_error();
+    return cli_fail(c, "%s", m[0] ? m : "failed (no message)");
+}
+
+int cli_usage(const cli_command *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cli_vline(c, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "usage: gradckpt %s%s%s\n", c->name, c->synopsis[0] ? " " : "", c->synopsis);
+    return CLI_USAGE;
+}
+
+void cli_print_help(const cli_command *c, FILE *out)
+{
+    fprintf(out, "usage: gradckpt %s%s%s\n\n%s\n", c->name, c->synopsis[0] ? " " : "", c->synopsis, c->summary);
+    if (c->details != NULL)
+        fprintf(out, "\n%s", c->details);
+}
+
+/* ---- arguments ------------------------------------------------------------------- */
+
+int cli_parse(const cli_command *c, int argc, char **argv, const cli_opt *opts, size_t n_opts, const char **pos,
+              size_t n_pos)
+{
+    size_t got = 0;
+    int options_done = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!options_done && a[0] == '-' && a[1] != '\0') {
+            if (strcmp(a, "--") == 0) {
+                options_done = 1;
+                continue;
+            }
+            if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+                cli_print_help(c, stdout);
+                return -1;
+            }
+            const char *eq = strchr(a, '=');
+            const size_t len = eq ? (size_t)(eq - a) : strlen(a);
+            const cli_opt *o = NULL;
+            for (size_t k = 0; k < n_opts; k++)
+                if (strlen(opts[k].name) == len && strncmp(opts[k].name, a, len) == 0)
+                    o = &opts[k];
+            if (o == NULL)
+                return cli_usage(c, "unknown option '%.*s'", (int)len, a);
+            if (o->value == NULL) {
+                if (eq != NULL)
+                    return cli_usage(c, "option %s takes no value", o->name);
+                *o->flag = 1;
+            } else if (eq != NULL) {
+                *o->value = eq + 1;
+            } else if (i + 1 < argc) {
+                *o->value = argv[++i];
+            } else {
+                return cli_usage(c, "option %s needs a value", o->name);
+            }
+            continue;
+        }
+        if (got == n_pos)
+            return cli_usage(c, "unexpected argument '%s'", a);
+        pos[got++] = a;
+    }
+    if (got < n_pos)
+        return cli_usage(c, "missing argument%s", n_pos - got > 1 ? "s" : "");
+    return CLI_OK;
+}
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    errno = 0;
+    char *end = NULL;
+    const unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return 0;
+    *out = (uint64_t)v;
+    return 1;
+}
+
+/* ---- JSON ------------------------------------------------------------------------ */
+
+int cli_print_json(const cli_command *c, json_t *root)
+{
+    if (root == NULL || json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0)
+        return cli_fail(c, "cannot write the JSON output");
+    fputc('\n', stdout);
+    return CLI_OK;
+}
+
+void cli_jset(json_t *obj, const char *key, json_t *v, int *bad)
+{
+    if (obj == NULL || v == NULL || json_object_set_new(obj, key, v) != 0) {
+        json_decref(v);
+        *bad = 1;
+    }
+}
+
+void cli_jappend(json_t *arr, json_t *v, int *bad)
+{
+    if (arr == NULL || v == NULL || json_array_append_new(arr, v) != 0) {
+        json_decref(v);
+        *bad = 1;
+    }
+}
+
+json_t *cli_jreal(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *cli_ju64(uint64_t v)
+{
+    if (v <= (uint64_t)INT64_MAX)
+        return json_integer((json_int_t)v);
+    char b[32];
+    snprintf(b, sizeof b, "%" PRIu64, v);
+    return json_string(b);
+}
+
+json_t *cli_jshape(const int64_t *shape, size_t ndim)
+{
+    json_t *a = json_array();
+    int bad = 0;
+    for (size_t d = 0; d < ndim; d++)
+        cli_jappend(a, json_integer((json_int_t)shape[d]), &bad);
+    if (bad) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+void cli_format_shape(char *buf, size_t cap, const int64_t *shape, size_t ndim)
+{
+    size_t at = 0;
+    at += (size_t)snprintf(buf, cap, "[");
+    for (size_t d = 0; d < ndim && at < cap; d++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%" PRId64, d ? ", " : "", shape[d]);
+    if (at < cap)
+        at += (size_t)snprintf(buf + at, cap - at, "]");
+    if (at >= cap && cap > 4)
+        memcpy(buf + cap - 4, "...", 4);
+}
+
+void cli_format_time(char *buf, size_t cap, uint64_t secs)
+{
+    struct tm tm;
+    const time_t t = (time_t)secs;
+    if ((uint64_t)t == secs && secs <= (uint64_t)INT64_MAX && gmtime_r(&t, &tm) != NULL)
+        snprintf(buf, cap, "%" PRIu64 " (%04d-%02d-%02dT%02d:%02d:%02dZ)", secs, tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    else
+        snprintf(buf, cap, "%" PRIu64, secs);
+}
+
+void cli_format_bytes(char *buf, size_t cap, uint64_t bytes)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    if (bytes < 1024) {
+        snprintf(buf, cap, "%" PRIu64 " B", bytes);
+        return;
+    }
+    double v = (double)bytes / 1024.0;
+    size_t u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0])
+        v /= 1024.0, u++;
+    snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+/* ---- snapshots ------------------------------------------------------------------- */
+
+uint64_t cli_elements(const gck_tensor_info *t)
+{
+    const size_t esz = gck_dtype_size(t->dtype);
+    return esz ? (uint64_t)(t->nbytes / esz) : 0;
+}
+
+int cli_is_float(gck_dtype d)
+{
+    return d == GCK_DTYPE_F64 || d == GCK_DTYPE_F32 || d == GCK_DTYPE_F16 || d == GCK_DTYPE_BF16;
+}
+
+/* IEEE binary16 -> binary32, exact. */
+static float cli_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        const float f = (float)man * 0x1p-24f; /* zero or subnormal: man * 2^-24, exact */
+        memcpy(&bits, &f, sizeof bits);
+        bits |= sign;
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13); /* Inf, NaN (payload kept) */
+    } else {
+        bits = sign | ((exp + 112u) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+int cli_float_values(const gck_tensor_info *t, const void **vals, void **owned, int *is_f64, size_t *n)
+{
+    *owned = NULL;
+    *is_f64 = 0;
+    switch (t->dtype) {
+    case GCK_DTYPE_F64:
+        *vals = t->data, *is_f64 = 1, *n = t->nbytes / sizeof(double);
+        return 1;
+    case GCK_DTYPE_F32:
+        *vals = t->data, *n = t->nbytes / sizeof(float);
+        return 1;
+    case GCK_DTYPE_F16:
+    case GCK_DTYPE_BF16: {
+        const size_t cnt = t->nbytes / 2;
+        *n = cnt, *vals = NULL;
+        if (cnt == 0)
+            return 1;
+        float *f = malloc(cnt * sizeof *f);
+        if (f == NULL)
+            return -1;
+        const unsigned char *p = t->data;
+        for (size_t i = 0; i < cnt; i++) {
+            uint16_t h;
+            memcpy(&h, p + 2 * i, sizeof h); /* this CPU's byte order */
+            if (t->dtype == GCK_DTYPE_F16) {
+                f[i] = cli_f16_to_f32(h);
+            } else {
+                const uint32_t bits = (uint32_t)h << 16;
+                memcpy(&f[i], &bits, sizeof bits);
+            }
+        }
+        *vals = f, *owned = f;
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+double cli_tensor_l2norm(const gck_tensor_info *t, int *computed)
+{
+    const void *v;
+    void *owned;
+    int f64;
+    size_t n;
+    *computed = 0;
+    if (cli_float_values(t, &v, &owned, &f64, &n) != 1)
+        return NAN;
+    const double r = f64 ? gck_l2norm_f64(v, n) : gck_l2norm_f32(v, n);
+    free(owned);
+    *computed = 1;
+    return r;
+}
+
+int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return cli_fail(c, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode))
+        return cli_fail(c, "%s: is a directory, not a safetensors file", path);
+    if (!S_ISREG(st.st_mode))
+        return cli_fail(c, "%s: not a regular file", path);
+    /* mapped, every byte hashed and checked against the recorded content ids */
+    if (gck_snapshot_load_mmap(path, 1, out) != GCK_OK)
+        return cli_fail_gck(c);
+    return CLI_OK;
+}
+
+int cli_read_header_info(const cli_command *c, const char *path, cli_header_info *out)
+{
+    memset(out, 0, sizeof *out);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return cli_fail(c, "%s: cannot open: %s", path, strerror(errno));
+    unsigned char len8[8];
+    uint64_t hlen = 0;
+    int ok = fread(len8, 1, 8, f) == 8;
+    for (int i = 7; ok && i >= 0; i--)
+        hlen = hlen << 8 | len8[i];
+    ok = ok && hlen <= (uint64_t)100 * 1000 * 1000; /* the loader's limit, already checked */
+    char *hdr = ok ? malloc((size_t)hlen + 1) : NULL;
+    ok = hdr != NULL && fread(hdr, 1, (size_t)hlen, f) == (size_t)hlen;
+    fclose(f);
+    json_t *root = ok ? json_loadb(hdr, (size_t)hlen, 0, NULL) : NULL;
+    free(hdr);
+    if (root == NULL)
+        return cli_fail(c, "%s: cannot re-read the header (did the file change?)", path);
+    json_t *md = json_object_get(root, "__metadata__");
+    const char *key;
+    json_t *v;
+    const size_t pl = strlen(GCK_METADATA_PREFIX);
+    json_object_foreach(md, key, v) {
+        if (strncmp(key, GCK_METADATA_PREFIX, pl) != 0)
+            continue;
+        if (strncmp(key + pl, "cid.", 4) == 0)
+            out->recorded_cids++;
+        else
+            out->ours = 1;
+    }
+    json_decref(root);
+    return CLI_OK;
+}
+
+/* ---- stores ---------------------------------------------------------------------- */
+
+int cli_open_store(const cli_command *c, const char *dir, gck_store **out)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return cli_fail(c, "%s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cli_fail(c, "%s: not a directory", dir);
+    const size_t len = strlen(dir) + sizeof "/manifest.json";
+    char *m = malloc(len);
+    if (m == NULL)
+        return cli_fail(c, "out of memory");
+    snprintf(m, len, "%s/manifest.json", dir);
+    const int have = stat(m, &st) == 0;
+    const int err = errno;
+    free(m);
+    /* gck_store_open would create an empty store here: refuse instead */
+    if (!have)
+        return err == ENOENT ? cli_fail(c, "%s: not a gradckpt store (no manifest.json)", dir)
+                             : cli_fail(c, "%s/manifest.json: %s", dir, strerror(err));
+    if (gck_store_open(dir, NULL, out) != GCK_OK)
+        return cli_fail_gck(c);
+    return CLI_OK;
+}
+
+int cli_resolve_version(const cli_command *c, gck_store *s, const char *dir, const char *ref, uint64_t *out)
+{
+    if (strcmp(ref, "latest") == 0) {
+        const gck_entry *e = gck_store_latest(s);
+        if (e == NULL)
+            return cli_fail(c, "%s: the store has no versions", dir);
+        *out = e->version;
+        return CLI_OK;
+    }
+    uint64_t v;
+    if (cli_parse_u64(ref, &v)) {
+        if (gck_store_get(s, v) == NULL)
+            return cli_fail(c, "%s: version %" PRIu64 " is not in the store", dir, v);
+        *out = v;
+        return CLI_OK;
+    }
+    if (gck_store_find_tag(s, ref, out) != GCK_OK)
+        return cli_fail(c, "%s: no version tagged '%s' (a version is a number, 'latest' or a tag)", dir, ref);
+    return CLI_OK;
+}

@@ -30,7 +30,7 @@ struct cli_command {
 
 /* One entry per command (cli_*.c); gradckpt.c lists them. */
 extern const cli_command cli_cmd_info, cli_cmd_inspect, cli_cmd_diff, cli_cmd_verify, cli_cmd_store_ls,
-    cli_cmd_store_restore, cli_cmd_store_tag, cli_cmd_store_gc, cli_cmd_bench;
+    cli_cmd_store_restore, cli_cmd_store_tag, cli_cmd_store_untag, cli_cmd_store_gc, cli_cmd_bench;
 
 /** Prints `help COMMAND` for c to out. */
 void cli_print_help(const cli_command *c, FILE *out);

@@ -192,7 +192,8 @@ static int restore_run(const cli_command *c, int argc, char **argv)
     return rc;
 }
 
-static int tag_run(const cli_command *c, int argc, char **argv)
+/* store tag / store untag: add or remove a tag, durably. */
+static int retag(const cli_command *c, int argc, char **argv, int add)
 {
     const char *pos[3];
     const int p = cli_parse(c, argc, argv, NULL, 0, pos, 3);
@@ -205,15 +206,25 @@ static int tag_run(const cli_command *c, int argc, char **argv)
         return CLI_FAIL;
     uint64_t v = 0;
     int rc = cli_resolve_version(c, s, pos[0], pos[1], &v);
-    if (rc == CLI_OK && gck_store_tag(s, v, pos[2]) != GCK_OK)
+    if (rc == CLI_OK && (add ? gck_store_tag(s, v, pos[2]) : gck_store_untag(s, v, pos[2])) != GCK_OK)
         rc = cli_fail_gck(c);
     if (rc == CLI_OK) {
-        printf("tagged version %" PRIu64 " '", v);
+        printf("%s version %" PRIu64 " '", add ? "tagged" : "untagged", v);
         cli_put_escaped(stdout, pos[2]);
         printf("'\n");
     }
     gck_store_close(s);
     return rc;
+}
+
+static int tag_run(const cli_command *c, int argc, char **argv)
+{
+    return retag(c, argc, argv, 1);
+}
+
+static int untag_run(const cli_command *c, int argc, char **argv)
+{
+    return retag(c, argc, argv, 0);
 }
 
 /* ---- store gc -------------------------------------------------------------------- */
@@ -301,6 +312,14 @@ const cli_command cli_cmd_store_tag = {
     "Tag a version (tagged versions are never evicted).",
     NULL,
     tag_run,
+};
+
+const cli_command cli_cmd_store_untag = {
+    "store untag",
+    "DIR VERSION|latest|TAG OLDTAG",
+    "Remove a tag from a version (with its last tag gone it can be evicted again).",
+    NULL,
+    untag_run,
 };
 
 const cli_command cli_cmd_store_gc = {

@@ -13,7 +13,7 @@
 
 static const cli_command *const commands[] = {
     &cli_cmd_info,       &cli_cmd_inspect,   &cli_cmd_diff,     &cli_cmd_verify, &cli_cmd_store_ls,
-    &cli_cmd_store_restore, &cli_cmd_store_tag, &cli_cmd_store_gc, &cli_cmd_bench,
+    &cli_cmd_store_restore, &cli_cmd_store_tag, &cli_cmd_store_untag, &cli_cmd_store_gc, &cli_cmd_bench,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

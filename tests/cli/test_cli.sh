@@ -268,6 +268,11 @@ run store ls store
 contains "store ls shows the new tags" out.txt "mytag"
 contains "store ls shows the new tags" out.txt "newest"
 fails "tag an unknown version" "gradckpt store tag: " store tag store 99 x
+run store untag store 4 mytag
+expect "store untag" 0
+contains "store untag" out.txt "untagged version 4 'mytag'"
+fails "restore by a removed tag" "gradckpt store restore: " store restore store mytag gone.safetensors
+usage "untag without TAG" store untag store 1
 
 # leftovers of a crash: a data file no version names and a manifest temporary
 head -c 1000 /dev/zero >store/v00000099-g99.safetensors

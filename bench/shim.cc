@@ -2,8 +2,12 @@
 #include "shim.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <regex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <benchmark/benchmark.h>
 #include <gradckpt/status.h>
@@ -16,7 +20,47 @@ namespace {
 struct Spec {  // the caller's spec, minus the pointers it may free, plus its label
     gck_bench_spec c;
     std::string label;
+    std::vector<std::pair<int64_t, double>> slow;  // GCK_BENCH_SLOW: (n, FACTOR - 1) per matched size
 };
+
+// GCK_BENCH_SLOW="REGEX:FACTOR" makes the benchmarks whose full name matches
+// REGEX (std::regex_search, like --benchmark_filter) FACTOR times slower, to
+// test a regression gate (bench/compare.py) against a known slowdown. Read
+// once; a malformed value stops the program, since silently ignoring it would
+// make the gate's test pass for the wrong reason.
+struct Slowdown {
+    bool on = false;
+    std::regex re;
+    double extra = 0;  // FACTOR - 1
+};
+
+const Slowdown &slowdown()
+{
+    static const Slowdown sd = [] {
+        Slowdown r;
+        const char *env = std::getenv("GCK_BENCH_SLOW");
+        if (env == nullptr || *env == '\0')
+            return r;
+        const std::string v(env);
+        const size_t colon = v.rfind(':');  // the last one: REGEX may contain ':'
+        char *end = nullptr;
+        const double factor = colon == std::string::npos ? 0 : std::strtod(v.c_str() + colon + 1, &end);
+        if (colon == std::string::npos || end == v.c_str() + colon + 1 || *end != '\0' || !(factor >= 1)) {
+            std::fprintf(stderr, "GCK_BENCH_SLOW=\"%s\": want REGEX:FACTOR with FACTOR >= 1\n", env);
+            std::exit(2);
+        }
+        try {
+            r.re = std::regex(v.substr(0, colon));
+        } catch (const std::regex_error &e) {
+            std::fprintf(stderr, "GCK_BENCH_SLOW: bad regex \"%s\": %s\n", v.substr(0, colon).c_str(), e.what());
+            std::exit(2);
+        }
+        r.extra = factor - 1;
+        r.on = r.extra > 0;
+        return r;
+    }();
+    return sd;
+}
 
 void run(benchmark::State &st, const Spec &spec)
 {
@@ -41,10 +85,31 @@ void run(benchmark::State &st, const Spec &spec)
             return;
         }
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    for (auto _ : st)
-        benchmark::DoNotOptimize(s.body(s.ctx, n));
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double slow = 0;
+    for (const auto &p : spec.slow)
+        if (p.first == n)
+            slow = p.second;
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
+    if (slow > 0) {
+        // Spin (FACTOR - 1) x this iteration's own body time (wall clock),
+        // so each timed iteration takes FACTOR x as long as its body did,
+        // however fast the body ran; a busy-wait, not a sleep, so CPU time
+        // grows too. The clock reads count as body time: sub-microsecond
+        // bodies slow by more than FACTOR.
+        for (auto _ : st) {
+            const auto b0 = Clock::now();
+            benchmark::DoNotOptimize(s.body(s.ctx, n));
+            const auto b1 = Clock::now();
+            const auto until = b1 + std::chrono::duration_cast<Clock::duration>((b1 - b0) * slow);
+            while (Clock::now() < until) {
+            }
+        }
+    } else {
+        for (auto _ : st)
+            benchmark::DoNotOptimize(s.body(s.ctx, n));
+    }
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
 
     // Bandwidth is a wall-clock rate (a 2-thread run's main thread may sleep
     // at the barrier, so its CPU time undercounts), but UseRealTime() would
@@ -71,10 +136,19 @@ void run(benchmark::State &st, const Spec &spec)
 
 extern "C" void gck_bench_register(const gck_bench_spec *spec)
 {
-    Spec s{*spec, spec->label ? spec->label : ""};
+    Spec s{*spec, spec->label ? spec->label : "", {}};
     s.c.threads = spec->threads > 0 ? spec->threads : 1;
     s.c.name = s.c.label = nullptr;  // may be temporaries
     s.c.sizes = nullptr;
+    const Slowdown &sd = slowdown();
+    for (size_t i = 0; sd.on && i < spec->nsizes; i++) {
+        // The full name as google-benchmark reports it (run_name in the JSON).
+        std::string full = std::string(spec->name) + "/" + std::to_string(spec->sizes[i]);
+        if (spec->iterations > 0)
+            full += "/iterations:" + std::to_string(spec->iterations);
+        if (std::regex_search(full, sd.re))
+            s.slow.emplace_back(spec->sizes[i], sd.extra);
+    }
     auto *b = benchmark::RegisterBenchmark(
         spec->name, [s = std::move(s)](benchmark::State &st) { run(st, s); });
     for (size_t i = 0; i < spec->nsizes; i++)

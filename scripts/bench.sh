@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Benchmarks and the regression gate (bench/README.md, "Regression gate"):
+#   scripts/bench.sh run OUT.json [FILTER] [REPS]   run gradckpt-bench, REPS (7) interleaved repetitions
+#   scripts/bench.sh compare BASE.json NEW.json [compare.py options]
+#   scripts/bench.sh gate BASE.json [FILTER] [REPS] run, then compare with BASE; compare's exit status
+#   scripts/bench.sh plot RESULTS.json OUTDIR [...] bench/plot.py RESULTS.json OUTDIR [...]
+#   scripts/bench.sh peers OUT.json [...]           bench/peers.py --out OUT.json [...]
+#   scripts/bench.sh icount OUT.txt [...]           bench/icount.py --out OUT.txt [...]
+# run and gate build build/bench-release (Release, GRADCKPT_BUILD_TESTS=OFF)
+# first (GCK_BUILD_ROOT moves build/; CMAKE_BUILD_PARALLEL_LEVEL limits the
+# jobs). Extra gradckpt-bench flags: GCK_BENCH_ARGS; extra compare.py options
+# for gate: GCK_COMPARE_ARGS (e.g. "--metric cpu_time"). Exit status 2: usage,
+# build or input error; 1 (compare, gate): a regression.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The default set, about a minute at 7 repetitions: sumsq and axpy (f32, f64)
+# on scalar, AVX2 and AVX-512, and the bandwidth references with the same
+# traffic (ref_read, ref_rmw2), in cache (64 Ki) and out of it (16 Mi), 1 thread.
+DEFAULT_FILTER='^((sumsq|axpy)_f(32|64)/(scalar|avx2|avx512)|ref_(read|rmw2)_f(32|64))/1t/(65536|16777216)$'
+
+usage() {
+  sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
+  exit 2
+}
+
+build() {
+  GCK_SETUP_CROSS=0 bash scripts/setup.sh
+  local dir=${GCK_BUILD_ROOT:-build}/bench-release
+  mkdir -p "$dir"
+  { cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_TESTS=OFF &&
+    cmake --build "$dir" --target gck_bench; } >"$dir.build.log" 2>&1 ||
+    { tail -30 "$dir.build.log" >&2; echo "bench.sh: build failed (log: $dir.build.log)" >&2; exit 2; }
+  bench=$dir/bench/gradckpt-bench
+  [ -x "$bench" ] || { echo "bench.sh: $bench was not built (google-benchmark missing?)" >&2; exit 2; }
+}
+
+run() {  # OUT.json [FILTER] [REPS]
+  (($# >= 1 && $# <= 3)) || usage
+  local out=$1 filter=${2:-$DEFAULT_FILTER} reps=${3:-7}  # empty: the default
+  build
+  # shellcheck disable=SC2086  # GCK_BENCH_ARGS is a list of flags
+  "$bench" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
+    --benchmark_enable_random_interleaving=true --benchmark_min_time=0.1 \
+    --benchmark_out="$out" --benchmark_out_format=json ${GCK_BENCH_ARGS:-}
+}
+
+py() {  # SCRIPT ARGS...: another bench/ script, which may not exist yet
+  local script=$1; shift
+  [ -f "$script" ] || { echo "bench.sh: $script does not exist (yet); nothing to run" >&2; exit 2; }
+  python3 "$script" "$@"
+}
+
+[ $# -ge 1 ] || usage
+cmd=$1; shift
+case "$cmd" in
+  run) run "$@" ;;
+  compare)
+    [ $# -ge 2 ] || usage
+    python3 bench/compare.py "$@" ;;
+  gate)
+    (($# >= 1 && $# <= 3)) || usage
+    [ -f "$1" ] || { echo "bench.sh: baseline $1 not found" >&2; exit 2; }
+    new=$(mktemp --suffix=.json)
+    trap 'rm -f "$new"' EXIT
+    # The same set and repetitions as the baseline's run (an empty FILTER: the default).
+    run "$new" "${2:-}" "${3:-}"
+    rc=0
+    # shellcheck disable=SC2086  # GCK_COMPARE_ARGS is a list of options
+    python3 bench/compare.py "$1" "$new" ${GCK_COMPARE_ARGS:-} || rc=$?
+    exit "$rc" ;;
+  plot)
+    [ $# -ge 2 ] || usage
+    py bench/plot.py "$@" ;;
+  peers)
+    [ $# -ge 1 ] || usage
+    py bench/peers.py --out "$@" ;;
+  icount)
+    [ $# -ge 1 ] || usage
+    py bench/icount.py --out "$@" ;;
+  -h|--help|help) usage ;;
+  *) echo "bench.sh: unknown command '$cmd'" >&2; usage ;;
+esac

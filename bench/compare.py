@@ -197,8 +197,9 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=0.05,
                     help="relative slowdown ignored however significant (default 0.05)")
     ap.add_argument("--alpha", type=float, default=0.01, help="significance level (default 0.01)")
-    ap.add_argument("--metric", choices=["time", "cpu_time", "bytes_per_second"], default="time",
-                    help="time: real_time (default); cpu_time; or the bytes_per_second counter")
+    ap.add_argument("--metric", choices=["time", "cpu_time", "bytes_per_second"], default="cpu_time",
+                    help="cpu_time (default: time the benchmark thread ran, so neighbours taking the "
+                         "CPU do not count); time: real_time; or the bytes_per_second counter")
     ap.add_argument("--filter", metavar="REGEX", help="only run_names matching (re.search)")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)

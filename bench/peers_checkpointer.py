@@ -9,6 +9,9 @@ accumulate+flush and the rate of the same traffic bound gradckpt-bench uses
 compares with flush/<model>/k<k>/none/1t from one gradckpt-bench run.
 
     python3 bench/peers_checkpointer.py [--models small2k,resnet50] [--k 1,4,16]
+
+bench/peers.py imports MODELS from here and runs the same step (plus PyTorch's
+foreach variants and the kernels) with google-benchmark JSON output.
 """
 import argparse
 import math

@@ -3,6 +3,7 @@
 
     gradckpt-bench --benchmark_out=res.json --benchmark_out_format=json
     python3 bench/ratios.py res.json [--in-cache 65536] [--out-of-cache 67108864]
+    python3 bench/ratios.py res.json --peers peers.json   # + gradckpt vs NumPy/PyTorch (bench/peers.py)
 
 Every number is bytes_per_second (wall-clock, reads + writes) from the JSON, so
 ratios between benchmarks of the same run are comparable whatever they move.
@@ -105,6 +106,102 @@ def peer_rows(bw, small, big):
              gbs(bw.get((name, 2, big)))] for name in names]
 
 
+TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def load_times(path):
+    """{(name, threads, n): (seconds per iteration, label)}: medians of real_time."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"{path}: not a google-benchmark JSON file ({e})")
+    samples, medians = {}, {}
+    for b in doc.get("benchmarks", []):
+        if b.get("error_occurred") or "real_time" not in b:
+            continue
+        parts = b["run_name"].split("/")
+        if len(parts) < 3 or not parts[-2].endswith("t") or not parts[-1].isdigit():
+            continue
+        key = ("/".join(parts[:-2]), int(parts[-2][:-1]), int(parts[-1]))
+        secs = b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9)
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                medians[key] = (secs, b.get("label", ""))
+        else:
+            samples.setdefault(key, []).append((secs, b.get("label", "")))
+    times = {k: (statistics.median(s for s, _ in v), v[0][1]) for k, v in samples.items()}
+    times.update(medians)
+    return doc.get("context", {}), times
+
+
+def fmt_time(s):
+    if s is None:
+        return "–"
+    for unit, mul in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= mul:
+            return f"{s / mul:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def peer_tables(times, peers, isas):
+    """Two markdown tables of peer time ÷ gradckpt time, one row per operation.
+
+    peer_<lib>/<op>_<dt>/<t>t/<n> is matched with <op>_<dt>/<isa>/<t>t/<n> on the
+    best ISA present (the last of `isas` with a result), and
+    peer_<lib>/<variant>/<model>/k<k>/<t>t/<n> with flush/<model>/k<k>/none/<t>t/<n>."""
+    kern, flush = {}, {}
+    for (name, t, n) in peers:
+        parts = name.split("/")
+        if len(parts) == 2 and parts[1].rsplit("_", 1)[0] in KERNELS:
+            kern.setdefault((parts[1], t, n), {})[parts[0]] = peers[(name, t, n)][0]
+        elif len(parts) == 4 and parts[3].startswith("k"):
+            col = parts[0] + "/" + parts[1]
+            flush.setdefault((parts[2], parts[3], t, n), {})[col] = peers[(name, t, n)][0]
+    out = []
+
+    def cols_of(groups):
+        return sorted({c for g in groups.values() for c in g})
+
+    if kern:
+        libs = cols_of(kern)
+        header = ["operation", "n", "threads", "gradckpt (ISA)"]
+        for lib in libs:
+            header += [lib.replace("peer_", ""), "÷"]
+        order = {k: i for i, k in enumerate(KERNELS)}
+        rows = []
+        for (op, t, n) in sorted(kern, key=lambda k: (order[k[0].rsplit("_", 1)[0]], k[0], k[2], k[1])):
+            g, isa = None, None
+            for i in isas:
+                v = times.get((f"{op}/{i}", t, n))
+                if v is not None:
+                    g, isa = v[0], i
+            row = [op, str(n), str(t), f"{fmt_time(g)} ({isa})" if isa else "–"]
+            for lib in libs:
+                p = kern[(op, t, n)].get(lib)
+                row += [fmt_time(p), ratio(p, g)]
+            rows.append(row)
+        out.append(table(header, rows))
+    if flush:
+        cols = cols_of(flush)
+        header = ["model", "k", "threads", "gradckpt (no checksum)"]
+        for c in cols:
+            header += [c.replace("peer_", ""), "÷"]
+        rows = []
+        models = ["small147", "small2k", "resnet50", "gpt2s"]
+        for (m, k, t, n) in sorted(flush, key=lambda x: (models.index(x[0]) if x[0] in models else 99,
+                                                         x[0], int(x[1][1:]), x[2])):
+            g = times.get((f"flush/{m}/{k}/none", t, n))
+            g = g[0] if g else None
+            row = [m, k[1:], str(t), fmt_time(g)]
+            for c in cols:
+                p = flush[(m, k, t, n)].get(c)
+                row += [fmt_time(p), ratio(p, g)]
+            rows.append(row)
+        out.append(table(header, rows))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="google-benchmark JSON (--benchmark_out_format=json)")
@@ -112,6 +209,8 @@ def main():
                     help="elements for the in-cache columns (default 64 Ki)")
     ap.add_argument("--out-of-cache", type=int, default=67108864, metavar="N",
                     help="elements for the out-of-cache columns (default 64 Mi)")
+    ap.add_argument("--peers", metavar="PEERS.json",
+                    help="bench/peers.py output: add a table of NumPy/PyTorch time ÷ gradckpt time")
     args = ap.parse_args()
     ctx, bw = load(args.json)
     if not bw:
@@ -134,6 +233,20 @@ def main():
     print("\n## Peers and references (GB/s)\n")
     print(table(["benchmark", "in cache 1t", "out of cache 1t", "out of cache 2t"],
                 peer_rows(bw, small, big)))
+    if args.peers:
+        _, times = load_times(args.json)
+        pctx, peers = load_times(args.peers)
+        versions = ", ".join(f"{k.split('_')[0]} {pctx[k]}" for k in ("numpy_version", "torch_version") if k in pctx)
+        if "torch" in pctx:
+            versions += f"; {pctx['torch']}"
+        pload = " ".join(f"{x:.2f}" for x in pctx.get("load_avg", []))
+        print(f"\n## gradckpt vs NumPy/PyTorch ({versions or '?'}; peers' load average {pload or '?'})\n")
+        print("Median time per call (kernels) or per accumulate + flush step (checkpointer); "
+              "÷ = peer time ÷ gradckpt time, so > 1 means gradckpt is faster. gradckpt: the best "
+              "ISA in the results for kernels; flush/<model>/k<k>/none for the checkpointer "
+              "(it also writes a checkpoint, which the peers do not).\n")
+        tables = peer_tables(times, peers, ISAS)
+        print("\n\n".join(tables) if tables else f"({args.peers}: no peer benchmarks)")
 
 
 if __name__ == "__main__":

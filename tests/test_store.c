@@ -591,7 +591,7 @@ static void test_faults_leave_store_unchanged(void **state)
             save_v(st, v, NULL);
     }
     assert_true(io_failures > 5);
-    assert_true(alloc_failures > 20);
+    assert_true(alloc_failures > 10); /* fewer without zstd (s390x) */
     gck_snapshot_destroy(s4);
     gck_store_close(st);
 }

@@ -121,22 +121,22 @@ static double snap_body(void *ctx, int64_t n)
 
 void gck_bench_register_snapshot(int threads)
 {
-    if (threads != 1)
-        return; /* file I/O is single-threaded */
     static const char *const ops[5] = {"save", "load", "load_mmap", "raw_write", "raw_read"};
-    static snap_ctx ctx[2][5];
+    static snap_ctx ctx[2][2][5]; /* [threads - 1][model][op] */
     static const struct { const char *model; size_t params, ntensors; } models[2] = {
         {"resnet50", 25549352, 153}, {"gpt2s", 124439808, 148}};
     for (int m = 0; m < 2; m++)
         for (int o = 0; o < 5; o++) {
-            snap_ctx *f = &ctx[m][o];
+            if (threads != 1 && o != 1)
+                continue; /* only load reads (and hashes) tensors on several threads */
+            snap_ctx *f = &ctx[threads - 1][m][o];
             *f = (snap_ctx){.model = models[m].model, .params = models[m].params, .ntensors = models[m].ntensors,
                             .op = o};
             char name[96];
-            snprintf(name, sizeof name, "snapshot_%s/%s/1t", ops[o], models[m].model);
+            snprintf(name, sizeof name, "snapshot_%s/%s/%dt", ops[o], models[m].model, threads);
             const int64_t size = (int64_t)models[m].params;
             gck_bench_register(&(gck_bench_spec){.name = name, .body = snap_body, .prepare = snap_prepare,
-                                                 .ctx = f, .threads = 1, .bytes_per_elem = 4.0, .label = "f32",
+                                                 .ctx = f, .threads = threads, .bytes_per_elem = 4.0, .label = "f32",
                                                  .sizes = &size, .nsizes = 1});
         }
 }

@@ -480,36 +480,37 @@ static int gck_read_hashed(int fd, unsigned char *data, size_t nbytes, uint64_t 
  * file (map != NULL, little-endian CPU), pointing into it when the data is
  * aligned for its type. Without `verify`, content ids are taken from the
  * file's metadata where it records them, so nothing reads the values. */
-static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
-                                   gck_snapshot *s, const unsigned char *map, json_t *md, int verify)
+/* A tensor read ahead of the build loop (gck_load_tensors). */
+typedef struct gck_pre {
+    void *data; /* in the snapshot's arena; NULL: not read ahead */
+    char cid[24];
+    int err;
+} gck_pre;
+
+/* Builds the tensors and blobs of the snapshot from the file (reading what
+ * `pre` did not read ahead). */
+static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
+                                    gck_snapshot *s, const unsigned char *map, json_t *md, int verify,
+                                    const gck_pre *pre)
 {
     const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
-    /* every copied tensor in one buffer (huge pages, few faults); its size
-     * is within the file's. Without it (out of memory) each gets its own. */
-    size_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        const uint64_t off = data_off + e[i].begin;
-        const int borrowable = map != NULL && (off % gck_dtype_size(e[i].dtype)) == 0;
-        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) != 0 && !borrowable)
-            total += ((size_t)(e[i].end - e[i].begin) + 63) / 64 * 64;
-    }
-    if (total > 0)
-        (void)gck_snapshot_reserve(s, total);
     for (size_t i = 0; i < n; i++) {
         const size_t nbytes = (size_t)(e[i].end - e[i].begin);
         const size_t esz = gck_dtype_size(e[i].dtype);
         const unsigned char *src = map ? map + data_off + e[i].begin : NULL;
         const int is_blob = strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0;
-        const int borrow = src != NULL && !is_blob && ((uintptr_t)src % esz) == 0;
-        void *data = borrow ? (void *)(uintptr_t)src : is_blob ? NULL : gck_snapshot_arena_take(s, nbytes);
+        const int done = pre != NULL && pre[i].data != NULL; /* read above */
+        const int borrow = (src != NULL && !is_blob && ((uintptr_t)src % esz) == 0);
+        void *data = done ? pre[i].data
+                          : borrow ? (void *)(uintptr_t)src : is_blob ? NULL : gck_snapshot_arena_take(s, nbytes);
         const int shared = data != NULL; /* the mapping's or the arena's: never freed alone */
         if (data == NULL)
             data = gck_aligned_alloc(nbytes);
         if (data == NULL)
             return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
-        const char *cid = verify ? NULL : gck_recorded_cid(md, e[i].name);
+        const char *cid = done ? pre[i].cid : verify ? NULL : gck_recorded_cid(md, e[i].name);
         char hashed[24];
-        if (!borrow) {
+        if (!borrow && !done) {
             int err;
             if (src != NULL)
                 memcpy(data, src, nbytes), gck_swap_le(data, nbytes, esz), err = 0;
@@ -579,6 +580,56 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             return st;
     }
     return GCK_OK;
+}
+
+static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
+                                   gck_snapshot *s, const unsigned char *map, json_t *md, int verify)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+    /* every copied tensor in one buffer (huge pages, few faults); its size
+     * is within the file's. Without it (out of memory) each gets its own. */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t off = data_off + e[i].begin;
+        const int borrowable = map != NULL && (off % gck_dtype_size(e[i].dtype)) == 0;
+        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) != 0 && !borrowable)
+            total += ((size_t)(e[i].end - e[i].begin) + 63) / 64 * 64;
+    }
+    if (total > 0)
+        (void)gck_snapshot_reserve(s, total);
+    /* Read (and hash) the tensors that go to the arena first, on OpenMP
+     * threads: tensors are independent, and each one's bytes and id are the
+     * same whichever thread reads it. The loop below then only builds them. */
+    gck_pre *pre = map == NULL && s->arena != NULL ? gck_calloc(n, sizeof *pre) : NULL;
+    if (pre != NULL) {
+        for (size_t i = 0; i < n; i++)
+            if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) != 0)
+                pre[i].data = gck_snapshot_arena_take(s, (size_t)(e[i].end - e[i].begin));
+        const long ln = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20))
+        for (long k = 0; k < ln; k++) {
+            const size_t i = (size_t)k, nbytes = (size_t)(e[i].end - e[i].begin);
+            if (pre[i].data == NULL)
+                continue;
+            const char *rec = verify ? NULL : gck_recorded_cid(md, e[i].name);
+            if (rec == NULL) {
+                pre[i].err = gck_read_hashed(fd, pre[i].data, nbytes, data_off + e[i].begin, e[i].dtype, pre[i].cid);
+            } else {
+                pre[i].err = gck_read_at(fd, pre[i].data, nbytes, data_off + e[i].begin);
+                gck_swap_le(pre[i].data, nbytes, gck_dtype_size(e[i].dtype));
+                memcpy(pre[i].cid, rec, 22);
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            if (pre[i].err) {
+                const int err = pre[i].err;
+                free(pre);
+                return gck_io_fail("cannot read", path, err);
+            }
+    }
+    const gck_status st = gck_build_tensors(path, fd, data_off, e, n, s, map, md, verify, pre);
+    free(pre);
+    return st;
 }
 
 /* Every gradckpt.cid.<name> in the metadata matches the loaded bytes. */

@@ -16,10 +16,10 @@ cd "$(dirname "$0")/.."
 
 # The default set, about a minute at 10 repetitions: sumsq and axpy (f32, f64)
 # on scalar, AVX2 and AVX-512, and the bandwidth references with the same
-# traffic (ref_read, ref_rmw2), in L2 (64 Ki) and in L3 (1 Mi), 1 thread.
+# traffic (ref_read, ref_rmw2), in L2 (64 Ki) and in L3 (256 Ki: 2-4 MB), 1 thread.
 # Sizes in DRAM drift by tens of percent between runs on shared machines (a
 # slower memory day looks like slower code); a code regression shows in cache.
-DEFAULT_FILTER='^((sumsq|axpy)_f(32|64)/(scalar|avx2|avx512)|ref_(read|rmw2)_f(32|64))/1t/(65536|1048576)$'
+DEFAULT_FILTER='^((sumsq|axpy)_f(32|64)/(scalar|avx2|avx512)|ref_(read|rmw2)_f(32|64))/1t/(65536|262144)$'
 
 usage() {
   sed -n '2,13s/^# \{0,1\}//p' "$0" >&2

@@ -9,6 +9,8 @@
  *   ref_rmw1   x[i] *= s         1 read, 1 written     (scale)
  *   ref_add3   c[i] = a[i] + b[i]  2 read, 1 other written: STREAM's "add"
  *                                  (xor_shuffle, unshuffle_xor)
+ *   ref_copy   c[i] = a[i]       1 read, 1 other written: STREAM's "copy"
+ *                                  (the machine's copy limit; snapshot copies)
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -91,6 +93,15 @@ static volatile double ref_scale = GCK_BENCH_SCALE;
             dst[i] = a[i] + b[i];                                                        \
         return 0;                                                                        \
     }                                                                                    \
+    static double copy_chunk_##sfx(void *c, size_t lo, size_t len)                       \
+    {                                                                                    \
+        T *dst = GCK_BENCH_C(T, c) + lo;                                                 \
+        const T *a = A(T, c) + lo;                                                       \
+        for (size_t i = 0; i < len; i++)                                                 \
+            dst[i] = a[i];                                                               \
+        return 0;                                                                        \
+    }                                                                                    \
+    static double copy_##sfx(void *c, int64_t n) { return over_chunks(copy_chunk_##sfx, c, n); } \
     static double read_##sfx(void *c, int64_t n) { return over_chunks(read_chunk_##sfx, c, n); } \
     static double add3_##sfx(void *c, int64_t n) { return over_chunks(add3_chunk_##sfx, c, n); } \
     static double rmw2_##sfx(void *c, int64_t n) { return over_chunks(rmw2_chunk_##sfx, c, n); } \
@@ -107,6 +118,7 @@ static const gck_bench_op refs[] = {
 
 static const gck_bench_op refs3[] = {
     GCK_BENCH_OP(add3, 3),
+    GCK_BENCH_OP(copy, 2),
 };
 
 void gck_bench_register_baseline(int threads)

@@ -231,7 +231,7 @@ def model_shapes(name):
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    import peers_checkpointer  # the shapes, shared with the older markdown script
+    import peers_checkpointer  # the shapes and the NumPy step, shared with the older markdown script
 
     shapes = peers_checkpointer.MODELS[name]()
     want = MODEL_SIZES[name]
@@ -240,24 +240,6 @@ def model_shapes(name):
         sys.exit(f"peers.py: model {name}: {got[0]} tensors / {got[1]} parameters, but "
                  f"bench_checkpointer.c has {want[0]} / {want[1]}: fix peers_checkpointer.py")
     return shapes
-
-
-def numpy_flush(np, grads, acc, k, clip):
-    for j in range(k):
-        for a, g in zip(acc, grads):
-            if j == 0:
-                np.copyto(a, g)
-            else:
-                a += g
-    inv = np.float32(k)
-    for a in acc:
-        a /= inv
-    total = math.sqrt(sum(float(np.dot(a, a)) for a in acc))
-    if total > clip:
-        s = np.float32(clip / total)
-        for a in acc:
-            a *= s
-    return total
 
 
 def torch_clip_step(torch, grads, params, gl, k, clip, foreach):
@@ -300,7 +282,8 @@ def run_checkpointer(args, threads, np, torch, out):
         grads = [(rng.random(n, dtype=np.float32) - 0.5) * 0.01 for n in shapes]
         acc = [np.empty(n, dtype=np.float32) for n in shapes]
         name = "peer_numpy/flush"
-        iters, samples = measure(lambda: numpy_flush(np, grads, acc, k, CLIP), args.reps, args.min_time)
+        iters, samples = measure(lambda: sys.modules["peers_checkpointer"].numpy_step(grads, acc, k, CLIP),
+                                 args.reps, args.min_time)
         out += entries(f"{name}/{tail}", f"numpy {np.__version__}: copyto/+=, /=k, np.dot norms, *=coef",
                        iters, samples, nbytes, params)
         note(f"  {name + '/' + tail:58s} {statistics.median(w for w, _ in samples) * 1e3:9.2f} ms")

@@ -68,3 +68,18 @@ const char *gck_dtype_name(gck_dtype dtype)
 {
     return (unsigned)dtype < GCK_DTYPE_COUNT ? gck_dtype_names[dtype] : "unknown";
 }
+
+void gck_swap_le(void *data, size_t nbytes, size_t esz)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    unsigned char *p = data;
+    for (size_t e = 0; esz > 1 && e < nbytes; e += esz)
+        for (size_t b = 0; b < esz / 2; b++) {
+            const unsigned char t = p[e + b];
+            p[e + b] = p[e + esz - 1 - b];
+            p[e + esz - 1 - b] = t;
+        }
+#else
+    (void)data, (void)nbytes, (void)esz;
+#endif
+}

@@ -295,21 +295,6 @@ static int gck_read_at(int fd, void *p, size_t len, uint64_t off)
     return 0;
 }
 
-static void gck_swap_le(void *data, size_t nbytes, size_t esz)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    unsigned char *p = data;
-    for (size_t e = 0; esz > 1 && e < nbytes; e += esz)
-        for (size_t b = 0; b < esz / 2; b++) {
-            const unsigned char t = p[e + b];
-            p[e + b] = p[e + esz - 1 - b];
-            p[e + esz - 1 - b] = t;
-        }
-#else
-    (void)data, (void)nbytes, (void)esz;
-#endif
-}
-
 static int gck_dtype_from_name(const char *name, gck_dtype *out)
 {
     for (int d = 0; d < GCK_DTYPE_COUNT; d++)

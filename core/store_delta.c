@@ -15,6 +15,7 @@
 #include <gradckpt/kernels.h>
 
 #include "alloc_internal.h"
+#include "checksum_internal.h"
 #include "snapshot_internal.h"
 
 #define GCK_DELTA_FORMAT 1
@@ -102,22 +103,6 @@ static const void *gck_le_view(const void *src, size_t k, size_t esz, unsigned c
     (void)k, (void)esz, (void)buf;
 #endif
     return src;
-}
-
-/* In place: little-endian bytes of k elements to this CPU's order. */
-static void gck_from_le(void *p, size_t k, size_t esz)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    unsigned char *s = p;
-    for (size_t e = 0; esz > 1 && e < k * esz; e += esz)
-        for (size_t b = 0; b < esz / 2; b++) {
-            const unsigned char t = s[e + b];
-            s[e + b] = s[e + esz - 1 - b];
-            s[e + esz - 1 - b] = t;
-        }
-#else
-    (void)p, (void)k, (void)esz;
-#endif
 }
 
 /* One tensor or blob, seen the same way. */
@@ -313,7 +298,7 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
         }
         (void)gck_unshuffle_xor(pd + off * esz, c->chunk, pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL,
                                 k, esz);
-        gck_from_le(pd + off * esz, k, esz);
+        gck_swap_le(pd + off * esz, k * esz, esz);
         off += k;
     }
 #ifdef GCK_HAVE_ZSTD

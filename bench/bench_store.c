@@ -264,20 +264,20 @@ static size_t store_report(void *ctx, const char **names, double *values, size_t
 
 void gck_bench_register_store(int threads)
 {
-    if (threads != 1)
-        return; /* the targets are per core */
     static const char *const ops[5] = {"store_save", "store_restore", "store_full_save", "zstd_compress",
                                        "zstd_decompress"};
-    static store_ctx ctx[2][5];
+    static store_ctx ctx[2][2][5]; /* [threads - 1][case][op] */
     static const int64_t size = 16 << 20; /* 64 MiB of f32 per version */
     for (int c = 0; c < 2; c++)
         for (int o = 0; o < 5; o++) {
-            store_ctx *f = &ctx[c][o];
+            if (threads != 1 && o != 0)
+                continue; /* encoding spreads tensors over threads; the rest runs on one */
+            store_ctx *f = &ctx[threads - 1][c][o];
             *f = (store_ctx){.name = c ? "finetune" : "train", .frozen = c, .op = o};
             char name[96];
-            snprintf(name, sizeof name, "%s/%s/1t", ops[o], f->name);
+            snprintf(name, sizeof name, "%s/%s/%dt", ops[o], f->name, threads);
             gck_bench_register(&(gck_bench_spec){
-                .name = name, .body = store_body, .prepare = store_prepare, .ctx = f, .threads = 1,
+                .name = name, .body = store_body, .prepare = store_prepare, .ctx = f, .threads = threads,
                 .bytes_per_elem = 4.0, .label = "f32", .sizes = &size, .nsizes = 1, .report = store_report,
                 /* saves consume versions; a fixed count keeps the store small */
                 .iterations = o == 0 ? NVERSIONS - 2 : o == 2 ? NVERSIONS - 1 : 0});

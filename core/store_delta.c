@@ -13,6 +13,9 @@
 #endif
 
 #include <gradckpt/kernels.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
@@ -23,15 +26,23 @@
 /* Bytes of a plane's first chunk whose entropy decides the plane's codec. */
 #define GCK_PLANE_PROBE 8192
 
+/* What one encoding thread compresses with. */
+typedef struct gck_zslot {
+#ifdef GCK_HAVE_ZSTD
+    ZSTD_CCtx *cctx;
+#endif
+    unsigned char *scratch; /* one compressed plane, copied back over the plane */
+    size_t scratch_cap;
+} gck_zslot;
+
 struct gck_delta_codec {
     int level;
     double entropy_max; /* planes above this order-0 entropy (fraction of 8 bits) are stored raw */
 #ifdef GCK_HAVE_ZSTD
-    ZSTD_CCtx *cctx;
     ZSTD_DCtx *dc[8];       /* one stream per byte plane (decoding goes chunk by chunk) */
-    unsigned char *scratch; /* one compressed plane, copied back over the plane */
-    size_t scratch_cap;
 #endif
+    gck_zslot *slots;       /* one per encoding thread */
+    int nslots;
     unsigned char *chunk;        /* one chunk of planes */
     unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
     unsigned char *arena;        /* the payloads of one delta, reused by the next */
@@ -62,8 +73,6 @@ gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec
 #ifdef GCK_HAVE_ZSTD
     for (int p = 0; ok && p < 8; p++)
         ok = (c->dc[p] = ZSTD_createDCtx()) != NULL;
-    c->cctx = ok ? ZSTD_createCCtx() : NULL;
-    ok = ok && c->cctx;
 #endif
     if (!ok) {
         gck_delta_codec_destroy(c);
@@ -80,9 +89,14 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
 #ifdef GCK_HAVE_ZSTD
     for (int p = 0; p < 8; p++)
         ZSTD_freeDCtx(c->dc[p]);
-    ZSTD_freeCCtx(c->cctx);
-    free(c->scratch);
 #endif
+    for (int t = 0; t < c->nslots; t++) {
+#ifdef GCK_HAVE_ZSTD
+        ZSTD_freeCCtx(c->slots[t].cctx);
+#endif
+        free(c->slots[t].scratch);
+    }
+    free(c->slots);
     free(c->chunk), free(c->le_a), free(c->le_b), free(c->arena);
     free(c);
 }
@@ -198,16 +212,15 @@ static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const
  * format is the same whether they are formed at once or chunk by chunk),
  * then compresses, in place, each plane whose sampled entropy is low. The
  * arena was touched by the previous delta, so this takes no page faults. */
-static gck_status gck_encode_planes(gck_delta_codec *c, const void *a, const void *b, size_t n, size_t esz,
-                                    gck_plane_out po[8])
+static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsigned char *region, const void *a,
+                                    const void *b, size_t n, size_t esz, gck_plane_out po[8])
 {
-    unsigned char *region = c->arena + c->arena_used;
-    c->arena_used += n * esz;
+    (void)z;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     /* planes of the little-endian bytes: through the chunk buffer */
     for (size_t off = 0; off < n;) {
         const size_t k = n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK;
-        gck_shuffle_chunk(c, a, b, off, k, esz);
+        gck_shuffle_chunk((gck_delta_codec *)(uintptr_t)c, a, b, off, k, esz); /* serial on big-endian CPUs */
         for (size_t p = 0; p < esz; p++)
             memcpy(region + p * n + off, c->chunk + p * k, k);
         off += k;
@@ -223,18 +236,20 @@ static gck_status gck_encode_planes(gck_delta_codec *c, const void *a, const voi
             gck_entropy_ratio(po[p].buf, n < GCK_PLANE_PROBE ? n : GCK_PLANE_PROBE) > c->entropy_max)
             continue;
         const size_t bound = ZSTD_compressBound(n);
-        if (bound > c->scratch_cap) {
+        if (bound > z->scratch_cap) {
             unsigned char *ns = gck_aligned_alloc(bound);
             if (ns == NULL)
                 return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", bound);
-            free(c->scratch);
-            c->scratch = ns, c->scratch_cap = bound;
+            free(z->scratch);
+            z->scratch = ns, z->scratch_cap = bound;
         }
-        const size_t r = ZSTD_compressCCtx(c->cctx, c->scratch, bound, po[p].buf, n, c->level);
+        if (z->cctx == NULL && (z->cctx = ZSTD_createCCtx()) == NULL)
+            return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot create a zstd context");
+        const size_t r = ZSTD_compressCCtx(z->cctx, z->scratch, bound, po[p].buf, n, c->level);
         if (ZSTD_isError(r))
             return gck_fail(GCK_ERR_IO, "delta: zstd compression failed: %s", ZSTD_getErrorName(r));
         if (r < n) { /* else the plane stays as it is */
-            memcpy(po[p].buf, c->scratch, r);
+            memcpy(po[p].buf, z->scratch, r);
             po[p].mode = GCK_PLANE_ZSTD;
             po[p].len = r;
         }
@@ -328,41 +343,81 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
 static const char *const gck_enc_names[] = {"ref", "xor", "raw"};
 enum { GCK_ENC_REF, GCK_ENC_XOR, GCK_ENC_RAW };
 
-/* Encodes one item into `delta` and appends its description to `items`. */
-static gck_status gck_encode_item(gck_delta_codec *c, const gck_item *it, const gck_snapshot *base,
-                                  gck_snapshot *delta, json_t *items)
+/* One tensor or blob of the target: how it is stored, and where its planes go. */
+typedef struct gck_enc_job {
+    gck_item it, b;
+    int enc;
+    unsigned char *region; /* n * esz bytes of the arena (not for refs) */
+    gck_plane_out po[8];
+    gck_status st;
+    char msg[160];         /* the failing thread's message */
+} gck_enc_job;
+
+static void gck_plan_job(gck_delta_codec *c, const gck_item *it, const gck_snapshot *base, gck_enc_job *j)
 {
-    gck_item b;
-    const int has_base = gck_base_item(base, it->blob, it->name, &b);
-    int enc = GCK_ENC_RAW;
-    if (has_base && b.dtype == it->dtype && gck_same_shape(it, &b) && strcmp(b.cid, it->cid) == 0)
-        enc = GCK_ENC_REF;
-    else if (has_base && b.dtype == it->dtype && b.nbytes == it->nbytes)
-        enc = GCK_ENC_XOR;
+    memset(j, 0, sizeof *j);
+    j->it = *it;
+    const int has_base = gck_base_item(base, it->blob, it->name, &j->b);
+    j->enc = GCK_ENC_RAW;
+    if (has_base && j->b.dtype == it->dtype && gck_same_shape(it, &j->b) && strcmp(j->b.cid, it->cid) == 0)
+        j->enc = GCK_ENC_REF;
+    else if (has_base && j->b.dtype == it->dtype && j->b.nbytes == it->nbytes)
+        j->enc = GCK_ENC_XOR;
+    if (j->enc != GCK_ENC_REF) {
+        j->region = c->arena + c->arena_used;
+        c->arena_used += it->nbytes;
+    }
+}
+
+static void gck_run_job(const gck_delta_codec *c, gck_zslot *z, gck_enc_job *j)
+{
+    if (j->enc == GCK_ENC_REF)
+        return;
+    const size_t esz = gck_dtype_size(j->it.dtype);
+    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL,
+                              j->it.nbytes / esz, esz, j->po);
+    if (j->st != GCK_OK)
+        snprintf(j->msg, sizeof j->msg, "%s", gck_last_error());
+}
+
+/* Appends job i's description to `items` and its planes to `delta`. */
+static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *delta, json_t *items)
+{
+    const gck_item *it = &j->it;
     json_t *shape = json_array();
     for (size_t d = 0; shape && !it->blob && d < it->ndim; d++)
         if (json_array_append_new(shape, json_integer(it->shape[d])) != 0)
             json_decref(shape), shape = NULL;
     json_t *o = json_pack("{s:s, s:b, s:s, s:o, s:s, s:s}", "name", it->name, "blob", it->blob, "dtype",
-                          gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[enc]);
+                          gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[j->enc]);
     if (o == NULL || json_array_append_new(items, o) != 0 ||
         (it->blob && json_object_set_new(o, "len", json_integer((json_int_t)it->nbytes)) != 0))
         return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
-    if (enc == GCK_ENC_REF)
+    if (j->enc == GCK_ENC_REF)
         return GCK_OK;
-    const size_t esz = gck_dtype_size(it->dtype), n = it->nbytes / esz;
-    gck_plane_out po[8];
-    GCK_TRY(gck_encode_planes(c, it->data, enc == GCK_ENC_XOR ? b.data : NULL, n, esz, po));
     json_t *planes = json_array();
     if (planes == NULL || json_object_set_new(o, "planes", planes) != 0)
         return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
-    for (size_t p = 0; p < esz; p++) {
-        char pname[40];
-        snprintf(pname, sizeof pname, "d/%zu.%zu", json_array_size(items) - 1, p);
-        GCK_TRY(gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, po[p].buf, po[p].len));
-        if (json_array_append_new(planes, json_pack("[s,s]", pname, gck_plane_names[po[p].mode])) != 0)
+    for (size_t p = 0; p < gck_dtype_size(it->dtype); p++) {
+        char pname[48];
+        snprintf(pname, sizeof pname, "d/%zu.%zu", i, p);
+        GCK_TRY(gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, j->po[p].buf, j->po[p].len));
+        if (json_array_append_new(planes, json_pack("[s,s]", pname, gck_plane_names[j->po[p].mode])) != 0)
             return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
     }
+    return GCK_OK;
+}
+
+/* One compression slot per OpenMP thread (contexts are made on first use). */
+static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
+{
+    if (want <= c->nslots)
+        return GCK_OK;
+    gck_zslot *ns = gck_realloc(c->slots, (size_t)want * sizeof *ns);
+    if (ns == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+    memset(ns + c->nslots, 0, (size_t)(want - c->nslots) * sizeof *ns);
+    c->slots = ns, c->nslots = want;
     return GCK_OK;
 }
 
@@ -385,19 +440,41 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
         c->arena = na, c->arena_cap = need;
     }
     c->arena_used = 0;
+    const size_t nt = target->tensors.n, m = nt + target->blobs.n;
+    int threads = 1;
+#if defined(_OPENMP) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    if (need >= ((size_t)4 << 20) && m > 1) /* below that a thread costs more than it saves */
+        threads = omp_get_max_threads();
+#endif
+    GCK_TRY(gck_ensure_slots(c, threads));
+    gck_enc_job *jobs = gck_calloc(m ? m : 1, sizeof *jobs);
+    if (jobs == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    for (size_t i = 0; i < m; i++) {
+        const gck_item it = i < nt ? gck_item_of_tensor(target->tensors.items[i])
+                                   : gck_item_of_blob(target->blobs.items[i - nt]);
+        gck_plan_job(c, &it, base, &jobs[i]);
+    }
+    /* the planes of each tensor, on threads: every tensor's bytes are the same
+     * whichever thread encodes it */
+    const long lm = (long)m;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long i = 0; i < lm; i++) {
+#ifdef _OPENMP
+        gck_zslot *z = &c->slots[omp_get_thread_num()];
+#else
+        gck_zslot *z = &c->slots[0];
+#endif
+        gck_run_job(c, z, &jobs[i]);
+    }
     gck_snapshot *d = NULL;
-    GCK_TRY(gck_snapshot_create(target->step, &d));
-    json_t *items = json_array();
-    gck_status st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY)
-                          : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
-    for (size_t i = 0; st == GCK_OK && i < target->tensors.n; i++) {
-        const gck_item it = gck_item_of_tensor(target->tensors.items[i]);
-        st = gck_encode_item(c, &it, base, d, items);
-    }
-    for (size_t i = 0; st == GCK_OK && i < target->blobs.n; i++) {
-        const gck_item it = gck_item_of_blob(target->blobs.items[i]);
-        st = gck_encode_item(c, &it, base, d, items);
-    }
+    gck_status st = gck_snapshot_create(target->step, &d);
+    json_t *items = st == GCK_OK ? json_array() : NULL;
+    if (st == GCK_OK)
+        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    for (size_t i = 0; st == GCK_OK && i < m; i++)
+        st = jobs[i].st != GCK_OK ? gck_fail(jobs[i].st, "%s", jobs[i].msg) : gck_emit_job(&jobs[i], i, d, items);
+    free(jobs);
     char *js = NULL;
     if (st == GCK_OK) {
         char bv[32];

@@ -13,6 +13,10 @@
 
 #include "support/gck_test.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "../core/alloc_internal.h"
 #include "../core/io_internal.h"
 
@@ -649,6 +653,72 @@ static void test_crash_consistency(void **state)
     assert_true(saw_progress);
 }
 
+static char *read_whole(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc(*len ? *len : 1);
+    assert_int_equal(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+/* Encoding spreads tensors over threads: the delta file is the same bytes
+ * on 1 and 2 threads (large enough for the threaded path). */
+static void test_delta_thread_independent(void **state)
+{
+    (void)state;
+    const size_t n = 1 << 19;
+    float *w = malloc(n * sizeof *w);
+    uint64_t r = 5;
+    gck_snapshot *s[2];
+    for (int v = 0; v < 2; v++) {
+        assert_int_equal(gck_snapshot_create((uint64_t)v, &s[v]), GCK_OK);
+        assert_int_equal(gck_snapshot_set_timestamp(s[v], 77), GCK_OK);
+        for (int l = 0; l < 4; l++) {
+            for (size_t i = 0; i < n; i++)
+                w[i] = (float)(rng_next(&r) % 100000) * 1e-5f;
+            const int64_t shape = (int64_t)n;
+            char name[16];
+            snprintf(name, sizeof name, "t%d", l);
+            assert_int_equal(gck_snapshot_add_tensor(s[v], name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+        }
+    }
+    char dirs[2][300], f[2][600];
+    char *bytes[2];
+    size_t len[2];
+    for (int t = 0; t < 2; t++) {
+#ifdef _OPENMP
+        omp_set_num_threads(t + 1);
+#endif
+        new_dir(dirs[t], sizeof dirs[t]);
+        gck_store *st = open_store(dirs[t], 10, 0, 0);
+        assert_int_equal(gck_store_save(st, s[0], NULL, 0, NULL), GCK_OK);
+        assert_int_equal(gck_store_save(st, s[1], NULL, 0, NULL), GCK_OK);
+        assert_true(gck_store_get(st, 2)->is_delta);
+        gck_snapshot *back = NULL;
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dirs[t], NULL, &st), GCK_OK);
+        assert_int_equal(gck_store_restore(st, 2, &back), GCK_OK);
+        assert_same_snapshot(s[1], back);
+        gck_snapshot_destroy(back);
+        gck_store_close(st);
+        file_of(dirs[t], 2, 1, f[t], sizeof f[t]);
+        bytes[t] = read_whole(f[t], &len[t]);
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    assert_int_equal(len[0], len[1]);
+    assert_memory_equal(bytes[0], bytes[1], len[0]);
+    free(bytes[0]), free(bytes[1]);
+    gck_snapshot_destroy(s[0]), gck_snapshot_destroy(s[1]);
+    free(w);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -672,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_eviction_rebases),    cmocka_unit_test(test_lock),
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
         cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_crash_consistency),
+        cmocka_unit_test(test_delta_thread_independent),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -46,8 +46,10 @@ extern "C" {
  * the same process. A store object is not thread-safe.
  *
  * The store keeps an in-memory copy of the latest version (the base of the
- * next delta), so a delta save reads nothing from disk; this costs memory
- * equal to one snapshot.
+ * next delta), so a delta save reads nothing from disk, and one buffer for a
+ * delta's planes, reused from save to save (so saves take no page faults):
+ * together up to twice the size of a snapshot. Encoding spreads tensors over
+ * OpenMP threads; the files are the same bytes on any thread count.
  */
 typedef struct gck_store gck_store;
 

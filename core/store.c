@@ -610,9 +610,9 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     }
     gck_switch(s, next);
     gck_names_drop(s, &written, 0);
+    /* the commit's directory fsync made the new files durable; a replaced
+     * file whose unlink is lost to a crash is garbage the next open removes */
     gck_names_drop(s, &replaced, 1);
-    if (replaced.n == 0)
-        (void)gck_sync_dir(s->dir);
     /* the next delta's base, kept in memory (in the previous one's buffers
      * when the layout is unchanged); without it the next save reads it back */
     const gck_status cs = s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;

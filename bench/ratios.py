@@ -35,8 +35,10 @@ PEERS = {
 }
 
 
-def load(path):
-    """{(name, threads, n): bytes_per_second}; name is run_name without /<t>t/<n>."""
+def read_runs(path, value):
+    """(context, {(name, threads, n): median}) for every benchmark named
+    <name>/<t>t/<n> where value(entry) is not None: the median aggregate when
+    the file has one, else the median of the repetitions."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -44,20 +46,26 @@ def load(path):
         sys.exit(f"{path}: not a google-benchmark JSON file ({e})")
     samples, medians = {}, {}
     for b in doc.get("benchmarks", []):
-        if b.get("error_occurred") or "bytes_per_second" not in b:
+        v = None if b.get("error_occurred") else value(b)
+        if v is None:
             continue
         parts = b["run_name"].split("/")
-        if len(parts) < 3 or not parts[-2].endswith("t"):
+        if len(parts) < 3 or not parts[-2].endswith("t") or not parts[-1].isdigit():
             continue
         key = ("/".join(parts[:-2]), int(parts[-2][:-1]), int(parts[-1]))
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
-                medians[key] = b["bytes_per_second"]
+                medians[key] = v
         else:
-            samples.setdefault(key, []).append(b["bytes_per_second"])
-    bw = {k: statistics.median(v) for k, v in samples.items()}
-    bw.update(medians)
-    return doc.get("context", {}), bw
+            samples.setdefault(key, []).append(v)
+    out = {k: statistics.median(v) for k, v in samples.items()}
+    out.update(medians)
+    return doc.get("context", {}), out
+
+
+def load(path):
+    """{(name, threads, n): bytes_per_second}; name is run_name without /<t>t/<n>."""
+    return read_runs(path, lambda b: b.get("bytes_per_second"))
 
 
 def gbs(v):
@@ -111,28 +119,14 @@ TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 def load_times(path):
     """{(name, threads, n): (seconds per iteration, label)}: medians of real_time."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(f"{path}: not a google-benchmark JSON file ({e})")
-    samples, medians = {}, {}
-    for b in doc.get("benchmarks", []):
-        if b.get("error_occurred") or "real_time" not in b:
-            continue
-        parts = b["run_name"].split("/")
-        if len(parts) < 3 or not parts[-2].endswith("t") or not parts[-1].isdigit():
-            continue
-        key = ("/".join(parts[:-2]), int(parts[-2][:-1]), int(parts[-1]))
-        secs = b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9)
-        if b.get("run_type") == "aggregate":
-            if b.get("aggregate_name") == "median":
-                medians[key] = (secs, b.get("label", ""))
-        else:
-            samples.setdefault(key, []).append((secs, b.get("label", "")))
-    times = {k: (statistics.median(s for s, _ in v), v[0][1]) for k, v in samples.items()}
-    times.update(medians)
-    return doc.get("context", {}), times
+    def secs(b):
+        return b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if "real_time" in b else None
+    ctx, times = read_runs(path, secs)
+    labels = {}
+    with open(path, encoding="utf-8") as f:
+        for b in json.load(f).get("benchmarks", []):
+            labels.setdefault("/".join(b.get("run_name", "").split("/")[:-2]), b.get("label", ""))
+    return ctx, {k: (t, labels.get(k[0], "")) for k, t in times.items()}
 
 
 def fmt_time(s):

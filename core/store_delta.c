@@ -513,20 +513,6 @@ static json_t *gck_delta_json(const gck_snapshot *delta)
     return js ? json_loads(js, 0, NULL) : NULL;
 }
 
-gck_status gck_delta_base_version(const gck_snapshot *delta, uint64_t *out)
-{
-    json_t *root = gck_delta_json(delta);
-    const char *bv = root ? json_string_value(json_object_get(root, "base")) : NULL;
-    char *end = NULL;
-    const unsigned long long v = bv ? strtoull(bv, &end, 10) : 0;
-    const int ok = bv != NULL && *bv != '\0' && *end == '\0';
-    json_decref(root);
-    if (!ok)
-        return gck_fail(GCK_ERR_CORRUPT, "not a gradckpt delta (no valid '" GCK_DELTA_KEY "' base)");
-    *out = v;
-    return GCK_OK;
-}
-
 /* Rebuilds item `o` into `out`. */
 static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, const gck_snapshot *delta,
                                   const gck_snapshot *base, gck_snapshot *out)
@@ -629,7 +615,7 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, c
 }
 
 gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
-                            gck_snapshot **out)
+                            uint64_t base_version, gck_snapshot **out)
 {
     json_t *root = gck_delta_json(delta);
     json_t *items = root ? json_object_get(root, "items") : NULL;
@@ -639,6 +625,14 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         json_integer_value(jchunk) > GCK_DELTA_CHUNK) {
         json_decref(root);
         return gck_fail(GCK_ERR_CORRUPT, "malformed or unknown delta description");
+    }
+    const char *bv = json_string_value(json_object_get(root, "base"));
+    char *end = NULL;
+    const unsigned long long recorded = bv ? strtoull(bv, &end, 10) : 0;
+    if (bv == NULL || *bv == '\0' || *end != '\0' || recorded != base_version) {
+        json_decref(root);
+        return gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
+                        bv ? bv : "(none)", base_version);
     }
     const size_t chunk = (size_t)json_integer_value(jchunk);
     gck_snapshot *s = NULL;

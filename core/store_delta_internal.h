@@ -45,14 +45,11 @@ GCK_INTERNAL int gck_delta_have_zstd(void);
 GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
                                          uint64_t base_version, gck_snapshot **out);
 
-/* Rebuilds the target from a loaded delta and its base (NULL only when the
- * delta has no ref/xor items). Every rebuilt tensor's content id is checked
- * against the recorded one: GCK_ERR_CORRUPT on any mismatch or malformed
- * description. *base_version_out (may be NULL) receives the recorded base. */
+/* Rebuilds the target from a loaded delta and its base, the content of
+ * version base_version (NULL only when the delta has no ref/xor items).
+ * GCK_ERR_CORRUPT when the delta records another base, its description is
+ * malformed, or any rebuilt tensor's content id differs from the recorded one. */
 GCK_INTERNAL gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
-                                         gck_snapshot **out);
-
-/* The base version recorded in a delta snapshot; GCK_ERR_CORRUPT if absent. */
-GCK_INTERNAL gck_status gck_delta_base_version(const gck_snapshot *delta, uint64_t *out);
+                                         uint64_t base_version, gck_snapshot **out);
 
 #endif /* GCK_STORE_DELTA_INTERNAL_H */

@@ -35,10 +35,11 @@ PEERS = {
 }
 
 
-def read_runs(path, value):
+def read_runs(path, value, labels=None):
     """(context, {(name, threads, n): median}) for every benchmark named
     <name>/<t>t/<n> where value(entry) is not None: the median aggregate when
-    the file has one, else the median of the repetitions."""
+    the file has one, else the median of the repetitions. labels (a dict), if
+    given, receives each name's first label."""
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
@@ -53,6 +54,8 @@ def read_runs(path, value):
         if len(parts) < 3 or not parts[-2].endswith("t") or not parts[-1].isdigit():
             continue
         key = ("/".join(parts[:-2]), int(parts[-2][:-1]), int(parts[-1]))
+        if labels is not None:
+            labels.setdefault(key[0], b.get("label", ""))
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
                 medians[key] = v
@@ -121,11 +124,8 @@ def load_times(path):
     """{(name, threads, n): (seconds per iteration, label)}: medians of real_time."""
     def secs(b):
         return b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if "real_time" in b else None
-    ctx, times = read_runs(path, secs)
     labels = {}
-    with open(path, encoding="utf-8") as f:
-        for b in json.load(f).get("benchmarks", []):
-            labels.setdefault("/".join(b.get("run_name", "").split("/")[:-2]), b.get("label", ""))
+    ctx, times = read_runs(path, secs, labels)
     return ctx, {k: (t, labels.get(k[0], "")) for k, t in times.items()}
 
 

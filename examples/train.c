@@ -359,8 +359,10 @@ static int adamw(const options *o, run_state *st, const gck_checkpoint *ck, doub
 
 static void draw_plot(const char *png, const run_state *st)
 {
-    char data[] = "/tmp/gck_train_loss.XXXXXX";
-    const int fd = mkstemp(data);
+    char data[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(data, sizeof data, "%s/gck_train_loss.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    const int fd = mkstemp(data); /* the template is completed and opened here */
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (f == NULL) {
         fprintf(stderr, "train: cannot write the plot data\n");

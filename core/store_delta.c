@@ -630,9 +630,11 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     char *end = NULL;
     const unsigned long long recorded = bv ? strtoull(bv, &end, 10) : 0;
     if (bv == NULL || *bv == '\0' || *end != '\0' || recorded != base_version) {
+        /* the message first: bv lives in root */
+        gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
+                 bv ? bv : "(none)", base_version);
         json_decref(root);
-        return gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
-                        bv ? bv : "(none)", base_version);
+        return GCK_ERR_CORRUPT;
     }
     const size_t chunk = (size_t)json_integer_value(jchunk);
     gck_snapshot *s = NULL;

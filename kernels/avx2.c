@@ -3,8 +3,10 @@
  * The 64 canonical lanes are 16 ymm (ymm_reduce.h); with 16 registers the
  * compiler keeps some run lanes in L1, a load-add-store per stripe that
  * costs little. Tails use AVX masked loads, and
- * every term is masked to +0.0 outside n. FMA is enabled only for SLEEF's
- * pow; -ffp-contract=off keeps every multiply and add separate. */
+ * every term is masked to +0.0 outside n. -ffp-contract=off keeps every
+ * multiply and add separate; FMA is written out only where it rounds like
+ * the scalar code (the exact square of a widened float, adds moved to the FMA
+ * pipes by ymm_reduce.h) and in SLEEF's pow. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -83,14 +85,14 @@ static double gck_sumsq_scaled_f64_block_avx2(const double *x, double s, size_t 
 
 static double gck_dist2_f64_block_avx2(const double *a, const double *b, size_t n)
 {
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(_mm256_sub_pd(gck_ld64(a + (g), m, f), gck_ld64(b + (g), m, f)), m, f))
+#define A(s_, g, m, f) GCK_YMM_ADDK(s_, gck_sq(gck_ymm_sub_on_fma(gck_ld64(a + (g), m, f), gck_ld64(b + (g), m, f)), m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }
 
 static double gck_dist2_f32_block_avx2(const float *a, const float *b, size_t n)
 {
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_sq(_mm256_sub_pd(gck_ld32w(a + (g), m, f), gck_ld32w(b + (g), m, f)), m, f))
+#define A(s_, g, m, f) GCK_YMM_ADDK(s_, gck_sq(gck_ymm_sub_on_fma(gck_ld32w(a + (g), m, f), gck_ld32w(b + (g), m, f)), m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }

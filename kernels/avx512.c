@@ -43,9 +43,33 @@ static inline double gck_fold8(__m512d o[8])
     return _mm_cvtsd_f64(_mm_add_sd(d, _mm_unpackhi_pd(d, d)));
 }
 
+/* a + t and a - b with one rounding each, on the FMA pipes (see
+ * gck_ymm_add_on_fma in ymm_reduce.h for why and why it is exact). */
+static inline __m512d gck_zmm_add_on_fma(__m512d a, __m512d t)
+{
+    return _mm512_fmadd_pd(t, _mm512_set1_pd(1.0), a);
+}
+
+static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
+{
+    return _mm512_fnmadd_pd(b, _mm512_set1_pd(1.0), a);
+}
+
+/* a + t for run register k_: every other register adds on the FMA pipes. */
+#define GCK_ZMM_ADDK(a, t) ((k_ & 1) ? gck_zmm_add_on_fma((a), (t)) : _mm512_add_pd((a), (t)))
+
+/* Run register k takes the 8 terms at g; k_ is visible to ACC. */
+#define GCK_Z(ACC, k, g, m)                                                    \
+    {                                                                          \
+        const int k_ = (k);                                                    \
+        (void)k_;                                                              \
+        a##k = ACC(a##k, g, m);                                                \
+    }
+
 /* The canonical block reduction. ACC(a, g, m) returns a + the 8 terms of
- * elements g..g+7, lanes outside mask m adding +0.0. Full stripes pass
- * m = 0xFF, a constant the compiler folds into plain loads. */
+ * elements g..g+7, lanes outside mask m adding +0.0; it may use k_ (the run
+ * register, 0..7). Full stripes pass m = 0xFF, a constant the compiler folds
+ * into plain loads. */
 #define GCK_AVX512_REDUCE(n, ACC)                                                        \
     do {                                                                                  \
         __m512d o_[8];                                                                    \
@@ -57,24 +81,24 @@ static inline double gck_fold8(__m512d o[8])
                     a6 = a0, a7 = a0;                                                     \
             size_t g_ = r0_;                                                              \
             for (; g_ + GCK_LANES <= r1_; g_ += GCK_LANES) {                              \
-                a0 = ACC(a0, g_ + 0, (__mmask8)0xFF);                     \
-                a1 = ACC(a1, g_ + 8, (__mmask8)0xFF);                     \
-                a2 = ACC(a2, g_ + 16, (__mmask8)0xFF);                    \
-                a3 = ACC(a3, g_ + 24, (__mmask8)0xFF);                    \
-                a4 = ACC(a4, g_ + 32, (__mmask8)0xFF);                    \
-                a5 = ACC(a5, g_ + 40, (__mmask8)0xFF);                    \
-                a6 = ACC(a6, g_ + 48, (__mmask8)0xFF);                    \
-                a7 = ACC(a7, g_ + 56, (__mmask8)0xFF);                    \
+                GCK_Z(ACC, 0, g_ + 0, (__mmask8)0xFF);                                \
+                GCK_Z(ACC, 1, g_ + 8, (__mmask8)0xFF);                                \
+                GCK_Z(ACC, 2, g_ + 16, (__mmask8)0xFF);                               \
+                GCK_Z(ACC, 3, g_ + 24, (__mmask8)0xFF);                               \
+                GCK_Z(ACC, 4, g_ + 32, (__mmask8)0xFF);                               \
+                GCK_Z(ACC, 5, g_ + 40, (__mmask8)0xFF);                               \
+                GCK_Z(ACC, 6, g_ + 48, (__mmask8)0xFF);                               \
+                GCK_Z(ACC, 7, g_ + 56, (__mmask8)0xFF);                               \
             }                                                                             \
             if (g_ < r1_) {                                                               \
-                a0 = ACC(a0, g_ + 0, gck_mask8(g_ + 0, r1_));             \
-                a1 = ACC(a1, g_ + 8, gck_mask8(g_ + 8, r1_));             \
-                a2 = ACC(a2, g_ + 16, gck_mask8(g_ + 16, r1_));           \
-                a3 = ACC(a3, g_ + 24, gck_mask8(g_ + 24, r1_));           \
-                a4 = ACC(a4, g_ + 32, gck_mask8(g_ + 32, r1_));           \
-                a5 = ACC(a5, g_ + 40, gck_mask8(g_ + 40, r1_));           \
-                a6 = ACC(a6, g_ + 48, gck_mask8(g_ + 48, r1_));           \
-                a7 = ACC(a7, g_ + 56, gck_mask8(g_ + 56, r1_));           \
+                GCK_Z(ACC, 0, g_ + 0, gck_mask8(g_ + 0, r1_));                        \
+                GCK_Z(ACC, 1, g_ + 8, gck_mask8(g_ + 8, r1_));                        \
+                GCK_Z(ACC, 2, g_ + 16, gck_mask8(g_ + 16, r1_));                      \
+                GCK_Z(ACC, 3, g_ + 24, gck_mask8(g_ + 24, r1_));                      \
+                GCK_Z(ACC, 4, g_ + 32, gck_mask8(g_ + 32, r1_));                      \
+                GCK_Z(ACC, 5, g_ + 40, gck_mask8(g_ + 40, r1_));                      \
+                GCK_Z(ACC, 6, g_ + 48, gck_mask8(g_ + 48, r1_));                      \
+                GCK_Z(ACC, 7, g_ + 56, gck_mask8(g_ + 56, r1_));                      \
             }                                                                             \
             o_[0] = _mm512_add_pd(o_[0], a0);                                             \
             o_[1] = _mm512_add_pd(o_[1], a1);                                             \
@@ -142,7 +166,7 @@ static double gck_sumsq_scaled_f64_block_avx512(const double *x, double s, size_
 
 static double gck_dist2_f64_block_avx512(const double *a, const double *b, size_t n)
 {
-#define A(s_, g, m) _mm512_add_pd(s_, gck_sq(_mm512_sub_pd(gck_ld64(a + (g), m), gck_ld64(b + (g), m)), m))
+#define A(s_, g, m) GCK_ZMM_ADDK(s_, gck_sq(gck_zmm_sub_on_fma(gck_ld64(a + (g), m), gck_ld64(b + (g), m)), m))
     GCK_AVX512_REDUCE(n, A);
 #undef A
 }
@@ -155,7 +179,7 @@ static inline __m256d gck_sq4(__m256d v)
 static double gck_dist2_f32_block_avx512(const float *a, const float *b, size_t n)
 {
     /* masked lanes load +0 in both: 0 - 0 = +0, squared +0 */
-#define A(s_, g, m) _mm256_add_pd(s_, gck_sq4(_mm256_sub_pd(gck_ld32w4(a + (g), m), gck_ld32w4(b + (g), m))))
+#define A(s_, g, m) GCK_YMM_ADDK(s_, gck_sq4(gck_ymm_sub_on_fma(gck_ld32w4(a + (g), m), gck_ld32w4(b + (g), m))))
     GCK_YMM_REDUCE(n);
 #undef A
 }

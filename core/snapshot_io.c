@@ -28,9 +28,10 @@
 static int gck_dtype_rank(gck_dtype d)
 {
     static const int rank[GCK_DTYPE_COUNT] = {
-        [GCK_DTYPE_BOOL] = 0, [GCK_DTYPE_U8] = 1, [GCK_DTYPE_I8] = 2, [GCK_DTYPE_I16] = 5,
-        [GCK_DTYPE_F16] = 7,  [GCK_DTYPE_BF16] = 8, [GCK_DTYPE_I32] = 9, [GCK_DTYPE_F32] = 11,
-        [GCK_DTYPE_F64] = 12, [GCK_DTYPE_I64] = 13};
+        [GCK_DTYPE_BOOL] = 0,     [GCK_DTYPE_U8] = 1,       [GCK_DTYPE_I8] = 2,   [GCK_DTYPE_F8_E5M2] = 3,
+        [GCK_DTYPE_F8_E4M3] = 4,  [GCK_DTYPE_I16] = 5,      [GCK_DTYPE_U16] = 6,  [GCK_DTYPE_F16] = 7,
+        [GCK_DTYPE_BF16] = 8,     [GCK_DTYPE_I32] = 9,      [GCK_DTYPE_U32] = 10, [GCK_DTYPE_F32] = 11,
+        [GCK_DTYPE_F64] = 12,     [GCK_DTYPE_I64] = 13,     [GCK_DTYPE_U64] = 14};
     return rank[d];
 }
 
@@ -295,16 +296,6 @@ static int gck_read_at(int fd, void *p, size_t len, uint64_t off)
     return 0;
 }
 
-static int gck_dtype_from_name(const char *name, gck_dtype *out)
-{
-    for (int d = 0; d < GCK_DTYPE_COUNT; d++)
-        if (strcmp(name, gck_dtype_name((gck_dtype)d)) == 0) {
-            *out = (gck_dtype)d;
-            return 1;
-        }
-    return 0;
-}
-
 /* Strict decimal uint64 ("0" or no leading zeros, digits only). */
 static int gck_parse_u64(const char *s, uint64_t *out)
 {
@@ -346,8 +337,9 @@ static gck_status gck_parse_entry(const char *path, const char *name, json_t *v,
     if (!json_is_string(dt) || !json_is_array(sh) || !json_is_array(of) || json_array_size(of) != 2)
         return GCK_CORRUPT("%.300s: tensor '%.200s': needs string dtype, array shape and two data_offsets", path,
                            name);
-    if (!gck_dtype_from_name(json_string_value(dt), &out->dtype)) {
-        static const char *const known_elsewhere[] = {"U16", "U32", "U64", "F8_E5M2", "F8_E4M3"};
+    if (!gck_dtype_parse(json_string_value(dt), &out->dtype)) {
+        /* names newer safetensors versions define: sub-byte and scale types */
+        static const char *const known_elsewhere[] = {"F4", "F6_E2M3", "F6_E3M2", "F8_E8M0", "C64"};
         for (size_t i = 0; i < sizeof known_elsewhere / sizeof known_elsewhere[0]; i++)
             if (strcmp(json_string_value(dt), known_elsewhere[i]) == 0)
                 return gck_fail(GCK_ERR_UNSUPPORTED, "%.300s: tensor '%.200s': dtype %s is not supported", path,

@@ -497,16 +497,6 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
 
 /* ---- decode ---------------------------------------------------------------------- */
 
-static int gck_dtype_parse(const char *name, gck_dtype *out)
-{
-    for (int d = 0; d < GCK_DTYPE_COUNT; d++)
-        if (strcmp(gck_dtype_name((gck_dtype)d), name) == 0) {
-            *out = (gck_dtype)d;
-            return 1;
-        }
-    return 0;
-}
-
 static json_t *gck_delta_json(const gck_snapshot *delta)
 {
     const char *js = gck_snapshot_sysmeta(delta, GCK_DELTA_KEY);

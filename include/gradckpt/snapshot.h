@@ -115,7 +115,9 @@ GCK_API gck_status gck_snapshot_save(const gck_snapshot *s, const char *path);
  * Ownership: *out is the caller's (gck_snapshot_destroy).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_IO (cannot open/read);
  *         GCK_ERR_CORRUPT with the rule and the place that failed;
- *         GCK_ERR_UNSUPPORTED for a newer gradckpt format version;
+ *         GCK_ERR_UNSUPPORTED for a newer gradckpt format version, or a
+ *         dtype newer safetensors versions define that gck_dtype lacks (F4,
+ *         F6_E2M3, F6_E3M2, F8_E8M0, C64);
  *         GCK_ERR_NO_MEMORY. No allocation exceeds the file's size.
  * Thread-safety: safe from any thread.
  */

@@ -21,7 +21,10 @@ static int write_known(const char *path)
     const short i16[2] = {-300, 300};
     const signed char i8[3] = {-1, 2, -3};
     const unsigned char u8[4] = {0, 1, 254, 255}, b[3] = {1, 0, 1};
-    const unsigned short f16[2] = {0x3c00, 0xc000}, bf16[2] = {0x3f80, 0xc000};
+    const unsigned short f16[2] = {0x3c00, 0xc000}, bf16[2] = {0x3f80, 0xc000}, u16[2] = {1, 65535};
+    const unsigned u32[2] = {7, 4000000000u};
+    const unsigned long long u64[2] = {3, 18000000000000000000ull};
+    const unsigned char e5m2[2] = {0x3c, 0xc0}, e4m3[2] = {0x38, 0xb8};
     const int64_t s23[2] = {2, 3}, s3[1] = {3}, s2[1] = {2}, s4[1] = {4};
     int bad = 0;
     bad |= gck_snapshot_add_tensor(s, "layer.weight", GCK_DTYPE_F32, s23, 2, f32);
@@ -34,6 +37,11 @@ static int write_known(const char *path)
     bad |= gck_snapshot_add_tensor(s, "mask", GCK_DTYPE_BOOL, s3, 1, b);
     bad |= gck_snapshot_add_tensor(s, "half", GCK_DTYPE_F16, s2, 1, f16);
     bad |= gck_snapshot_add_tensor(s, "brain", GCK_DTYPE_BF16, s2, 1, bf16);
+    bad |= gck_snapshot_add_tensor(s, "u16", GCK_DTYPE_U16, s2, 1, u16);
+    bad |= gck_snapshot_add_tensor(s, "u32", GCK_DTYPE_U32, s2, 1, u32);
+    bad |= gck_snapshot_add_tensor(s, "u64", GCK_DTYPE_U64, s2, 1, u64);
+    bad |= gck_snapshot_add_tensor(s, "e5m2", GCK_DTYPE_F8_E5M2, s2, 1, e5m2);
+    bad |= gck_snapshot_add_tensor(s, "e4m3", GCK_DTYPE_F8_E4M3, s2, 1, e4m3);
     bad |= gck_snapshot_set_optimizer_state(s, "layer.weight", "moments", 7);
     bad |= gck_snapshot_set_metadata(s, "run", "interop");
     bad |= gck_snapshot_set_loss_cid(s, "xxh3:0123456789abcdef");

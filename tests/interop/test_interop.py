@@ -30,8 +30,9 @@ def check(name, cond, detail=""):
 def ours_open_in_theirs(tmp):
     path = os.path.join(tmp, "ours.safetensors")
     subprocess.run([TOOL, "write", path], check=True)
-    with safe_open(path, framework="np") as f:  # numpy has no bfloat16: read the others by name
-        t = {k: f.get_tensor(k) for k in f.keys() if k != "brain"}
+    # numpy has no bfloat16 or 8-bit floats: read the others by name
+    with safe_open(path, framework="np") as f:
+        t = {k: f.get_tensor(k) for k in f.keys() if k not in ("brain", "e5m2", "e4m3")}
     check("f32 values", np.array_equal(t["layer.weight"], np.array([[0.5, -1.0, 2.25], [3.0, -0.0, 1e-8]], np.float32)))
     check("f32 shape", t["layer.weight"].shape == (2, 3))
     check("f64 values", np.array_equal(t["layer.bias"], np.array([1 / 3, -2e300, 4.0])))
@@ -42,6 +43,9 @@ def ours_open_in_theirs(tmp):
     check("u8", np.array_equal(t["u8"], np.array([0, 1, 254, 255], np.uint8)))
     check("bool", np.array_equal(t["mask"], np.array([True, False, True])))
     check("f16", np.array_equal(t["half"], np.array([1.0, -2.0], np.float16)))
+    check("u16", np.array_equal(t["u16"], np.array([1, 65535], np.uint16)))
+    check("u32", np.array_equal(t["u32"], np.array([7, 4000000000], np.uint32)))
+    check("u64", np.array_equal(t["u64"], np.array([3, 18000000000000000000], np.uint64)))
     check("optimizer blob", bytes(t["__optimizer__/layer.weight"]) == b"moments")
     with safe_open(path, framework="np") as f:
         md = f.metadata()
@@ -57,6 +61,15 @@ def ours_open_in_theirs(tmp):
     check("header multiple of 8", n % 8 == 0)
     hdr = json.loads(raw[8:8 + n])
     check("metadata first", next(iter(hdr)) == "__metadata__")
+    check("f8 dtypes", hdr["e5m2"]["dtype"] == "F8_E5M2" and hdr["e4m3"]["dtype"] == "F8_E4M3", str(hdr.get("e5m2")))
+    # the tensor order is the reference writer's for the same tensors (dtype, then name)
+    mine = [k for k in hdr if k != "__metadata__"]
+    theirs_path = os.path.join(tmp, "order.safetensors")
+    save_file({k: t[k] for k in mine if k in t}, theirs_path)
+    raw2 = open(theirs_path, "rb").read()
+    (n2,) = struct.unpack("<Q", raw2[:8])
+    theirs = [k for k in json.loads(raw2[8:8 + n2]) if k != "__metadata__"]
+    check("tensor order as the reference's", [k for k in mine if k in t] == theirs, f"{mine} vs {theirs}")
 
 
 def theirs_open_in_ours(tmp):
@@ -68,13 +81,17 @@ def theirs_open_in_ours(tmp):
         "flags": np.array([True, False]),
         "h": np.array([0.5, -8.0], np.float16),
         "scalar": np.array(3, np.int32),
+        "u16": np.array([1, 65535], np.uint16),
+        "u32": np.array([[4000000000]], np.uint32),
+        "u64": np.array([2**64 - 1], np.uint64),
     }
     save_file(tensors, path, metadata={"format": "np", "note": "from python"})
     out = subprocess.run([TOOL, "dump", path], check=False, capture_output=True, text=True)
     check("loads", out.returncode == 0, out.stderr)
     lines = out.stdout.splitlines()
     got = {l.split()[1]: l.split() for l in lines if l.startswith("tensor ")}
-    names = {"emb.weight": "F32", "scale": "F64", "steps": "I64", "flags": "BOOL", "h": "F16", "scalar": "I32"}
+    names = {"emb.weight": "F32", "scale": "F64", "steps": "I64", "flags": "BOOL", "h": "F16", "scalar": "I32",
+             "u16": "U16", "u32": "U32", "u64": "U64"}
     for name, dt in names.items():
         arr = tensors[name]
         ok = name in got and got[name][2] == dt

@@ -57,7 +57,7 @@ static inline double gck_bench_next_weight(void *ctx)
 typedef struct gck_bench_op {
     const char *name[2];    /* full op names, [0] f32, [1] f64: "sumsq_f32"   */
     int arrays;             /* arrays streamed per element, reads + writes    */
-    gck_bench_body body[2]; /* ctx is gck_bench_arrays_of(4) / (8)            */
+    gck_bench_body body[2]; /* ctx is gck_bench_arrays_of(4) / (8); NULL: none */
 } gck_bench_op;
 
 /* A row for ops named <op>_f32 / <op>_f64 with bodies of the same names. */

@@ -131,6 +131,8 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
     const int64_t *sz = gck_bench_sizes(threads, &nsizes);
     for (size_t i = 0; i < nops; i++) {
         for (int t = 0; t < 2; t++) {
+            if (ops[i].body[t] == NULL)
+                continue; /* an op for one dtype only */
             gck_bench_arrays *ar = gck_bench_arrays_of(t ? sizeof(double) : sizeof(float));
             char name[128], label[64];
             snprintf(name, sizeof name, "%s%s%s/%dt", fam->prefix, ops[i].name[t], fam->suffix, threads);

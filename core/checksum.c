@@ -7,12 +7,25 @@
 
 #ifdef GCK_HAVE_XXH_DISPATCH
 /* The same XXH3 stream, with the widest vector code the CPU runs (the
- * library's own choice; results never depend on it). */
+ * library's own choice; results never depend on it). Only the shared
+ * libxxhash exports the dispatching entry point, not Debian's static archive,
+ * so the reference is weak: a fully static link gets NULL and the plain one. */
 #  define XXH_DISPATCH_DISABLE_REPLACE
 #  include <xxh_x86dispatch.h>
-#  define GCK_XXH3_UPDATE XXH3_64bits_update_dispatch
+#  pragma weak XXH3_64bits_update_dispatch
+
+static void gck_xxh3_update(XXH3_state_t *s, const void *p, size_t len)
+{
+    if (XXH3_64bits_update_dispatch != NULL)
+        XXH3_64bits_update_dispatch(s, p, len);
+    else
+        XXH3_64bits_update(s, p, len);
+}
 #else
-#  define GCK_XXH3_UPDATE XXH3_64bits_update
+static void gck_xxh3_update(XXH3_state_t *s, const void *p, size_t len)
+{
+    XXH3_64bits_update(s, p, len);
+}
 #endif
 
 void gck_hasher_init(gck_hasher *h, gck_checksum algo)
@@ -27,7 +40,7 @@ static void gck_hasher_update_bytes(gck_hasher *h, const void *p, size_t len)
 {
     switch (h->algo) {
     case GCK_CHECKSUM_FNV1A64: h->fnv = gck_fnv1a64(p, len, h->fnv); break;
-    case GCK_CHECKSUM_XXH3_64: GCK_XXH3_UPDATE(&h->xxh, p, len); break;
+    case GCK_CHECKSUM_XXH3_64: gck_xxh3_update(&h->xxh, p, len); break;
     default: break;
     }
 }

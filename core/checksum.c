@@ -7,9 +7,10 @@
 
 #ifdef GCK_HAVE_XXH_DISPATCH
 /* The same XXH3 stream, with the widest vector code the CPU runs (the
- * library's own choice; results never depend on it). Only the shared
- * libxxhash exports the dispatching entry point, not Debian's static archive,
- * so the reference is weak: a fully static link gets NULL and the plain one. */
+ * library's own choice; results never depend on it). The reference is weak:
+ * Debian's static libxxhash.a and libxxhash builds for other setups lack the
+ * entry point, and a library that then resolves it to NULL still loads and
+ * uses the plain update. */
 #  define XXH_DISPATCH_DISABLE_REPLACE
 #  include <xxh_x86dispatch.h>
 #  pragma weak XXH3_64bits_update_dispatch

@@ -65,6 +65,20 @@ static gck_snapshot *make_snapshot(uint64_t v)
     assert_int_equal(gck_snapshot_add_tensor(s, "layer.b", GCK_DTYPE_F64, &bs, 1, b), GCK_OK);
     const int64_t step = (int64_t)v;
     assert_int_equal(gck_snapshot_add_tensor(s, "step", GCK_DTYPE_I64, NULL, 0, &step), GCK_OK);
+    /* later dtypes: 2-, 8- and 1-byte planes that change from version to version */
+    uint16_t u16[33];
+    uint64_t u64[5];
+    unsigned char f8[21];
+    for (int i = 0; i < 33; i++)
+        u16[i] = (uint16_t)(i * 1000 + (int)v * (i % 4 == 0));
+    for (int i = 0; i < 5; i++)
+        u64[i] = UINT64_C(0xfedcba9876543210) + (uint64_t)i * v;
+    for (int i = 0; i < 21; i++)
+        f8[i] = (unsigned char)(0x38 + (int)(v % 3) * (i % 2));
+    const int64_t s33 = 33, s5 = 5, s21 = 21;
+    assert_int_equal(gck_snapshot_add_tensor(s, "counts", GCK_DTYPE_U16, &s33, 1, u16), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "ids", GCK_DTYPE_U64, &s5, 1, u64), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "scales", GCK_DTYPE_F8_E4M3, &s21, 1, f8), GCK_OK);
     if (v >= 3) {
         unsigned char u[17];
         for (int i = 0; i < 17; i++)

@@ -10,7 +10,9 @@ they were merged into it. Writes, for what the files contain:
 
   kernel_<family>_<dt>.png   GB/s vs element count (log x), one line per ISA
                              (1 thread; the best ISA's 2-thread points dotted),
-                             the bandwidth reference of bench/ratios.py (dashed),
+                             the bandwidth reference of bench/ratios.py (dashed;
+                             for f32 reductions also ref_widen_f32, the widening
+                             alone, their in-cache ceiling),
                              OpenBLAS and the naive C loop (thin), NumPy and
                              PyTorch points when peer results are there, and
                              where the working set leaves L1/L2/L3
@@ -206,6 +208,10 @@ def kernel_plots(pl, ctx, data):
             if ref and series(data, ref, 1):
                 lines.append((f"{ref} (bandwidth reference)", "lc rgb 'black' lw 2 dt 2",
                               "lines", series(data, ref, 1)))
+            widen = "ref_widen_f32"  # the f32 -> f64 widening alone: f32 reductions' in-cache ceiling
+            if dt == "f32" and fam in ("sumsq", "l2norm", "dist2") and series(data, widen, 1):
+                lines.append((f"{widen} (widening alone)", "lc rgb '#777777' lw 2 dt 4",
+                              "lines", series(data, widen, 1)))
             for peer, title, color in ((blas, "OpenBLAS {}", "#ff7f0e"), (nrm2, "OpenBLAS {}", "#8c564b"),
                                        (naive, "naive C loop ({})", "#bcbd22")):
                 if peer and series(data, peer, 1):

@@ -59,18 +59,6 @@ gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path)
     return st;
 }
 
-static int gck_parse_u64_str(const char *v, uint64_t *out)
-{
-    if (v == NULL || *v == '\0')
-        return 0;
-    char *end;
-    const unsigned long long x = strtoull(v, &end, 10);
-    if (*end != '\0' || v[0] == '-')
-        return 0;
-    *out = x;
-    return 1;
-}
-
 #define GCK_CK_CORRUPT(...) gck_fail(GCK_ERR_CORRUPT, __VA_ARGS__)
 
 static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, gck_checkpoint **out)
@@ -78,8 +66,8 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
     uint64_t id, csize, sum;
     const char *algo_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "checksum_algo");
     const char *sum_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "checksum");
-    if (!gck_parse_u64_str(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "id"), &id) ||
-        !gck_parse_u64_str(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "compressed_size"), &csize) || algo_s == NULL ||
+    if (!gck_parse_u64(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "id"), &id) ||
+        !gck_parse_u64(gck_snapshot_sysmeta(s, GCK_CK_PREFIX "compressed_size"), &csize) || algo_s == NULL ||
         sum_s == NULL)
         return GCK_CK_CORRUPT("%.300s: not a gradckpt checkpoint file (gradckpt.checkpoint.* keys missing)", path);
     int algo = -1;
@@ -119,7 +107,7 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
         const gck_snap_tensor *t = s->tensors.items[i];
         gck_ckpt_layer *l = &c->layers[i];
         snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", t->name);
-        if (!gck_parse_u64_str(gck_snapshot_sysmeta(s, key), &l->step)) {
+        if (!gck_parse_u64(gck_snapshot_sysmeta(s, key), &l->step)) {
             gck_checkpoint_release(c);
             return GCK_CK_CORRUPT("%.300s: layer '%.200s' has no gradckpt.layer_step", path, t->name);
         }

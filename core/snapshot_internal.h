@@ -74,6 +74,11 @@ GCK_INTERNAL int gck_named_reserve(gck_named_vec *v);
 /* Inserts at `at` after gck_named_reserve succeeded: cannot fail. */
 GCK_INTERNAL void gck_named_insert(gck_named_vec *v, size_t at, void *item);
 
+/* Decimal text as written in our metadata and manifests: "0" or digits
+ * without a leading zero, no sign or space, no overflow. 1 and *out set, or 0
+ * (also for NULL). */
+GCK_INTERNAL int gck_parse_u64(const char *s, uint64_t *out);
+
 /* "xxh3:%016llx" of XXH3-64 over the little-endian bytes of n values. */
 GCK_INTERNAL void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24]);
 

@@ -296,21 +296,6 @@ static int gck_read_at(int fd, void *p, size_t len, uint64_t off)
     return 0;
 }
 
-/* Strict decimal uint64 ("0" or no leading zeros, digits only). */
-static int gck_parse_u64(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (*s == '\0' || (s[0] == '0' && s[1] != '\0'))
-        return 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-            return 0;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *out = v;
-    return 1;
-}
-
 typedef struct gck_ld_entry {
     const char *name; /* borrowed from the JSON */
     gck_dtype dtype;

@@ -617,9 +617,8 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         return gck_fail(GCK_ERR_CORRUPT, "malformed or unknown delta description");
     }
     const char *bv = json_string_value(json_object_get(root, "base"));
-    char *end = NULL;
-    const unsigned long long recorded = bv ? strtoull(bv, &end, 10) : 0;
-    if (bv == NULL || *bv == '\0' || *end != '\0' || recorded != base_version) {
+    uint64_t recorded = 0;
+    if (!gck_parse_u64(bv, &recorded) || recorded != base_version) {
         /* the message first: bv lives in root */
         gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
                  bv ? bv : "(none)", base_version);

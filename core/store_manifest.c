@@ -11,6 +11,7 @@
 
 #include "alloc_internal.h"
 #include "io_internal.h"
+#include "snapshot_internal.h"
 
 #define GCK_MANIFEST_FORMAT "gradckpt-store"
 #define GCK_MANIFEST_VERSION 1
@@ -25,16 +26,7 @@ static json_t *gck_ju64(uint64_t v)
 
 static int gck_get_u64(json_t *obj, const char *key, uint64_t *out)
 {
-    const char *s = json_string_value(json_object_get(obj, key));
-    if (s == NULL || *s < '0' || *s > '9')
-        return 0;
-    char *end = NULL;
-    errno = 0;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return 0;
-    *out = v;
-    return 1;
+    return gck_parse_u64(json_string_value(json_object_get(obj, key)), out);
 }
 
 int gck_store_data_name_ok(const char *name)

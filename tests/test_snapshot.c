@@ -252,8 +252,8 @@ static void test_later_dtypes(void **state)
         assert_int_equal(gck_snapshot_add_tensor(s, want[i].name, want[i].dt, three, 1, bytes), GCK_OK);
     }
     const int64_t one[1] = {1};
-    const double d = 2.0;
-    assert_int_equal(gck_snapshot_add_tensor(s, "I64", GCK_DTYPE_I64, one, 1, &d), GCK_OK);
+    const int64_t i64 = -2;
+    assert_int_equal(gck_snapshot_add_tensor(s, "I64", GCK_DTYPE_I64, one, 1, &i64), GCK_OK);
     assert_int_equal(gck_snapshot_save(s, path_of("later.safetensors")), GCK_OK);
     size_t len;
     unsigned char *b = read_file(path_of("later.safetensors"), &len);

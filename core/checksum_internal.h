@@ -10,6 +10,7 @@
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/dtype.h>
 
+#include "dtype_internal.h"
 #include "status_internal.h"
 
 /* A running checksum of one algorithm over a byte stream. */
@@ -24,12 +25,5 @@ GCK_INTERNAL void gck_hasher_init(gck_hasher *h, gck_checksum algo);
  * big-endian CPUs), so the checksum is the same on every machine. */
 GCK_INTERNAL void gck_hasher_update_values(gck_hasher *h, const void *values, size_t n, gck_dtype dtype);
 GCK_INTERNAL uint64_t gck_hasher_final(const gck_hasher *h);
-
-/* The dtype whose safetensors name is `name`: 1 and *out set, or 0. */
-GCK_INTERNAL int gck_dtype_parse(const char *name, gck_dtype *out);
-
-/* In place: values of esz bytes between little-endian and this CPU's order
- * (nothing on little-endian CPUs; the conversion is its own inverse). */
-GCK_INTERNAL void gck_swap_le(void *data, size_t nbytes, size_t esz);
 
 #endif /* GCK_CHECKSUM_INTERNAL_H */

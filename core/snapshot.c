@@ -10,45 +10,6 @@
 #include "alloc_internal.h"
 #include "checksum_internal.h"
 
-size_t gck_named_find(const gck_named_vec *v, const char *name, int *found)
-{
-    size_t lo = 0, hi = v->n;
-    while (lo < hi) {
-        const size_t mid = lo + (hi - lo) / 2;
-        const int c = strcmp(*(char *const *)v->items[mid], name);
-        if (c == 0) {
-            *found = 1;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = 0;
-    return lo;
-}
-
-int gck_named_reserve(gck_named_vec *v)
-{
-    if (v->n < v->cap)
-        return 1;
-    const size_t ncap = v->cap ? 2 * v->cap : 8;
-    void **ni = gck_realloc(v->items, ncap * sizeof *ni);
-    if (ni == NULL)
-        return 0;
-    v->items = ni;
-    v->cap = ncap;
-    return 1;
-}
-
-void gck_named_insert(gck_named_vec *v, size_t at, void *item)
-{
-    memmove(&v->items[at + 1], &v->items[at], (v->n - at) * sizeof *v->items);
-    v->items[at] = item;
-    v->n++;
-}
-
 void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24])
 {
     gck_hasher h;
@@ -543,16 +504,3 @@ gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
     return gck_snapshot_copy_fields(dst, src, NULL);
 }
 
-int gck_parse_u64(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (s == NULL || *s == '\0' || (s[0] == '0' && s[1] != '\0'))
-        return 0;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-            return 0;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *out = v;
-    return 1;
-}

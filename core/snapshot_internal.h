@@ -7,14 +7,9 @@
 
 #include <gradckpt/snapshot.h>
 
+#include "named_vec_internal.h"
+#include "parse_internal.h"
 #include "status_internal.h"
-
-/* Sorted (bytewise by name) array of pointers to structs whose first member
- * is `char *name`. */
-typedef struct gck_named_vec {
-    void **items;
-    size_t n, cap;
-} gck_named_vec;
 
 typedef struct gck_snap_tensor {
     char *name;
@@ -66,18 +61,6 @@ GCK_INTERNAL void *gck_snapshot_arena_take(gck_snapshot *s, size_t nbytes);
  * (format, step, timestamp, loss_cid, cid.*); key includes the prefix. */
 GCK_INTERNAL gck_status gck_snapshot_set_sysmeta(gck_snapshot *s, const char *key, const char *value);
 GCK_INTERNAL const char *gck_snapshot_sysmeta(const gck_snapshot *s, const char *key);
-
-/* Index of name, or where to insert it (*found = 0). */
-GCK_INTERNAL size_t gck_named_find(const gck_named_vec *v, const char *name, int *found);
-/* Makes room for one more item; the only step of an insert that can fail. */
-GCK_INTERNAL int gck_named_reserve(gck_named_vec *v);
-/* Inserts at `at` after gck_named_reserve succeeded: cannot fail. */
-GCK_INTERNAL void gck_named_insert(gck_named_vec *v, size_t at, void *item);
-
-/* Decimal text as written in our metadata and manifests: "0" or digits
- * without a leading zero, no sign or space, no overflow. 1 and *out set, or 0
- * (also for NULL). */
-GCK_INTERNAL int gck_parse_u64(const char *s, uint64_t *out);
 
 /* "xxh3:%016llx" of XXH3-64 over the little-endian bytes of n values. */
 GCK_INTERNAL void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24]);

@@ -7,7 +7,7 @@
 
 #include <gradckpt/kernels.h>
 
-#include "../core/status_internal.h"
+#include "status_internal.h"
 #include "kernels_internal.h"
 
 #if GCK_HAVE_OPENMP

@@ -411,7 +411,7 @@ static void gck_axpy_init_f64_to_f32_avx2(float *dst, float w, const double *x, 
  * permutation whose inverse is the same network run backwards; the transposes
  * and the 2x2 lane swaps are their own inverses. */
 /* vpshufb control, in each lane (bytes_simd.h). */
-GCK_AI __m256i gck_plane_ctl(size_t esz, int inv)
+GCK_ALWAYS_INLINE __m256i gck_plane_ctl(size_t esz, int inv)
 {
     uint8_t c[16];
     gck_plane_ctl_bytes(c, esz, inv);
@@ -420,14 +420,14 @@ GCK_AI __m256i gck_plane_ctl(size_t esz, int inv)
 
 GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units, __m256i, _mm256)
 
-GCK_AI __m256i gck_ldu8(const uint8_t *p)
+GCK_ALWAYS_INLINE __m256i gck_ldu8(const uint8_t *p)
 {
     return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
 
 /* Streamed when nt and p is 32-byte aligned (after the head, the first
  * plane always is, plane k when k*n is a multiple of 32). */
-GCK_AI void gck_stu8(uint8_t *p, __m256i v, int nt)
+GCK_ALWAYS_INLINE void gck_stu8(uint8_t *p, __m256i v, int nt)
 {
     if (nt && ((uintptr_t)p & 31) == 0)
         _mm256_stream_si256((__m256i *)(void *)p, v);
@@ -436,7 +436,7 @@ GCK_AI void gck_stu8(uint8_t *p, __m256i v, int nt)
 }
 
 /* Elements [i, i + 32) of the call. */
-GCK_AI void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
                                      int xb, size_t i, int nt, __m256i ctl)
 {
     __m256i x[8];
@@ -460,7 +460,7 @@ GCK_AI void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, const uint8
         gck_stu8(dst + k * n + i, x[k], nt);
 }
 
-GCK_AI void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
                                        int xb, size_t i, int nt, __m256i ctl)
 {
     __m256i x[8];
@@ -487,7 +487,7 @@ GCK_AI void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *src, const u
  * head up to 32-byte alignment of the output, then streaming stores (see
  * GCK_BYTES_NT_MIN) and an sfence, so the data is visible to whoever the
  * caller hands it to next like plain stores. */
-GCK_AI void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
                                    size_t n, size_t esz, int xb)
 {
     const __m256i ctl = gck_plane_ctl(esz, 0);
@@ -505,7 +505,7 @@ GCK_AI void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8_t *restric
     gck_xor_shuffle_range(dst, a, bx, n, esz, i, n);
 }
 
-GCK_AI void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
                                      size_t n, size_t esz, int xb)
 {
     const __m256i ctl = gck_plane_ctl(esz, 1);

@@ -477,7 +477,7 @@ static void gck_axpy_init_f64_to_f32_avx512(float *dst, float w, const double *x
  * units leaves plane k in register k. Heads and tails are one more block
  * under byte masks (masked loads do not fault past the end). */
 /* vpshufb control, in each lane (bytes_simd.h). */
-GCK_AI __m512i gck_plane_ctl(size_t esz, int inv)
+GCK_ALWAYS_INLINE __m512i gck_plane_ctl(size_t esz, int inv)
 {
     uint8_t c[16];
     gck_plane_ctl_bytes(c, esz, inv);
@@ -486,7 +486,7 @@ GCK_AI __m512i gck_plane_ctl(size_t esz, int inv)
 
 GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units512, __m512i, _mm512)
 
-GCK_AI void gck_transpose_lanes4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i *o)
+GCK_ALWAYS_INLINE void gck_transpose_lanes4(__m512i a, __m512i b, __m512i c, __m512i d, __m512i *o)
 {
     const __m512i t0 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)); /* a0 a1 b0 b1 */
     const __m512i t1 = _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)); /* a2 a3 b2 b3 */
@@ -499,7 +499,7 @@ GCK_AI void gck_transpose_lanes4(__m512i a, __m512i b, __m512i c, __m512i d, __m
 }
 
 /* Loaded registers x -> group registers g (g[m] lane L = group esz*L + m). */
-GCK_AI void gck_to_groups(const __m512i *x, __m512i *g, size_t esz)
+GCK_ALWAYS_INLINE void gck_to_groups(const __m512i *x, __m512i *g, size_t esz)
 {
     if (esz == 2) {
         g[0] = _mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0));
@@ -513,7 +513,7 @@ GCK_AI void gck_to_groups(const __m512i *x, __m512i *g, size_t esz)
 }
 
 /* The inverse of gck_to_groups. */
-GCK_AI void gck_from_groups(const __m512i *g, __m512i *x, size_t esz)
+GCK_ALWAYS_INLINE void gck_from_groups(const __m512i *g, __m512i *x, size_t esz)
 {
     if (esz == 2) {
         x[0] = _mm512_permutex2var_epi64(g[0], _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), g[1]);
@@ -530,20 +530,20 @@ GCK_AI void gck_from_groups(const __m512i *g, __m512i *x, size_t esz)
 }
 
 /* Byte mask of the first c (<= 64) bytes. */
-GCK_AI __mmask64 gck_bmask(size_t c)
+GCK_ALWAYS_INLINE __mmask64 gck_bmask(size_t c)
 {
     return c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << c) - 1);
 }
 
 /* 64 bytes at p; under a byte mask (zeros elsewhere) unless full. */
-GCK_AI __m512i gck_ldb(const uint8_t *p, size_t c, int full)
+GCK_ALWAYS_INLINE __m512i gck_ldb(const uint8_t *p, size_t c, int full)
 {
     return full ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(gck_bmask(c), p);
 }
 
 /* Streamed when nt and p is 64-byte aligned (after the head, the first plane
  * always is, plane k when k*n is a multiple of 64). */
-GCK_AI void gck_stb(uint8_t *p, __m512i v, size_t c, int full, int nt)
+GCK_ALWAYS_INLINE void gck_stb(uint8_t *p, __m512i v, size_t c, int full, int nt)
 {
     if (full && nt && ((uintptr_t)p & 63) == 0)
         _mm512_stream_si512((void *)p, v);
@@ -554,7 +554,7 @@ GCK_AI void gck_stb(uint8_t *p, __m512i v, size_t c, int full, int nt)
 }
 
 /* Elements [i, i + rem) of the call, rem <= 64 (full: rem == 64). */
-GCK_AI void gck_xor_shuffle_block512(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_xor_shuffle_block512(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
                                      int xb, size_t i, size_t rem, int full, int nt, __m512i ctl)
 {
     __m512i x[8], g[8];
@@ -574,7 +574,7 @@ GCK_AI void gck_xor_shuffle_block512(uint8_t *dst, const uint8_t *a, const uint8
         gck_stb(dst + k * n + i, x[k], rem, full, nt);
 }
 
-GCK_AI void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
                                        int xb, size_t i, size_t rem, int full, int nt, __m512i ctl)
 {
     __m512i x[8], g[8];
@@ -598,7 +598,7 @@ GCK_AI void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *src, const u
  * masked head block up to 64-byte alignment of the output, then streaming
  * stores (see GCK_BYTES_NT_MIN) and an sfence, so the data is visible to
  * whoever the caller hands it to next like plain stores. */
-GCK_AI void gck_xor_shuffle_avx512_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_xor_shuffle_avx512_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
                                      size_t n, size_t esz, int xb)
 {
     const __m512i ctl = gck_plane_ctl(esz, 0);
@@ -616,7 +616,7 @@ GCK_AI void gck_xor_shuffle_avx512_t(uint8_t *restrict dst, const uint8_t *restr
         gck_xor_shuffle_block512(dst, a, b, n, esz, xb, i, n - i, 0, 0, ctl);
 }
 
-GCK_AI void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *restrict src,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *restrict src,
                                        const uint8_t *restrict b, size_t n, size_t esz, int xb)
 {
     const __m512i ctl = gck_plane_ctl(esz, 1);

@@ -6,11 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define GCK_AI static inline __attribute__((always_inline))
+#include "attributes.h"
 
 /* vpshufb control of one 16-byte lane: byte k of element e to k*(16/esz) + e,
  * or back (inv); each ISA broadcasts it to its register width. */
-GCK_AI void gck_plane_ctl_bytes(uint8_t c[16], size_t esz, int inv)
+GCK_ALWAYS_INLINE void gck_plane_ctl_bytes(uint8_t c[16], size_t esz, int inv)
 {
     const size_t u = 16 / esz;
     for (size_t e = 0; e < u; e++)
@@ -22,12 +22,12 @@ GCK_AI void gck_plane_ctl_bytes(uint8_t c[16], size_t esz, int inv)
         }
 }
 
-/* Defines `GCK_AI void name(T *x, size_t esz)`: registers x[0..esz) as an
+/* Defines `GCK_ALWAYS_INLINE void name(T *x, size_t esz)`: registers x[0..esz) as an
  * esz x esz matrix of (16/esz)-byte units per 128-bit lane (unit k of x[m] is
  * row m, column k), replaced by its transpose; P is the intrinsics prefix
  * (_mm256, _mm512), the same unpack network at either width. */
 #define GCK_DEFINE_TRANSPOSE_UNITS(name, T, P)                                            \
-    GCK_AI void name(T *x, size_t esz)                                                    \
+    GCK_ALWAYS_INLINE void name(T *x, size_t esz)                                                    \
     {                                                                                     \
         if (esz == 2) {                                                                   \
             const T y0 = P##_unpacklo_epi64(x[0], x[1]), y1 = P##_unpackhi_epi64(x[0], x[1]); \

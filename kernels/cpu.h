@@ -6,10 +6,10 @@
 
 /* 1 if this CPU and OS can execute code built with the flags of that ISA's
  * kernel file (cmake/GckIsa.cmake), whether or not the file is compiled in. */
-GCK_KINTERNAL int gck_cpu_can_run(gck_isa isa);
+GCK_INTERNAL int gck_cpu_can_run(gck_isa isa);
 
 /* 1 if the CPU has fused multiply-add (x86: the CPUID FMA bit with OS AVX
  * state; AArch64 and s390x always). */
-GCK_KINTERNAL int gck_cpu_has_fma(void);
+GCK_INTERNAL int gck_cpu_has_fma(void);
 
 #endif /* GCK_CPU_H */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/status_internal.h"
+#include "status_internal.h"
 #include "cpu.h"
 #include "kernels_internal.h"
 

@@ -7,14 +7,10 @@
 
 #include <gradckpt/isa.h>
 
+#include "attributes.h"
 #include "gck_isa_config.h"
 #include "kernel_list.h"
 
-#if defined(__GNUC__)
-#  define GCK_KINTERNAL __attribute__((visibility("hidden")))
-#else
-#  define GCK_KINTERNAL
-#endif
 
 /*
  * The canonical reduction shape. Every ISA reproduces it exactly.
@@ -66,23 +62,23 @@ typedef struct gck_kernel_table {
 #undef GCK_SLOT
 } gck_kernel_table;
 
-extern GCK_KINTERNAL const gck_kernel_table gck_kernels_scalar; /* always present */
+extern GCK_INTERNAL const gck_kernel_table gck_kernels_scalar; /* always present */
 #if GCK_HAVE_AVX2
-extern GCK_KINTERNAL const gck_kernel_table gck_kernels_avx2;
+extern GCK_INTERNAL const gck_kernel_table gck_kernels_avx2;
 #endif
 #if GCK_HAVE_AVX512
-extern GCK_KINTERNAL const gck_kernel_table gck_kernels_avx512;
+extern GCK_INTERNAL const gck_kernel_table gck_kernels_avx512;
 #endif
 #if GCK_HAVE_NEON
-extern GCK_KINTERNAL const gck_kernel_table gck_kernels_neon;
+extern GCK_INTERNAL const gck_kernel_table gck_kernels_neon;
 #endif
 
 /* The table for isa if it is compiled in and this CPU/OS can run it, else NULL. */
-GCK_KINTERNAL const gck_kernel_table *gck_kernels_for(gck_isa isa);
+GCK_INTERNAL const gck_kernel_table *gck_kernels_for(gck_isa isa);
 /* The table for isa if it is compiled in, whether or not the CPU can run it. */
-GCK_KINTERNAL const gck_kernel_table *gck_kernels_compiled(gck_isa isa);
+GCK_INTERNAL const gck_kernel_table *gck_kernels_compiled(gck_isa isa);
 /* The active table; never NULL. Read it once per public call. */
-GCK_KINTERNAL const gck_kernel_table *gck_kernels_active(void);
+GCK_INTERNAL const gck_kernel_table *gck_kernels_active(void);
 
 /* The lane fold of the canonical shape, shared by the scalar reference and
  * the SIMD tails that spill lanes to memory. */

@@ -30,7 +30,6 @@
 
 #include "kernels_internal.h"
 
-#define GCK_NI static inline __attribute__((always_inline))
 #define GCK_HALF (GCK_LANES / 2) /* lanes per pass: 32 doubles = 16 q registers */
 #define GCK_HALF_Q (GCK_HALF / 2)
 
@@ -54,7 +53,7 @@ typedef float64x2x2_t (*gck_term4_fn)(const gck_nctx *c, size_t i);
  * the same vector code, and the padding's terms set to +0.0. A fused kernel's
  * destination is only written, so its stripe is not filled from it: the new
  * values land there and the first rem are copied out. */
-GCK_NI void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn term, double t[GCK_LANES])
+GCK_ALWAYS_INLINE void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn term, double t[GCK_LANES])
 {
     double a[GCK_LANES] = {0}, b[GCK_LANES] = {0}, m[GCK_LANES] = {0};
     float af[GCK_LANES] = {0}, bf[GCK_LANES] = {0}, mf[GCK_LANES] = {0};
@@ -96,7 +95,7 @@ GCK_NI void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, gck_term4_fn
         t[j] = 0.0;
 }
 
-GCK_NI double gck_neon_reduce(const gck_nctx *c, size_t n, gck_term4_fn term)
+GCK_ALWAYS_INLINE double gck_neon_reduce(const gck_nctx *c, size_t n, gck_term4_fn term)
 {
     double out[GCK_LANES] = {0}; /* block lanes, +0.0 */
     for (size_t r0 = 0; r0 < n; r0 += GCK_RUN) {
@@ -135,7 +134,7 @@ GCK_NI double gck_neon_reduce(const gck_nctx *c, size_t n, gck_term4_fn term)
 }
 
 /* ---- term functions: each is exactly the scalar TERM, two lanes at a time --- */
-GCK_NI float64x2x2_t gck_pair(float64x2_t lo, float64x2_t hi)
+GCK_ALWAYS_INLINE float64x2x2_t gck_pair(float64x2_t lo, float64x2_t hi)
 {
     float64x2x2_t r;
     r.val[0] = lo;
@@ -144,45 +143,45 @@ GCK_NI float64x2x2_t gck_pair(float64x2_t lo, float64x2_t hi)
 }
 
 /* (double)x for four floats: exact. */
-GCK_NI float64x2x2_t gck_widen4(float32x4_t v)
+GCK_ALWAYS_INLINE float64x2x2_t gck_widen4(float32x4_t v)
 {
     return gck_pair(vcvt_f64_f32(vget_low_f32(v)), vcvt_high_f64_f32(v));
 }
 
-GCK_NI float64x2_t gck_sq(float64x2_t v)
+GCK_ALWAYS_INLINE float64x2_t gck_sq(float64x2_t v)
 {
     return vmulq_f64(v, v);
 }
 
 /* x^2 */
-GCK_NI float64x2x2_t gck_t_sumsq_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_sumsq_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_sq(vld1q_f64(c->a + i)), gck_sq(vld1q_f64(c->a + i + 2)));
 }
 
 /* (double)x * (double)x */
-GCK_NI float64x2x2_t gck_t_sumsq_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_sumsq_f32(const gck_nctx *c, size_t i)
 {
     const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
     return gck_pair(gck_sq(x.val[0]), gck_sq(x.val[1]));
 }
 
 /* (x * s) * (x * s) */
-GCK_NI float64x2x2_t gck_t_scaled_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_scaled_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_sq(vmulq_f64(vld1q_f64(c->a + i), c->s)),
                     gck_sq(vmulq_f64(vld1q_f64(c->a + i + 2), c->s)));
 }
 
 /* (a - b) * (a - b) */
-GCK_NI float64x2x2_t gck_t_dist2_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_dist2_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_sq(vsubq_f64(vld1q_f64(c->a + i), vld1q_f64(c->b + i))),
                     gck_sq(vsubq_f64(vld1q_f64(c->a + i + 2), vld1q_f64(c->b + i + 2))));
 }
 
 /* ((double)a - (double)b)^2: the difference is taken in f64 */
-GCK_NI float64x2x2_t gck_t_dist2_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_dist2_f32(const gck_nctx *c, size_t i)
 {
     const float64x2x2_t a = gck_widen4(vld1q_f32(c->af + i));
     const float64x2x2_t b = gck_widen4(vld1q_f32(c->bf + i));
@@ -190,13 +189,13 @@ GCK_NI float64x2x2_t gck_t_dist2_f32(const gck_nctx *c, size_t i)
 }
 
 /* fabs(x) */
-GCK_NI float64x2x2_t gck_t_asum_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_asum_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(vabsq_f64(vld1q_f64(c->a + i)), vabsq_f64(vld1q_f64(c->a + i + 2)));
 }
 
 /* fabs((double)x) */
-GCK_NI float64x2x2_t gck_t_asum_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_asum_f32(const gck_nctx *c, size_t i)
 {
     const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
     return gck_pair(vabsq_f64(x.val[0]), vabsq_f64(x.val[1]));
@@ -204,17 +203,17 @@ GCK_NI float64x2x2_t gck_t_asum_f32(const gck_nctx *c, size_t i)
 
 /* pow(fabs(x) * s, p) with SLEEF's FMA AdvSIMD pow: bit-identical to the
  * reference's Sleef_powd1_u10purecfma (TOOLCHAIN.md section 7). */
-GCK_NI float64x2_t gck_pow2(float64x2_t x, const gck_nctx *c)
+GCK_ALWAYS_INLINE float64x2_t gck_pow2(float64x2_t x, const gck_nctx *c)
 {
     return Sleef_powd2_u10advsimd(vmulq_f64(vabsq_f64(x), c->s), c->p);
 }
 
-GCK_NI float64x2x2_t gck_t_powsum_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_powsum_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_pow2(vld1q_f64(c->a + i), c), gck_pow2(vld1q_f64(c->a + i + 2), c));
 }
 
-GCK_NI float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
 {
     const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
     return gck_pair(gck_pow2(x.val[0], c), gck_pow2(x.val[1], c));
@@ -222,34 +221,34 @@ GCK_NI float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
 
 /* The fused terms store the new value (dst may be src), then square what
  * was stored. */
-GCK_NI float64x2_t gck_div_store_sq_f64(double *dst, const double *src, float64x2_t d)
+GCK_ALWAYS_INLINE float64x2_t gck_div_store_sq_f64(double *dst, const double *src, float64x2_t d)
 {
     const float64x2_t v = vdivq_f64(vld1q_f64(src), d);
     vst1q_f64(dst, v);
     return gck_sq(v);
 }
 
-GCK_NI float64x2_t gck_scale_store_sq_f64(double *dst, const double *src, float64x2_t s)
+GCK_ALWAYS_INLINE float64x2_t gck_scale_store_sq_f64(double *dst, const double *src, float64x2_t s)
 {
     const float64x2_t v = vmulq_f64(vld1q_f64(src), s);
     vst1q_f64(dst, v);
     return gck_sq(v);
 }
 
-GCK_NI float64x2x2_t gck_t_div_sumsq_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_div_sumsq_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_div_store_sq_f64(c->m + i, c->a + i, c->s),
                     gck_div_store_sq_f64(c->m + i + 2, c->a + i + 2, c->s));
 }
 
-GCK_NI float64x2x2_t gck_t_scale_sumsq_f64(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_scale_sumsq_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(gck_scale_store_sq_f64(c->m + i, c->a + i, c->s),
                     gck_scale_store_sq_f64(c->m + i + 2, c->a + i + 2, c->s));
 }
 
 /* float v = x / d (one f32 rounding), stored, then (double)v * (double)v */
-GCK_NI float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
 {
     const float32x4_t v = vdivq_f32(vld1q_f32(c->af + i), c->sf);
     vst1q_f32(c->mf + i, v);
@@ -257,7 +256,7 @@ GCK_NI float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
     return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
 }
 
-GCK_NI float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t i)
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t i)
 {
     const float32x4_t v = vmulq_f32(vld1q_f32(c->af + i), c->sf);
     vst1q_f32(c->mf + i, v);
@@ -348,7 +347,7 @@ static double gck_scale_sumsq_f32_block_neon(float *dst, const float *x, float s
  * vmaxq (FMAX, not FMAXNM) returns NaN when either operand is NaN, so a NaN
  * anywhere reaches the result; otherwise max is exact and any order gives the
  * reference's value (fabs makes every zero +0.0). */
-GCK_NI double gck_amax_combine(double m, double v)
+GCK_ALWAYS_INLINE double gck_amax_combine(double m, double v)
 {
     return (v > m || isnan(v)) ? v : m; /* the reference's step */
 }
@@ -538,7 +537,7 @@ static void gck_axpy_f32_to_f64_neon(double *acc, double w, const float *x, size
 
 /* (float)x for four doubles: FCVTN rounds in the FPCR mode (nearest even by
  * default), as the C conversion does. */
-GCK_NI float32x4_t gck_narrow4(const double *x)
+GCK_ALWAYS_INLINE float32x4_t gck_narrow4(const double *x)
 {
     return vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(x)), vld1q_f64(x + 2));
 }
@@ -664,13 +663,13 @@ static void gck_axpy_init_f64_to_f32_neon(float *dst, float w, const double *x, 
  * step; the rest byte by byte. */
 #define GCK_XB(v, w) ((xb) ? veorq_u8((v), (w)) : (v))
 
-GCK_NI uint8x16x4_t gck_zero_u8x4(void)
+GCK_ALWAYS_INLINE uint8x16x4_t gck_zero_u8x4(void)
 {
     const uint8x16_t z = vdupq_n_u8(0);
     return (uint8x16x4_t){{z, z, z, z}};
 }
 
-GCK_NI void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
                                    size_t n, size_t esz, int xb)
 {
     size_t i = 0;
@@ -700,7 +699,7 @@ GCK_NI void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8_t *restric
     gck_xor_shuffle_range(dst, a, xb ? b : NULL, n, esz, i, n);
 }
 
-GCK_NI void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
                                      size_t n, size_t esz, int xb)
 {
     size_t i = 0;

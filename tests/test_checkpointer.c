@@ -8,7 +8,7 @@
 
 #include "support/gck_test.h"
 
-#include "../core/alloc_internal.h"
+#include "alloc_internal.h"
 
 static gck_checkpointer *make(gck_accum_mode mode, gck_dtype dt, size_t max)
 {

@@ -3,7 +3,7 @@
 
 #include "support/gck_test.h"
 
-#include "../core/alloc_internal.h"
+#include "alloc_internal.h"
 
 static const char *const W1B1[] = {"w1", "b1"};
 static const char *const W1B1W2[] = {"w1", "b1", "w2"};

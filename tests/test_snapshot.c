@@ -15,7 +15,7 @@
 
 #include "support/gck_test.h"
 
-#include "../core/io_internal.h"
+#include "io_internal.h"
 
 static char g_dir[256];
 

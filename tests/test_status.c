@@ -4,7 +4,7 @@
 
 #include "support/gck_test.h"
 
-#include "../core/status_internal.h"
+#include "status_internal.h"
 
 static void test_every_status_has_a_name(void **state)
 {

@@ -17,8 +17,8 @@
 #include <omp.h>
 #endif
 
-#include "../core/alloc_internal.h"
-#include "../core/io_internal.h"
+#include "alloc_internal.h"
+#include "io_internal.h"
 
 static char g_root[256];
 static int g_dir_no;

@@ -1,14 +1,10 @@
-/* core/status_internal.h - setting the per-thread error message (internal). */
+/* common/status_internal.h - setting the per-thread error message (internal). */
 #ifndef GCK_STATUS_INTERNAL_H
 #define GCK_STATUS_INTERNAL_H
 
 #include <gradckpt/status.h>
 
-#if defined(__GNUC__)
-#  define GCK_INTERNAL __attribute__((visibility("hidden")))
-#else
-#  define GCK_INTERNAL
-#endif
+#include "attributes.h"
 
 /* Capacity of the thread's message buffer; longer messages are cut with "...". */
 #define GCK_ERROR_MAX 1024

@@ -1,4 +1,4 @@
-/* core/alloc.c - allocation with an injectable failure (tests walk every failure path). */
+/* common/alloc.c - allocation with an injectable failure (tests walk every failure path). */
 #if defined(__linux__) && !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #endif

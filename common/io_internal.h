@@ -1,4 +1,4 @@
-/* core/io_internal.h - the system calls behind durable files, with a failure hook for tests (internal). */
+/* common/io_internal.h - the system calls behind durable files, with a failure hook for tests (internal). */
 #ifndef GCK_IO_INTERNAL_H
 #define GCK_IO_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* core/alloc_internal.h - the library's allocator, with a failure hook for tests (internal). */
+/* common/alloc_internal.h - the library's allocator, with a failure hook for tests (internal). */
 #ifndef GCK_ALLOC_INTERNAL_H
 #define GCK_ALLOC_INTERNAL_H
 

@@ -1,4 +1,4 @@
-/* core/io.c - system calls of the durable writers, with an injectable failure. */
+/* common/io.c - system calls of the durable writers, with an injectable failure. */
 #include "io_internal.h"
 
 #include <errno.h>

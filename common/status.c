@@ -1,4 +1,4 @@
-/* core/status.c - status names and the thread-local last-error message. */
+/* common/status.c - status names and the thread-local last-error message. */
 #include "status_internal.h"
 
 #include <stdarg.h>

@@ -7,6 +7,7 @@
 #include <gradckpt/status.h>
 #include <gradckpt/isa.h>
 #include <gradckpt/kernels.h>
+#include <gradckpt/tensors.h>
 #include <gradckpt/dtype.h>
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/checkpointer.h>

@@ -1,0 +1,193 @@
+/* gradckpt/tensors.h - one call over a list of tensors on the caller's memory: norms, clipping, accumulation. */
+#ifndef GRADCKPT_TENSORS_H
+#define GRADCKPT_TENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradckpt/dtype.h>
+#include <gradckpt/export.h>
+#include <gradckpt/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * What a trainer holds: its parameters' gradients as separate buffers (or
+ * pieces of one contiguous buffer). These functions work on them in place,
+ * one call per list, with no copy and no allocation visible to the caller.
+ *
+ * Common rules for every function below.
+ *
+ * - A list names `count` tensors: data[i] points at lens[i] elements of
+ *   dtype dtypes[i] (or of `dtype` for every tensor when dtypes is NULL).
+ *   Supported dtypes: GCK_DTYPE_F32 and GCK_DTYPE_F64; others give
+ *   GCK_ERR_UNSUPPORTED naming the tensor's index. data[i] may be NULL only
+ *   when lens[i] is 0; no alignment is needed. A list with count 0 is valid
+ *   (its arrays may then be NULL) and a NULL list pointer means count 0 only
+ *   where stated.
+ * - Tensors written by a call (add/axpy/scale targets, clipped tensors) may
+ *   not overlap each other or the inputs, except that an input may be the
+ *   very same buffer as its target (x == acc), as for the single kernels.
+ * - Every argument is checked before any memory is touched: on error nothing
+ *   was written, the status says why (GCK_ERR_INVALID_ARGUMENT: NULL arrays
+ *   with count > 0, NULL data with a length; GCK_ERR_DIMENSION_MISMATCH: two
+ *   lists of different counts or lengths, naming the index and both values;
+ *   GCK_ERR_UNSUPPORTED: a dtype; GCK_ERR_NO_MEMORY: scratch for the thread
+ *   split) and gck_last_error() has the message.
+ * - Bit-reproducible: each per-tensor result is exactly what the single
+ *   kernel of kernels.h returns for that tensor (gck_sumsq_f32, gck_pnorm_f64,
+ *   ...), and each total combines the per-tensor results in list order by
+ *   the rule stated below, so the result is the same on every ISA, for every
+ *   OpenMP thread count and however the tensors are spread over threads.
+ * - One call runs on OpenMP threads, across tensors and within big ones,
+ *   balanced by bytes (when built with OpenMP and called outside a parallel
+ *   region).
+ *
+ * Thread-safety: safe to call concurrently on lists that do not write the
+ * same memory.
+ */
+
+/** A list of tensors on the caller's memory (see the common rules above). */
+typedef struct gck_tensor_list {
+    size_t count;            /**< number of tensors */
+    void *const *data;       /**< count pointers (only read by read-only functions) */
+    const size_t *lens;      /**< count element counts */
+    gck_dtype dtype;         /**< every tensor's dtype when dtypes is NULL */
+    const gck_dtype *dtypes; /**< optional: count per-tensor dtypes (mixed lists) */
+} gck_tensor_list;
+
+/** eps of gck_tensors_clip_by_norm as PyTorch's clip_grad_norm_ uses it. */
+#define GCK_CLIP_EPS_DEFAULT 1e-6
+
+/** gck_tensors_clip_by_norm flag: a NaN or infinite total norm fails with
+ *  GCK_ERR_NONFINITE and no tensor is touched (torch's error_if_nonfinite). */
+#define GCK_CLIP_ERROR_IF_NONFINITE 1u
+
+/** What gck_tensors_clip_by_norm found and did. */
+typedef struct gck_clip_info {
+    double total_norm; /**< the p-norm of all tensors before clipping (as gck_tensors_norm) */
+    double coef;       /**< the factor applied: min(1, max_norm / (total_norm + eps)); NaN when total_norm is NaN */
+    int clipped;       /**< 1 when the tensors were scaled by coef, 0 when left as they were */
+} gck_clip_info;
+
+/**
+ * Sums of squares of every tensor in one call.
+ *
+ * per_tensor[i] (optional, count entries) receives exactly gck_sumsq_f32 or
+ * gck_sumsq_f64 of tensor i; *total (optional) receives their sum in list
+ * order, left to right: ((0 + s_0) + s_1) + ... (which, for F64 tensors, may
+ * overflow to +Inf like gck_sumsq_f64; gck_tensors_norm never does).
+ *
+ * Ownership: reads the tensors; writes per_tensor and *total; keeps no reference.
+ * Errors: see the common rules; per_tensor and total may both be NULL.
+ * Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total);
+
+/**
+ * p-norms of every tensor and of all of them together, in one call (p as in
+ * gck_pnorm_f64: 1, 2, INFINITY or any finite p > 0; PyTorch's norm_type).
+ *
+ * per_tensor[i] (optional) receives exactly gck_pnorm_f32/_f64(tensor i, p)
+ * (for p = 2: gck_l2norm_*). *total receives the p-norm of the tensors'
+ * concatenation, combined from per-tensor results in list order:
+ *   p = 2:   sqrt(((0 + s_0) + s_1) + ...) of the per-tensor sums of squares,
+ *            except when that sum overflows or underflows while every norm
+ *            is finite: then m * sqrt(sum (norm_i / m)^2), m the largest
+ *            per-tensor norm (never a spurious Inf or 0);
+ *   p = 1:   ((0 + n_0) + n_1) + ... of the per-tensor norms;
+ *   p = Inf: the largest per-tensor norm;
+ *   other p: m * pow(sum (n_i / m)^p, 1/p), m the largest per-tensor norm
+ *            (PyTorch's norm of the per-tensor norms), with the kernels'
+ *            reference pow, so it is the same on every CPU.
+ * A NaN anywhere gives a NaN total; count 0 gives 0. p <= 0 or NaN is
+ * GCK_ERR_INVALID_ARGUMENT.
+ *
+ * Ownership: reads the tensors; writes per_tensor and *total; keeps no reference.
+ * Errors: see the common rules; total may not be NULL.
+ * Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tensor, double *total);
+
+/**
+ * Clips the tensors in place by their total p-norm, as PyTorch's
+ * torch.nn.utils.clip_grad_norm_: total = gck_tensors_norm(t, p), coef =
+ * max_norm / (total + eps), and every tensor is multiplied by coef (F64:
+ * x * coef; F32: x * (float)coef) when coef < 1 or coef is NaN (a NaN
+ * total, as in torch, makes every element NaN unless
+ * GCK_CLIP_ERROR_IF_NONFINITE is set); otherwise nothing is written. Pass
+ * eps = GCK_CLIP_EPS_DEFAULT for torch's behaviour.
+ *
+ * flags: 0 or GCK_CLIP_ERROR_IF_NONFINITE (then a NaN or infinite total is
+ * GCK_ERR_NONFINITE, *info still receives the total, and no tensor is touched).
+ * The scaling pass reads and writes only when clipping triggers.
+ *
+ * Ownership: reads and may write the tensors; writes *info (optional); keeps no reference.
+ * Errors: see the common rules; GCK_ERR_INVALID_ARGUMENT for max_norm NaN
+ *         or < 0, eps NaN or < 0, p as in gck_tensors_norm, unknown flags;
+ *         GCK_ERR_NONFINITE as above.
+ * Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_clip_by_norm(const gck_tensor_list *t, double max_norm, double p, double eps,
+                                            unsigned flags, gck_clip_info *info);
+
+/**
+ * acc_i[j] = acc_i[j] + x_i[j] for every tensor i: micro-batch gradients
+ * accumulated into the trainer's own buffers. The element operation is the
+ * single kernel's for the pair of dtypes: gck_add_f32 (F32 += F32),
+ * gck_add_f64 (F64 += F64), gck_add_f32_to_f64 (F64 += F32),
+ * gck_add_f64_to_f32 (F32 += F64).
+ *
+ * Ownership: writes acc's tensors, reads x's; keeps no reference.
+ * Errors: see the common rules (counts and lengths must match).
+ * Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_add(const gck_tensor_list *acc, const gck_tensor_list *x);
+
+/**
+ * acc_i[j] = acc_i[j] + (x_i[j] * w) (two roundings, no FMA) for every
+ * tensor i, with the single kernels gck_axpy_f32/_f64/_f32_to_f64/_f64_to_f32
+ * (w rounded to float for an F32 accumulator).
+ *
+ * Ownership: writes acc's tensors, reads x's; keeps no reference.
+ * Errors: see the common rules.  Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_axpy(const gck_tensor_list *acc, double w, const gck_tensor_list *x);
+
+/**
+ * dst_i[j] = 0 + (x_i[j] * w) for every tensor i without reading dst: the
+ * first term of an accumulation (gck_axpy_init_*; with w = 1 a copy that
+ * turns -0 into +0, as accumulating into a zeroed buffer would).
+ *
+ * Ownership: writes dst's tensors, reads x's; keeps no reference.
+ * Errors: see the common rules.  Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_axpy_init(const gck_tensor_list *dst, double w, const gck_tensor_list *x);
+
+/**
+ * t_i[j] = t_i[j] * s for every tensor i (gck_scale_f64 with s, gck_scale_f32
+ * with (float)s).
+ *
+ * Ownership: writes the tensors; keeps no reference.
+ * Errors: see the common rules.  Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_scale(const gck_tensor_list *t, double s);
+
+/**
+ * Finishes a mean and measures it in one pass: t_i[j] = t_i[j] / d for every
+ * tensor i (a true division; F32 divides by (float)d), then per_tensor[i]
+ * (optional) receives the sum of squares of the stored values, exactly
+ * gck_sumsq_* of the result, and *total (optional) their left-to-right sum
+ * in list order, as gck_tensors_sumsq. (gck_div_sumsq_* per tensor.)
+ *
+ * Ownership: writes the tensors, per_tensor and *total; keeps no reference.
+ * Errors: see the common rules.  Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRADCKPT_TENSORS_H */

@@ -11,6 +11,30 @@
 
 static _Atomic long gck_io_countdown = -1;
 static _Atomic int gck_io_errno = EIO;
+static _Atomic(char *) gck_io_trace_buf; /* test hook: one letter per call */
+static size_t gck_io_trace_cap;
+static _Atomic size_t gck_io_trace_len;
+
+void gck_io_trace(char *buf, size_t cap)
+{
+    atomic_store(&gck_io_trace_buf, NULL);
+    gck_io_trace_cap = cap;
+    atomic_store(&gck_io_trace_len, 0);
+    if (buf != NULL && cap > 0) {
+        buf[0] = '\0';
+        atomic_store(&gck_io_trace_buf, buf);
+    }
+}
+
+static void gck_io_note(char what)
+{
+    char *b = atomic_load(&gck_io_trace_buf);
+    if (b == NULL)
+        return;
+    const size_t at = atomic_fetch_add(&gck_io_trace_len, 1);
+    if (at + 1 < gck_io_trace_cap)
+        b[at] = what, b[at + 1] = '\0';
+}
 
 void gck_io_fail_after(long k, int err)
 {
@@ -36,21 +60,25 @@ static int gck_io_should_fail(void)
 
 int gck_sys_open(const char *path, int flags, int mode)
 {
+    gck_io_note((flags & O_DIRECTORY) ? 'd' : 'o');
     return gck_io_should_fail() ? -1 : open(path, flags, mode);
 }
 
 ssize_t gck_sys_write(int fd, const void *p, size_t len)
 {
+    gck_io_note('w');
     return gck_io_should_fail() ? -1 : write(fd, p, len);
 }
 
 int gck_sys_fsync(int fd)
 {
+    gck_io_note('f');
     return gck_io_should_fail() ? -1 : fsync(fd);
 }
 
 int gck_sys_close(int fd)
 {
+    gck_io_note('c');
     if (gck_io_should_fail()) {
         const int e = errno;
         close(fd); /* the descriptor is gone either way, as with a real close error */
@@ -62,6 +90,7 @@ int gck_sys_close(int fd)
 
 int gck_sys_rename(const char *from, const char *to)
 {
+    gck_io_note('r');
     return gck_io_should_fail() ? -1 : rename(from, to);
 }
 
@@ -107,6 +136,26 @@ int gck_sync_dir(const char *dir)
     if (dfd >= 0)
         close(dfd);
     return err;
+}
+
+gck_status gck_write_new(const char *path, int (*fill)(int fd, void *ctx), void *ctx)
+{
+    /* O_TRUNC, not O_EXCL: a file of this name can only be the leftover of
+     * a save that never committed (nothing refers to it), and reusing it
+     * keeps a failed cleanup from blocking every later save */
+    const int fd = gck_sys_open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return gck_io_fail("cannot create", path, errno);
+    int err = fill(fd, ctx);
+    if (!err && gck_sys_fsync(fd) != 0)
+        err = errno;
+    if (gck_sys_close(fd) != 0 && !err)
+        err = errno;
+    if (err) {
+        unlink(path);
+        return gck_io_fail("cannot write", path, err);
+    }
+    return GCK_OK;
 }
 
 gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx, int *renamed)

@@ -20,6 +20,12 @@ GCK_INTERNAL int gck_sys_rename(const char *from, const char *to);
  * in turn and check what is left on disk. (A failing close still closes.) */
 GCK_INTERNAL void gck_io_fail_after(long k, int err);
 
+/* Test hook: from now on each of those calls appends one letter to buf
+ * (NUL-terminated, at most cap - 1 letters): 'o' open, 'd' open of a
+ * directory, 'w' write, 'f' fsync, 'c' close, 'r' rename, so a test can
+ * check a writer's order of system calls. buf NULL stops it. One thread. */
+GCK_INTERNAL void gck_io_trace(char *buf, size_t cap);
+
 /* write(2) until done (through gck_sys_write); 0 on success, else errno. */
 GCK_INTERNAL int gck_write_all(int fd, const void *p, size_t len);
 
@@ -37,6 +43,13 @@ GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err)
  * the message says so and *renamed (may be NULL) is 1. */
 GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
                                          int *renamed);
+
+/* A file written under its final name, for writers whose commit comes
+ * later (the store's data files, named by a manifest written after them):
+ * create (truncating a leftover), fill, fsync, close - no rename and no
+ * directory fsync, which the commit does once for every name it makes
+ * durable. On failure the file is removed. */
+GCK_INTERNAL gck_status gck_write_new(const char *path, int (*fill)(int fd, void *ctx), void *ctx);
 
 /* fsync of a directory (after a rename or unlink in it); 0 or errno. */
 GCK_INTERNAL int gck_sync_dir(const char *dir);

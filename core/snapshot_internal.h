@@ -94,9 +94,10 @@ GCK_INTERNAL gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param
 GCK_INTERNAL gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src,
                                                  const char *skip_sysmeta);
 
-/* gck_snapshot_save that also says (*renamed, may be NULL) whether the file
- * is in place when the status is an error (only the directory fsync failed). */
-GCK_INTERNAL gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed);
+/* The same file written with gck_write_new: under its final name, fsynced,
+ * no rename and no directory fsync (the caller's commit makes the name
+ * durable). On error no file is left. */
+GCK_INTERNAL gck_status gck_snapshot_save_new(const gck_snapshot *s, const char *path);
 
 /* Copies src's values, ids and fields into dst when both hold the same
  * tensors and blobs (names, dtypes, shapes, sizes): no new buffers, so no

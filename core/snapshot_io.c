@@ -253,26 +253,31 @@ static int gck_save_fill(int fd, void *ctx)
     return err;
 }
 
-gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
+/* Writes the file with gck_write_atomic (fresh = 0) or gck_write_new (1). */
+static gck_status gck_save_as(const gck_snapshot *s, const char *path, int fresh)
 {
-    return gck_snapshot_save_renamed(s, path, NULL);
-}
-
-gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed)
-{
-    if (renamed != NULL)
-        *renamed = 0;
-    GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
-    GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
     gck_save_ctx c = {0};
     gck_entry *e = NULL;
     char *hdr = NULL;
     GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
     c.e = e, c.hdr = hdr;
-    const gck_status st = gck_write_atomic(path, gck_save_fill, &c, renamed);
+    const gck_status st =
+        fresh ? gck_write_new(path, gck_save_fill, &c) : gck_write_atomic(path, gck_save_fill, &c, NULL);
     free(hdr);
     gck_free_entries(e, c.n);
     return st;
+}
+
+gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
+{
+    GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
+    GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
+    return gck_save_as(s, path, 0);
+}
+
+gck_status gck_snapshot_save_new(const gck_snapshot *s, const char *path)
+{
+    return gck_save_as(s, path, 1);
 }
 
 /* ---- load ------------------------------------------------------------------------ */

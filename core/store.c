@@ -360,19 +360,23 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     if (!gck_path(p, s, name))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
-    /* a file in place whose directory fsync failed is fine: the manifest's
-     * commit fsyncs the directory again before anything refers to it */
-    int renamed = 0;
+    /* Written under its final name and fsynced, with neither a rename nor a
+     * directory fsync: no manifest names the file until the commit, so a
+     * crash before it leaves only garbage that the next open removes. The
+     * fsync is what the commit needs first: the manifest naming this file
+     * must never be durable while the file's bytes are not (a power loss
+     * would leave a version whose data is empty or partial). The file's
+     * name becomes durable with the commit's single directory fsync. */
     if (base != NULL) {
         gck_snapshot *d = NULL;
         st = gck_delta_encode(s->codec, content, base, base_v, &d);
         if (st == GCK_OK)
-            st = gck_snapshot_save_renamed(d, p, &renamed);
+            st = gck_snapshot_save_new(d, p);
         gck_snapshot_destroy(d);
     } else {
-        st = gck_snapshot_save_renamed(content, p, &renamed);
+        st = gck_snapshot_save_new(content, p);
     }
-    if (st != GCK_OK && !renamed)
+    if (st != GCK_OK)
         return st;
     if ((*name_out = gck_strdup(name)) == NULL) {
         unlink(p);
@@ -590,6 +594,16 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
         if ((added->file = gck_strdup(written.v[0])) == NULL)
             st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
     }
+    /* The commit: the manifest's temporary file is written and fsynced (so
+     * the rename can never be durable ahead of the manifest's bytes: a power
+     * loss would leave an empty manifest.json, an unreadable store), renamed
+     * over manifest.json (the atomic switch), and the directory fsynced once.
+     * That one fsync makes the rename durable and, with it, the names of the
+     * data files created above in the same directory. Journaling file systems
+     * (ext4, xfs, btrfs) commit a directory's changes in the order they were
+     * made, so no crash keeps the rename without those earlier names. So a
+     * save costs three fsyncs (one more per version an eviction rebases):
+     * the data file, the manifest, the directory. */
     int renamed = 0;
     if (st == GCK_OK)
         st = gck_commit(s, next, &renamed);

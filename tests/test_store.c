@@ -733,6 +733,108 @@ static void test_delta_thread_independent(void **state)
     free(w);
 }
 
+/* The system calls of one save, with each run of writes shown as one 'W'. */
+static void traced_save(gck_store *st, uint64_t v, char *out, size_t cap, char *raw, size_t raw_cap)
+{
+    gck_io_trace(raw, raw_cap);
+    save_v(st, v, NULL);
+    gck_io_trace(NULL, 0);
+    size_t k = 0;
+    for (size_t i = 0; raw[i] != '\0' && k + 1 < cap; i++)
+        if (raw[i] != 'w' || i == 0 || raw[i - 1] != 'w')
+            out[k++] = raw[i] == 'w' ? 'W' : raw[i];
+    out[k] = '\0';
+}
+
+/* A save takes three fsyncs in the protocol's order: the data file's (made
+ * under its final name, never renamed), the manifest temporary's, and after
+ * the rename the directory's, once; an eviction that rebases a version adds
+ * one data file and its fsync, not a directory fsync. Each step failing
+ * leaves the store as it was, except the last: then the version is saved
+ * and the error says "saved, but". */
+static void test_save_fsync_order(void **state)
+{
+    (void)state;
+    char dir[300], trace[64], raw[8192];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0);
+    save_v(st, 1, NULL);
+    traced_save(st, 2, trace, sizeof trace, raw, sizeof raw); /* a delta */
+    assert_string_equal(trace, "oWfcoWfcrdf");
+    save_v(st, 3, NULL);
+    traced_save(st, 4, trace, sizeof trace, raw, sizeof raw); /* evicts 1, rebases 2 as a full version */
+    assert_string_equal(trace, "oWfcoWfcoWfcrdf");
+    assert_all_restore(st);
+
+    /* the next save, each of its steps failing in turn */
+    gck_snapshot *s5 = make_snapshot(5);
+    gck_io_trace(raw, sizeof raw);
+    assert_int_equal(gck_store_save(st, s5, NULL, 0, NULL), GCK_OK); /* once, to learn where the calls are */
+    gck_io_trace(NULL, 0);
+    gck_store_close(st);
+    st = NULL;
+    new_dir(dir, sizeof dir);
+    st = open_store(dir, 3, 0, 0);
+    for (uint64_t v = 1; v <= 4; v++)
+        save_v(st, v, NULL);
+    const size_t n = strlen(raw);
+    assert_true(n > 8);
+    /* fs: the first data file's fsync, the manifest's (the last before the
+     * rename) and the directory's (the last call) */
+    long fs[3] = {-1, -1, -1}, rn = -1, dopen = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (raw[i] == 'f' && fs[0] < 0)
+            fs[0] = (long)i;
+        if (raw[i] == 'f' && rn < 0)
+            fs[1] = (long)i;
+        rn = raw[i] == 'r' ? (long)i : rn;
+        dopen = raw[i] == 'd' ? (long)i : dopen;
+    }
+    fs[2] = (long)n - 1;
+    assert_true(raw[fs[2]] == 'f' && fs[0] >= 0 && fs[1] > fs[0] && rn > fs[1] && dopen > rn && fs[2] == dopen + 1);
+    const long before_commit[] = {fs[0], fs[1], rn};
+    for (int k = 0; k < 3; k++) {
+        gck_io_fail_after(before_commit[k], EIO);
+        uint64_t v = 0;
+        const gck_status rc = gck_store_save(st, s5, NULL, 0, &v);
+        gck_io_fail_after(-1, 0);
+        assert_int_equal(rc, GCK_ERR_IO);
+        assert_null(strstr(gck_last_error(), "saved, but"));
+        assert_int_equal(v, 0);
+        assert_int_equal(gck_store_latest(st)->version, 4);
+        assert_int_equal(count_data_files(dir), 3); /* nothing left behind: no data file, no temporary */
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        assert_int_equal(gck_store_latest(st)->version, 4);
+        assert_all_restore(st);
+    }
+    /* the store was reopened: its cache is gone, so the base comes from disk
+     * (reads only), and the calls are the same */
+    for (int k = 0; k < 2; k++) {
+        gck_io_fail_after(k == 0 ? dopen : fs[2], EIO);
+        uint64_t v = 0;
+        const gck_status rc = gck_store_save(st, s5, NULL, 0, &v);
+        gck_io_fail_after(-1, 0);
+        assert_int_equal(rc, GCK_ERR_IO);
+        assert_non_null(strstr(gck_last_error(), "saved, but"));
+        assert_int_equal(v, 5);
+        assert_int_equal(gck_store_latest(st)->version, 5);
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        assert_int_equal(gck_store_latest(st)->version, 5);
+        assert_all_restore(st);
+        if (k == 0) { /* back to four versions for the second case */
+            gck_store_close(st);
+            new_dir(dir, sizeof dir);
+            st = open_store(dir, 3, 0, 0);
+            for (uint64_t v2 = 1; v2 <= 4; v2++)
+                save_v(st, v2, NULL);
+        }
+    }
+    gck_snapshot_destroy(s5);
+    gck_store_close(st);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -757,6 +859,7 @@ int main(void)
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
         cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_delta_thread_independent),
+        cmocka_unit_test(test_save_fsync_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

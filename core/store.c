@@ -27,6 +27,7 @@ struct gck_store {
     gck_delta_codec *codec;
     gck_snapshot *cache; /* content of cache_version (the latest), or NULL */
     uint64_t cache_version;
+    gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
 };
 
 void gck_store_config_init(gck_store_config *c)
@@ -59,7 +60,9 @@ static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
     *renamed = 0;
     if (!gck_path(p, s, GCK_MANIFEST_NAME))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path '%.300s' is too long", s->dir);
-    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, renamed);
+    if (s->mcache == NULL)
+        s->mcache = gck_manifest_cache_create(); /* without it every version is serialized again */
+    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, s->mcache, renamed);
 }
 
 /* Is `name` referenced by the committed manifest? */
@@ -122,6 +125,7 @@ void gck_store_close(gck_store *s)
     gck_manager_destroy(s->m);
     gck_delta_codec_destroy(s->codec);
     gck_snapshot_destroy(s->cache);
+    gck_manifest_cache_destroy(s->mcache);
     free(s->dir);
     free(s);
 }
@@ -622,15 +626,21 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
      * file whose unlink is lost to a crash is garbage the next open removes */
     gck_names_drop(s, &replaced, 1);
     /* the next delta's base, kept in memory (in the previous one's buffers
-     * when the layout is unchanged); without it the next save reads it back */
-    const gck_status cs = s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
+     * when the layout is unchanged); without it the next save reads it back.
+     * Not copied when the policy makes the next save full anyway (then the
+     * buffers stay for a later save, marked as holding no version). */
+    const gck_policy *pol = &s->m->policy;
+    const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
+                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes;
+    const gck_status cs =
+        next_full ? GCK_OK : s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
     if (cs != GCK_OK) {
         gck_snapshot_destroy(s->cache);
         s->cache = NULL;
         if (gck_snapshot_clone(snap, &s->cache) != GCK_OK)
             s->cache = NULL;
     }
-    s->cache_version = p.version;
+    s->cache_version = next_full ? 0 : p.version;
     if (version_out != NULL)
         *version_out = p.version;
     return st; /* an error here: saved, but the directory fsync failed (the message says so) */

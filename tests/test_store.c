@@ -1150,6 +1150,61 @@ static void test_version_info(void **state)
     gck_store_close(st);
 }
 
+/* What the session believes about every version (version_info), reread
+ * from disk by a second open, is the same: the manifest written from the
+ * reused texts of unchanged versions is exact after saves, tags, untags and
+ * rebases. */
+static void assert_manifest_matches(gck_store **st, const char *dir)
+{
+    uint64_t vs[64];
+    const size_t n = gck_store_versions(*st, vs, 64);
+    gck_version_info a[64];
+    char files[64][96], tags[64][256];
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(gck_store_version_info(*st, vs[i], &a[i]), GCK_OK);
+        snprintf(files[i], sizeof files[i], "%s", a[i].file);
+        tags[i][0] = '\0';
+        for (size_t t = 0; t < a[i].n_tags; t++)
+            strncat(tags[i], a[i].tags[t], sizeof tags[i] - strlen(tags[i]) - 2), strcat(tags[i], ",");
+    }
+    gck_store_close(*st);
+    assert_int_equal(gck_store_open(dir, NULL, st), GCK_OK);
+    assert_int_equal(gck_store_versions(*st, NULL, 0), n);
+    for (size_t i = 0; i < n; i++) {
+        gck_version_info b;
+        assert_int_equal(gck_store_version_info(*st, vs[i], &b), GCK_OK);
+        assert_int_equal(b.is_delta, a[i].is_delta);
+        assert_int_equal(b.delta_from, a[i].delta_from);
+        assert_int_equal(b.stored_bytes, a[i].stored_bytes);
+        assert_int_equal(b.step, a[i].step);
+        assert_string_equal(b.file, files[i]);
+        char t2[256] = "";
+        for (size_t t = 0; t < b.n_tags; t++)
+            strncat(t2, b.tags[t], sizeof t2 - strlen(t2) - 2), strcat(t2, ",");
+        assert_string_equal(t2, tags[i]);
+    }
+}
+
+static void test_manifest_matches_memory(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0); /* a chain: every eviction rebases */
+    for (uint64_t v = 1; v <= 12; v++) {
+        save_v(st, v, v % 5 == 0 ? "fifth" : NULL);
+        if (v % 2 == 0)
+            assert_int_equal(gck_store_tag(st, v, "even"), GCK_OK);
+        if (v > 2 && v % 2 == 1 && gck_store_get(st, v - 1) != NULL)
+            assert_int_equal(gck_store_untag(st, v - 1, "even"), GCK_OK); /* it may go again */
+        if (v % 3 == 0) { /* several commits per session: texts reused across saves and rebases */
+            assert_manifest_matches(&st, dir);
+            assert_all_restore(st);
+        }
+    }
+    gck_store_close(st);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1178,6 +1233,7 @@ int main(void)
         cmocka_unit_test(test_restore_into),
         cmocka_unit_test(test_save_refs),
         cmocka_unit_test(test_version_info),
+        cmocka_unit_test(test_manifest_matches_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

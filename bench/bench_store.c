@@ -312,8 +312,11 @@ void gck_bench_register_store(int threads)
  *                               reference, set step, lr and loader position
  *                               as typed metadata, save, destroy;
  *   small_save/store/<case>   - the same snapshot into a gck_store:
- *                               full    (every version full, no eviction),
- *                               delta   (every version a delta of the previous),
+ *                               full    (every version full, ten kept: each
+ *                                        save also evicts the oldest),
+ *                               delta   (every version a delta of the previous,
+ *                                        none evicted: the manifest grows to
+ *                                        52 versions),
  *                               default (gck_store_config_init: every 5th
  *                                        version full, 10 kept, so every timed
  *                                        save also evicts and rebases).
@@ -510,7 +513,7 @@ static const char *ss_prepare(void *ctx, int64_t n, int threads)
         gck_store_config c;
         gck_store_config_init(&c);
         if (f->op == 2)
-            c.policy.keep_every_n = 1, c.policy.max_checkpoints = 1000;
+            c.policy.keep_every_n = 1; /* ten kept: each save also evicts (unlinks) the oldest */
         else if (f->op == 3)
             c.policy.keep_every_n = 0, c.policy.max_checkpoints = 1000, c.policy.delta_threshold_bytes = 0;
         if (gck_store_open(sd, &c, &f->store) != GCK_OK)

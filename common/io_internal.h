@@ -2,6 +2,7 @@
 #ifndef GCK_IO_INTERNAL_H
 #define GCK_IO_INTERNAL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -44,12 +45,27 @@ GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err)
 GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
                                          int *renamed);
 
-/* A file written under its final name, for writers whose commit comes
- * later (the store's data files, named by a manifest written after them):
- * create (truncating a leftover), fill, fsync, close - no rename and no
- * directory fsync, which the commit does once for every name it makes
- * durable. On failure the file is removed. */
-GCK_INTERNAL gck_status gck_write_new(const char *path, int (*fill)(int fd, void *ctx), void *ctx);
+/* A file written under its final name and left unsynced, for writers whose
+ * commit comes later (the store's data files, named by a manifest written
+ * after them): create (truncating a leftover), fill. *fd_out stays open for
+ * the caller to fsync and close; the commit fsyncs the directory once for
+ * every name it makes durable. On failure the file is removed. */
+GCK_INTERNAL gck_status gck_write_unsynced(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
+                                           int *fd_out);
+
+/* gck_write_atomic in two halves, so a commit can fsync other files together
+ * with the temporary. gck_pending_open: the temporary created (O_EXCL, 0666
+ * less the umask) and filled, fd open (on failure removed). The caller
+ * fsyncs p->fd, then gck_pending_commit(p, errno of that fsync or 0): close,
+ * rename over the path, fsync of the directory, with gck_write_atomic's
+ * errors and *renamed; gck_pending_abort instead closes and removes it. */
+typedef struct gck_pending {
+    int fd;
+    char path[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
+} gck_pending;
+GCK_INTERNAL gck_status gck_pending_open(const char *path, int (*fill)(int fd, void *ctx), void *ctx, gck_pending *p);
+GCK_INTERNAL gck_status gck_pending_commit(gck_pending *p, int sync_err, int *renamed);
+GCK_INTERNAL void gck_pending_abort(gck_pending *p);
 
 /* fsync of a directory (after a rename or unlink in it); 0 or errno. */
 GCK_INTERNAL int gck_sync_dir(const char *dir);

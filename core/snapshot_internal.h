@@ -94,10 +94,11 @@ GCK_INTERNAL gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param
 GCK_INTERNAL gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src,
                                                  const char *skip_sysmeta);
 
-/* The same file written with gck_write_new: under its final name, fsynced,
- * no rename and no directory fsync (the caller's commit makes the name
- * durable). On error no file is left. */
-GCK_INTERNAL gck_status gck_snapshot_save_new(const gck_snapshot *s, const char *path);
+/* The same file written with gck_write_unsynced: under its final name, not
+ * yet fsynced, *fd left open for the caller's commit to fsync and close (no
+ * rename; the commit's directory fsync makes the name durable). On error no
+ * file is left. */
+GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd);
 
 /* Copies src's values, ids and fields into dst when both hold the same
  * tensors and blobs (names, dtypes, shapes, sizes): no new buffers, so no

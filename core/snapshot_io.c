@@ -253,8 +253,8 @@ static int gck_save_fill(int fd, void *ctx)
     return err;
 }
 
-/* Writes the file with gck_write_atomic (fresh = 0) or gck_write_new (1). */
-static gck_status gck_save_as(const gck_snapshot *s, const char *path, int fresh)
+/* Writes the file with gck_write_atomic (fd NULL) or gck_write_unsynced (*fd left open). */
+static gck_status gck_save_as(const gck_snapshot *s, const char *path, int *fd)
 {
     gck_save_ctx c = {0};
     gck_entry *e = NULL;
@@ -262,7 +262,7 @@ static gck_status gck_save_as(const gck_snapshot *s, const char *path, int fresh
     GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
     c.e = e, c.hdr = hdr;
     const gck_status st =
-        fresh ? gck_write_new(path, gck_save_fill, &c) : gck_write_atomic(path, gck_save_fill, &c, NULL);
+        fd ? gck_write_unsynced(path, gck_save_fill, &c, fd) : gck_write_atomic(path, gck_save_fill, &c, NULL);
     free(hdr);
     gck_free_entries(e, c.n);
     return st;
@@ -272,12 +272,12 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
 {
     GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
     GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
-    return gck_save_as(s, path, 0);
+    return gck_save_as(s, path, NULL);
 }
 
-gck_status gck_snapshot_save_new(const gck_snapshot *s, const char *path)
+gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd)
 {
-    return gck_save_as(s, path, 1);
+    return gck_save_as(s, path, fd);
 }
 
 /* ---- load ------------------------------------------------------------------------ */

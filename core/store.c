@@ -54,15 +54,23 @@ static uint64_t gck_file_size(const gck_store *s, const char *name)
 
 /* Writes `next` as the manifest. *renamed = 1 once it is in place (then the
  * change has happened even if only the directory fsync failed after it). */
-static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+static gck_status gck_commit_with(gck_store *s, gck_manager *next, const int *fds, size_t n_fds, int *renamed)
 {
     char p[PATH_MAX];
     *renamed = 0;
-    if (!gck_path(p, s, GCK_MANIFEST_NAME))
+    if (!gck_path(p, s, GCK_MANIFEST_NAME)) {
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path '%.300s' is too long", s->dir);
+    }
     if (s->mcache == NULL)
         s->mcache = gck_manifest_cache_create(); /* without it every version is serialized again */
-    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, s->mcache, renamed);
+    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, s->mcache, fds, n_fds, renamed);
+}
+
+static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+{
+    return gck_commit_with(s, next, NULL, 0, renamed);
 }
 
 /* Is `name` referenced by the committed manifest? */
@@ -353,10 +361,52 @@ gck_status gck_store_verify(gck_store *s, size_t *n_checked)
 
 /* ---- changing the store ---------------------------------------------------------- */
 
+/* Files written for a change: until the commit each is open (fd, not yet
+ * fsynced); on failure they are removed. Also the files a change replaces
+ * (fd -1), removed after the commit. */
+typedef struct gck_names {
+    char **v;
+    int *fd;
+    size_t n, cap;
+} gck_names;
+
+static int gck_names_add(gck_names *l, char *name, int fd)
+{
+    if (l->n == l->cap) {
+        const size_t nc = l->cap ? 2 * l->cap : 4;
+        char **nv = gck_realloc(l->v, nc * sizeof *nv);
+        if (nv != NULL)
+            l->v = nv;
+        int *nf = nv != NULL ? gck_realloc(l->fd, nc * sizeof *nf) : NULL;
+        if (nf == NULL)
+            return 0;
+        l->fd = nf, l->cap = nc;
+    }
+    l->v[l->n] = name, l->fd[l->n] = fd;
+    l->n++;
+    return 1;
+}
+
+/* Closes what is still open, unlinks (when unlink_them) and frees every name. */
+static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
+{
+    char p[PATH_MAX];
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->fd[i] >= 0)
+            close(l->fd[i]);
+        if (unlink_them && gck_path(p, s, l->v[i]))
+            unlink(p);
+        free(l->v[i]);
+    }
+    free(l->v), free(l->fd);
+    *l = (gck_names){0};
+}
+
 /* Writes content (against base content, or full when base is NULL) as the
- * data file of version v; the name goes to *name_out (owned). */
+ * data file of version v, added to `written` (open, for the commit to
+ * fsync); *name_out points at its name there. */
 static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot *content, const gck_snapshot *base,
-                                    uint64_t base_v, char **name_out, uint64_t *bytes_out)
+                                    uint64_t base_v, gck_names *written, const char **name_out, uint64_t *bytes_out)
 {
     char name[96], p[PATH_MAX];
     snprintf(name, sizeof name, "v%08" PRIu64 "-g%" PRIu64 "%s.safetensors", v, s->generation + 1,
@@ -364,62 +414,35 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     if (!gck_path(p, s, name))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
-    /* Written under its final name and fsynced, with neither a rename nor a
-     * directory fsync: no manifest names the file until the commit, so a
+    /* Written under its final name, with neither a rename nor a directory
+     * fsync of its own: no manifest names the file until the commit, so a
      * crash before it leaves only garbage that the next open removes. The
-     * fsync is what the commit needs first: the manifest naming this file
-     * must never be durable while the file's bytes are not (a power loss
-     * would leave a version whose data is empty or partial). The file's
-     * name becomes durable with the commit's single directory fsync. */
+     * commit fsyncs it before the manifest's rename (the manifest naming
+     * this file must never be durable while the file's bytes are not: a
+     * power loss would leave a version whose data is empty or partial), and
+     * its name becomes durable with the commit's single directory fsync. */
+    int fd = -1;
     if (base != NULL) {
         gck_snapshot *d = NULL;
         st = gck_delta_encode(s->codec, content, base, base_v, &d);
         if (st == GCK_OK)
-            st = gck_snapshot_save_new(d, p);
+            st = gck_snapshot_write_unsynced(d, p, &fd);
         gck_snapshot_destroy(d);
     } else {
-        st = gck_snapshot_save_new(content, p);
+        st = gck_snapshot_write_unsynced(content, p, &fd);
     }
     if (st != GCK_OK)
         return st;
-    if ((*name_out = gck_strdup(name)) == NULL) {
+    char *own = gck_strdup(name);
+    if (own == NULL || !gck_names_add(written, own, fd)) {
+        free(own);
+        close(fd);
         unlink(p);
         return gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
     }
+    *name_out = own;
     *bytes_out = gck_file_size(s, name);
     return GCK_OK;
-}
-
-/* Files written for a change that is being abandoned, or replaced by one. */
-typedef struct gck_names {
-    char **v;
-    size_t n, cap;
-} gck_names;
-
-static int gck_names_add(gck_names *l, char *name)
-{
-    if (l->n == l->cap) {
-        const size_t nc = l->cap ? 2 * l->cap : 4;
-        char **nv = gck_realloc(l->v, nc * sizeof *nv);
-        if (nv == NULL)
-            return 0;
-        l->v = nv, l->cap = nc;
-    }
-    l->v[l->n++] = name;
-    return 1;
-}
-
-/* Unlinks (when unlink_them) and frees every name. */
-static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
-{
-    char p[PATH_MAX];
-    for (size_t i = 0; i < l->n; i++) {
-        if (unlink_them && gck_path(p, s, l->v[i]))
-            unlink(p);
-        free(l->v[i]);
-    }
-    free(l->v);
-    *l = (gck_names){0};
 }
 
 /* The base a dependent of `evicted` moves to: the evicted version's own base
@@ -446,17 +469,10 @@ static gck_status gck_rebase_dependents(gck_store *s, gck_manager *next, const g
         st = gck_restore_in(s, s->m, d->pub.version, 1, &content);
         if (st == GCK_OK && nb != 0)
             st = gck_restore_in(s, s->m, nb, 1, &base);
-        char *name = NULL;
+        const char *name = NULL;
         uint64_t bytes = 0;
         if (st == GCK_OK)
-            st = gck_write_version(s, d->pub.version, content, base, nb, &name, &bytes);
-        if (st == GCK_OK && !gck_names_add(written, name)) {
-            char p[PATH_MAX];
-            if (gck_path(p, s, name))
-                unlink(p);
-            free(name);
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
-        }
+            st = gck_write_version(s, d->pub.version, content, base, nb, written, &name, &bytes);
         if (st == GCK_OK) {
             free(d->file);
             d->file = gck_strdup(name);
@@ -548,7 +564,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     gck_manager *next = NULL;
     gck_snapshot *owned_base = NULL;
     const gck_snapshot *base = NULL;
-    char *name = NULL;
+    const char *name = NULL;
     uint64_t bytes = 0;
     gck_status st = GCK_OK;
     if (p.is_delta && s->cache != NULL && s->cache_version == p.base)
@@ -556,15 +572,8 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     else if (p.is_delta)
         st = gck_restore_in(s, s->m, p.base, 1, &owned_base), base = owned_base;
     if (st == GCK_OK)
-        st = gck_write_version(s, p.version, snap, base, p.base, &name, &bytes);
+        st = gck_write_version(s, p.version, snap, base, p.base, &written, &name, &bytes);
     gck_snapshot_destroy(owned_base);
-    if (st == GCK_OK && !gck_names_add(&written, name)) {
-        char f[PATH_MAX];
-        if (gck_path(f, s, name))
-            unlink(f);
-        free(name);
-        st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
-    }
     if (st == GCK_OK)
         st = gck_manager_clone(s->m, &next);
     if (st == GCK_OK && evicted != NULL)
@@ -579,7 +588,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
                 f = gck_strdup(old->file);
             else
                 continue;
-            if (f == NULL || !gck_names_add(&replaced, f)) {
+            if (f == NULL || !gck_names_add(&replaced, f, -1)) {
                 free(f);
                 st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
             }
@@ -607,10 +616,16 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
      * (ext4, xfs, btrfs) commit a directory's changes in the order they were
      * made, so no crash keeps the rename without those earlier names. So a
      * save costs three fsyncs (one more per version an eviction rebases):
-     * the data file, the manifest, the directory. */
+     * the data file, the manifest, the directory. The data files' fsyncs run
+     * together with the manifest's (none of them may be missing when the
+     * rename happens, and until then their order does not matter), so their
+     * device flushes overlap. */
     int renamed = 0;
-    if (st == GCK_OK)
-        st = gck_commit(s, next, &renamed);
+    if (st == GCK_OK) {
+        st = gck_commit_with(s, next, written.fd, written.n, &renamed);
+        for (size_t i = 0; i < written.n; i++)
+            written.fd[i] = -1; /* closed by the commit, whatever its outcome */
+    }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names), free(cids);

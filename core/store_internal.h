@@ -17,12 +17,16 @@ GCK_INTERNAL gck_manifest_cache *gck_manifest_cache_create(void); /* NULL: out o
 GCK_INTERNAL void gck_manifest_cache_destroy(gck_manifest_cache *c);
 
 /* Writes the manifest (entries with their files, sizes, steps, content ids;
- * policy (from m), zstd settings (from cfg), generation) to path with gck_write_atomic; *renamed as
- * there (the new manifest is in place even if the status is an error). cache
- * (may be NULL) supplies unchanged versions' texts and, once the manifest is
- * in place, keeps this one's. */
+ * policy (from m), zstd settings (from cfg), generation) to path as
+ * gck_write_atomic does; *renamed as there (the new manifest is in place even
+ * if the status is an error). cache (may be NULL) supplies unchanged
+ * versions' texts and, once the manifest is in place, keeps this one's.
+ * sync_fds (n_sync open files: the data files the manifest names) are
+ * fsynced together with the manifest's temporary before the rename, and
+ * closed in every case; any of those fsyncs failing fails the write. */
 GCK_INTERNAL gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
-                                           const gck_store_config *cfg, gck_manifest_cache *cache, int *renamed);
+                                           const gck_store_config *cfg, gck_manifest_cache *cache,
+                                           const int *sync_fds, size_t n_sync, int *renamed);
 
 /* Reads and validates a manifest: GCK_ERR_NOT_FOUND when there is no file,
  * GCK_ERR_CORRUPT naming the rule that failed, GCK_ERR_UNSUPPORTED for a

@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -158,8 +160,47 @@ static gck_mtext *gck_cache_lookup(gck_manifest_cache *c, const gck_mtext *k)
     return lo < (c ? c->n : 0) && gck_mtext_same(&c->v[lo], k) ? &c->v[lo] : NULL;
 }
 
+/* The data files' fsyncs, on a helper thread. */
+typedef struct gck_sync_job {
+    const int *fds;
+    size_t n;
+    int err;
+} gck_sync_job;
+
+static void *gck_sync_run(void *arg)
+{
+    gck_sync_job *j = arg;
+    for (size_t i = 0; i < j->n; i++)
+        if (gck_sys_fsync(j->fds[i]) != 0 && !j->err)
+            j->err = errno;
+    return NULL;
+}
+
+/* fsyncs fds[0..n) and `also` at once - the data files on a helper thread,
+ * `also` on this one - so that their device flushes overlap instead of
+ * queueing one after the other; then closes fds (not `also`). A plain
+ * thread, not OpenMP: a process that forked after using OpenMP (a trainer
+ * saving from a child) would hang in a parallel region. 0 or the first errno. */
+static int gck_sync_together(const int *fds, size_t n, int also)
+{
+    gck_sync_job job = {fds, n, 0};
+    pthread_t helper;
+    const int threaded = n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
+    int err = gck_sys_fsync(also) != 0 ? errno : 0;
+    if (threaded)
+        pthread_join(helper, NULL);
+    else
+        gck_sync_run(&job); /* no thread to be had: one after the other */
+    err = err ? err : job.err;
+    for (size_t i = 0; i < n; i++)
+        if (gck_sys_close(fds[i]) != 0 && !err)
+            err = errno;
+    return err;
+}
+
 gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
-                              const gck_store_config *cfg, gck_manifest_cache *cache, int *renamed)
+                              const gck_store_config *cfg, gck_manifest_cache *cache, const int *sync_fds,
+                              size_t n_sync, int *renamed)
 {
     if (renamed != NULL)
         *renamed = 0;
@@ -216,10 +257,19 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
     }
     free(head);
     gck_status st = js == NULL ? gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory") : GCK_OK;
+    gck_pending pd;
     if (st == GCK_OK) {
         gck_text t = {js, strlen(js)};
+        st = gck_pending_open(path, gck_fill_text, &t, &pd);
+    }
+    if (st != GCK_OK) {
+        for (size_t i = 0; i < n_sync; i++)
+            close(sync_fds[i]);
+    } else {
+        /* the files it names, and itself, durable before the rename */
+        const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
         int in_place = 0;
-        st = gck_write_atomic(path, gck_fill_text, &t, &in_place);
+        st = gck_pending_commit(&pd, err, &in_place);
         if (renamed != NULL)
             *renamed = in_place;
         if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */

@@ -662,10 +662,17 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, 
     return GCK_OK;
 }
 
+/* A delta's parsed description. */
+typedef struct gck_delta_desc {
+    json_t *root, *items; /* root owns items */
+    size_t chunk;
+    int format;
+} gck_delta_desc;
+
 /* The description's root when it is well formed and records base_version
  * (*chunk set), else NULL with the status in *st. */
-static json_t *gck_delta_root(const gck_snapshot *delta, uint64_t base_version, size_t *chunk, int *format,
-                              gck_status *st)
+static json_t *gck_delta_root_of(const gck_snapshot *delta, uint64_t base_version, size_t *chunk, int *format,
+                                 gck_status *st)
 {
     json_t *root = gck_delta_json(delta);
     json_t *items = root ? json_object_get(root, "items") : NULL;
@@ -693,6 +700,16 @@ static json_t *gck_delta_root(const gck_snapshot *delta, uint64_t base_version, 
     return root;
 }
 
+/* gck_delta_root_of into *d (d->root NULL on error). */
+static gck_status gck_delta_desc_of(const gck_snapshot *delta, uint64_t base_version, gck_delta_desc *d)
+{
+    gck_status st;
+    *d = (gck_delta_desc){0};
+    d->root = gck_delta_root_of(delta, base_version, &d->chunk, &d->format, &st);
+    d->items = d->root ? json_object_get(d->root, "items") : NULL;
+    return st;
+}
+
 struct gck_delta_index {
     json_t *root;     /* owns the items' strings */
     size_t chunk;
@@ -717,13 +734,13 @@ void gck_delta_index_free(gck_delta_index *x)
 
 gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version, gck_delta_index **out)
 {
-    gck_status st;
-    size_t chunk = 0;
-    int format = 0;
-    json_t *root = gck_delta_root(delta, base_version, &chunk, &format, &st);
-    if (root == NULL)
+    gck_delta_desc dd;
+    gck_status st = gck_delta_desc_of(delta, base_version, &dd);
+    if (st != GCK_OK)
         return st;
-    json_t *items = json_object_get(root, "items");
+    json_t *root = dd.root, *items = dd.items;
+    const size_t chunk = dd.chunk;
+    const int format = dd.format;
     const size_t n = json_array_size(items);
     gck_delta_index *x = gck_calloc(1, sizeof *x);
     gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
@@ -770,13 +787,13 @@ gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, c
 gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
                             uint64_t base_version, gck_snapshot **out)
 {
-    gck_status st;
-    size_t chunk = 0;
-    int format = 0;
-    json_t *root = gck_delta_root(delta, base_version, &chunk, &format, &st);
-    if (root == NULL)
+    gck_delta_desc dd;
+    gck_status st = gck_delta_desc_of(delta, base_version, &dd);
+    if (st != GCK_OK)
         return st;
-    json_t *items = json_object_get(root, "items");
+    json_t *root = dd.root, *items = dd.items;
+    const size_t chunk = dd.chunk;
+    const int format = dd.format;
     gck_snapshot *s = NULL;
     st = gck_snapshot_create(delta->step, &s);
     if (st == GCK_OK)

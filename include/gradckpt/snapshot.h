@@ -129,7 +129,8 @@ GCK_API gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, c
  *      negative (what x86 arithmetic makes) "-nan", and any other NaN
  *      "nan:0x" followed by the 16 lowercase hex digits of its bits.
  *
- * Errors: as gck_snapshot_set_metadata.
+ * Ownership: copies key (and the text); keeps no reference.
+ * Errors: as gck_snapshot_set_metadata (the old value stays on error).
  * Thread-safety: one writer.
  */
 GCK_API gck_status gck_snapshot_set_metadata_u64(gck_snapshot *s, const char *key, uint64_t value);
@@ -148,7 +149,7 @@ GCK_API gck_status gck_snapshot_set_metadata_f64(gck_snapshot *s, const char *ke
  *      the "C" locale and rounded correctly; a decimal beyond the largest
  *      double is refused, one below the smallest rounds as strtod rounds it.
  *
- * *out is written only on success.
+ * Ownership: writes *out only on success; keeps no reference.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL s, key or out); GCK_ERR_NOT_FOUND
  *         (no user metadata under key; "gradckpt." keys are not user
  *         metadata); GCK_ERR_CORRUPT (the value is not of that form; the

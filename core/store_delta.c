@@ -738,15 +738,12 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
     gck_status st = gck_delta_desc_of(delta, base_version, &dd);
     if (st != GCK_OK)
         return st;
-    json_t *root = dd.root, *items = dd.items;
-    const size_t chunk = dd.chunk;
-    const int format = dd.format;
-    const size_t n = json_array_size(items);
+    const size_t n = json_array_size(dd.items);
     gck_delta_index *x = gck_calloc(1, sizeof *x);
     gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
     st = x && v ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
     for (size_t i = 0; st == GCK_OK && i < n; i++)
-        st = gck_parse_item(json_array_get(items, i), delta, format, &v[i]);
+        st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i]);
     if (st == GCK_OK) {
         qsort(v, n, sizeof *v, gck_ditem_cmp);
         for (size_t i = 1; st == GCK_OK && i < n; i++)
@@ -754,11 +751,11 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
                 st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s' is repeated in the delta description", v[i].pub.name);
     }
     if (st != GCK_OK) {
-        json_decref(root);
+        json_decref(dd.root);
         free(x), free(v);
         return st;
     }
-    *x = (gck_delta_index){.root = root, .chunk = chunk, .items = v, .n = n};
+    *x = (gck_delta_index){.root = dd.root, .chunk = dd.chunk, .items = v, .n = n};
     *out = x;
     return GCK_OK;
 }
@@ -791,9 +788,7 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     gck_status st = gck_delta_desc_of(delta, base_version, &dd);
     if (st != GCK_OK)
         return st;
-    json_t *root = dd.root, *items = dd.items;
-    const size_t chunk = dd.chunk;
-    const int format = dd.format;
+    json_t *root = dd.root, *items = dd.items; /* root is freed below */
     gck_snapshot *s = NULL;
     st = gck_snapshot_create(delta->step, &s);
     if (st == GCK_OK)
@@ -826,7 +821,7 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     if (st == GCK_OK && total <= limit)
         (void)gck_snapshot_reserve(s, total); /* failing it only means one allocation per tensor */
     for (size_t i = 0; st == GCK_OK && i < json_array_size(items); i++)
-        st = gck_decode_item(c, chunk, format, json_array_get(items, i), delta, base, s);
+        st = gck_decode_item(c, dd.chunk, dd.format, json_array_get(items, i), delta, base, s);
     json_decref(root);
     if (st != GCK_OK) {
         gck_snapshot_destroy(s);

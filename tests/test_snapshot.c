@@ -94,6 +94,15 @@ static void write_file(const char *p, const void *b, size_t len)
     fclose(f);
 }
 
+/* sample()'s optimizer blob, loss cid and metadata. */
+static void sample_fields(gck_snapshot *s)
+{
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "adam-m-and-v", 12), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:00000000deadbeef"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "run", "demo"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.001"), GCK_OK);
+}
+
 static gck_snapshot *sample(void)
 {
     gck_snapshot *s = NULL;
@@ -114,10 +123,7 @@ static gck_snapshot *sample(void)
     assert_int_equal(gck_snapshot_add_tensor(s, "empty", GCK_DTYPE_BF16, sh0, 2, NULL), GCK_OK);
     const unsigned char flags[2] = {1, 0};
     assert_int_equal(gck_snapshot_add_tensor(s, "mask", GCK_DTYPE_BOOL, sh2, 1, flags), GCK_OK);
-    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "adam-m-and-v", 12), GCK_OK);
-    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:00000000deadbeef"), GCK_OK);
-    assert_int_equal(gck_snapshot_set_metadata(s, "run", "demo"), GCK_OK);
-    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.001"), GCK_OK);
+    sample_fields(s);
     return s;
 }
 
@@ -675,10 +681,7 @@ static gck_snapshot *sample_refs(float *w, double *b, uint16_t *h)
     assert_int_equal(gck_snapshot_add_tensor_ref(s, "empty", GCK_DTYPE_BF16, sh0, 2, NULL), GCK_OK);
     const unsigned char flags[2] = {1, 0};
     assert_int_equal(gck_snapshot_add_tensor(s, "mask", GCK_DTYPE_BOOL, sh2, 1, flags), GCK_OK);
-    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "adam-m-and-v", 12), GCK_OK);
-    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:00000000deadbeef"), GCK_OK);
-    assert_int_equal(gck_snapshot_set_metadata(s, "run", "demo"), GCK_OK);
-    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.001"), GCK_OK);
+    sample_fields(s);
     return s;
 }
 

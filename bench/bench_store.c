@@ -386,7 +386,13 @@ static const char *ss_make_states(void)
     return NULL;
 }
 
-/* The benchmark directory: on a real disk, created once. */
+static void ss_remove_dir(void)
+{
+    if (g_ss_dir[0] != '\0')
+        rm_dir(g_ss_dir);
+}
+
+/* The benchmark directory: on a real disk, created once, removed at exit. */
 static const char *ss_dir(void)
 {
     if (g_ss_dir[0] != '\0')
@@ -416,6 +422,7 @@ static const char *ss_dir(void)
         return "cannot create the benchmark directory";
     }
     gck_bench_context("small_save_dir", g_ss_dir);
+    atexit(ss_remove_dir);
     return NULL;
 }
 

@@ -23,8 +23,11 @@ static void gck_mentry_free(gck_mentry *e)
 {
     if (e == NULL)
         return;
-    gck_strv_free(e->names, e->pub.n_tensor_names);
-    gck_strv_free(e->cids, e->pub.n_tensor_names);
+    if (e->shared == NULL || --*e->shared == 0) { /* the last holder of the names and cids */
+        gck_strv_free(e->names, e->pub.n_tensor_names);
+        gck_strv_free(e->cids, e->pub.n_tensor_names);
+        free(e->shared);
+    }
     gck_strv_free(e->tags, e->pub.n_tags);
     free(e->file);
     free(e);
@@ -339,12 +342,25 @@ gck_status gck_manager_clone(const gck_manager *m, gck_manager **out)
     c->cap = m->n ? m->n : 1;
     c->entries = gck_calloc(c->cap, sizeof *c->entries);
     for (size_t i = 0; c->entries != NULL && i < m->n; i++) {
-        const gck_mentry *s = m->entries[i];
-        gck_mentry *e = gck_mentry_new(s->pub.tensor_names, (const char *const *)s->cids, s->pub.n_tensor_names,
-                                       s->pub.tags, s->pub.n_tags);
-        if (e != NULL && s->file != NULL && (e->file = gck_strdup(s->file)) == NULL) {
-            gck_mentry_free(e);
-            e = NULL;
+        gck_mentry *s = m->entries[i];
+        /* the names and cids are shared, not copied (a store clones its
+         * manager on every save); tags and the file can change, so they are */
+        if (s->shared == NULL && (s->shared = gck_malloc(sizeof *s->shared)) != NULL)
+            *s->shared = 1;
+        gck_mentry *e = s->shared ? gck_calloc(1, sizeof *e) : NULL;
+        if (e != NULL) {
+            e->pub.n_tensor_names = s->pub.n_tensor_names;
+            e->pub.n_tags = s->pub.n_tags;
+            e->tags_cap = s->pub.n_tags ? s->pub.n_tags : 1;
+            e->names = s->names, e->cids = s->cids, e->shared = s->shared;
+            ++*e->shared;
+            e->tags = gck_strv_dup(s->pub.tags, s->pub.n_tags, 0);
+            gck_mentry_sync(e);
+            if (e->tags == NULL || (s->file != NULL && (e->file = gck_strdup(s->file)) == NULL)) {
+                e->pub.n_tags = e->tags ? e->pub.n_tags : 0;
+                gck_mentry_free(e);
+                e = NULL;
+            }
         }
         if (e == NULL)
             break;

@@ -18,6 +18,8 @@ typedef struct gck_mentry {
     char *file;          /* store: data file name in the store directory */
     uint64_t stored_bytes; /* store: size of that file */
     uint64_t step;       /* store: the snapshot's step */
+    unsigned *shared;    /* names and cids never change once made: clones share
+                            them, counted here (NULL: this entry's alone) */
 } gck_mentry;
 
 struct gck_manager {

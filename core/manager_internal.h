@@ -18,6 +18,8 @@ typedef struct gck_mentry {
     char *file;          /* store: data file name in the store directory */
     uint64_t stored_bytes; /* store: size of that file */
     uint64_t step;       /* store: the snapshot's step */
+    char fields_digest[24]; /* store: gck_snapshot_fields_digest of the version; "" when the
+                               manifest predates it (not recorded) */
 } gck_mentry;
 
 struct gck_manager {

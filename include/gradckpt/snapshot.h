@@ -84,8 +84,9 @@ GCK_API gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_sec
 
 /**
  * Writes the snapshot as a safetensors file, atomically and durably: a
- * temporary file in the target's directory, every byte written, fsync,
- * rename over `path`, fsync of the directory. Tensors are laid out as the
+ * temporary file in the target's directory (`.<name>.tmp.<pid>.<n>`, locked
+ * while it is written: see gck_snapshot_sweep_temporaries), every byte
+ * written, fsync, rename over `path`, fsync of the directory. Tensors are laid out as the
  * reference writer lays them out (by dtype, widest first, then by name; the
  * JSON header padded with spaces to a multiple of 8 bytes); our fields go
  * into `__metadata__` under "gradckpt." keys (format, step, timestamp, loss

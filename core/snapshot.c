@@ -520,6 +520,22 @@ static void gck_digest_str(gck_hasher *h, const char *s)
         gck_hasher_update_values(h, s, strlen(s), GCK_DTYPE_U8);
 }
 
+/* A metadata map (key order) but the key `skip` (may be NULL), count first. */
+static void gck_digest_meta(gck_hasher *h, const gck_named_vec *v, const char *skip)
+{
+    int found = 0;
+    if (skip != NULL)
+        gck_named_find(v, skip, &found);
+    gck_digest_u64(h, v->n - (size_t)found);
+    for (size_t i = 0; i < v->n; i++) {
+        const gck_snap_meta *m = v->items[i];
+        if (found && strcmp(m->name, skip) == 0)
+            continue;
+        gck_digest_str(h, m->name);
+        gck_digest_str(h, m->value);
+    }
+}
+
 void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta, char out[24])
 {
     gck_hasher h;
@@ -528,21 +544,8 @@ void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta,
     gck_digest_u64(&h, s->timestamp);
     gck_digest_str(&h, s->loss_cid);
     /* every list is sorted by name, so equal snapshots feed equal streams */
-    gck_digest_u64(&h, s->meta.n);
-    for (size_t i = 0; i < s->meta.n; i++) {
-        const gck_snap_meta *m = s->meta.items[i];
-        gck_digest_str(&h, m->name);
-        gck_digest_str(&h, m->value);
-    }
-    const int skip = skip_sysmeta != NULL && gck_snapshot_sysmeta(s, skip_sysmeta) != NULL;
-    gck_digest_u64(&h, s->sysmeta.n - (size_t)skip);
-    for (size_t i = 0; i < s->sysmeta.n; i++) {
-        const gck_snap_meta *m = s->sysmeta.items[i];
-        if (skip && strcmp(m->name, skip_sysmeta) == 0)
-            continue;
-        gck_digest_str(&h, m->name);
-        gck_digest_str(&h, m->value);
-    }
+    gck_digest_meta(&h, &s->meta, NULL);
+    gck_digest_meta(&h, &s->sysmeta, skip_sysmeta);
     gck_digest_u64(&h, s->tensors.n);
     for (size_t i = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];

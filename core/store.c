@@ -165,21 +165,36 @@ static gck_status gck_lock(gck_store *s)
     return GCK_OK;
 }
 
+static gck_status gck_check_dir(const char *dir, gck_store **out, const char *fn)
+{
+    GCK_CHECK_ARG(dir != NULL && out != NULL, "%s: NULL argument", fn);
+    GCK_CHECK_ARG(dir[0] != '\0', "%s: empty directory name", fn);
+    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "%s: directory name too long", fn);
+    return GCK_OK;
+}
+
+/* A store object for dir holding nothing yet. */
+static gck_status gck_store_new(const char *dir, const char *fn, gck_store **out)
+{
+    gck_store *s = gck_calloc(1, sizeof *s);
+    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
+        free(s);
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+    }
+    s->lock_fd = -1;
+    *out = s;
+    return GCK_OK;
+}
+
 gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_store **out)
 {
-    GCK_CHECK_ARG(dir != NULL && out != NULL, "gck_store_open: NULL argument");
-    GCK_CHECK_ARG(dir[0] != '\0', "gck_store_open: empty directory name");
-    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "gck_store_open: directory name too long");
+    GCK_TRY(gck_check_dir(dir, out, "gck_store_open"));
     if (cfg != NULL)
         GCK_TRY(gck_check_config(cfg));
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return gck_io_fail("cannot create the store directory", dir, errno);
-    gck_store *s = gck_calloc(1, sizeof *s);
-    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
-        free(s);
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_store_open: out of memory");
-    }
-    s->lock_fd = -1;
+    gck_store *s = NULL;
+    GCK_TRY(gck_store_new(dir, "gck_store_open", &s));
     gck_status st = gck_lock(s);
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);
@@ -216,20 +231,14 @@ gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_stor
 
 gck_status gck_store_open_readonly(const char *dir, gck_store **out)
 {
-    GCK_CHECK_ARG(dir != NULL && out != NULL, "gck_store_open_readonly: NULL argument");
-    GCK_CHECK_ARG(dir[0] != '\0', "gck_store_open_readonly: empty directory name");
-    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "gck_store_open_readonly: directory name too long");
+    GCK_TRY(gck_check_dir(dir, out, "gck_store_open_readonly"));
     struct stat sb;
     if (stat(dir, &sb) != 0)
         return gck_io_fail("cannot open the store directory", dir, errno);
     if (!S_ISDIR(sb.st_mode))
         return gck_io_fail("cannot open the store directory", dir, ENOTDIR);
-    gck_store *s = gck_calloc(1, sizeof *s);
-    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
-        free(s);
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_store_open_readonly: out of memory");
-    }
-    s->lock_fd = -1;
+    gck_store *s = NULL;
+    GCK_TRY(gck_store_new(dir, "gck_store_open_readonly", &s));
     s->readonly = 1;
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);

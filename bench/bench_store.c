@@ -285,6 +285,10 @@ void gck_bench_register_store(int threads)
         for (int o = 0; o < 5; o++) {
             if (threads != 1 && o != 0)
                 continue; /* encoding spreads tensors over threads; the rest runs on one */
+#ifndef GCK_BENCH_ZSTD
+            if (o >= 3)
+                continue; /* the zstd-alone peer needs zstd */
+#endif
             store_ctx *f = &ctx[threads - 1][c][o];
             *f = (store_ctx){.name = c ? "finetune" : "train", .frozen = c, .op = o};
             char name[96];

@@ -48,9 +48,17 @@ void gck_bench_register(const gck_bench_spec *spec);
 void gck_bench_context(const char *key, const char *value);
 
 /* benchmark::Initialize + RunSpecifiedBenchmarks. Returns the exit status:
- * 1 for an unrecognised flag or when the filter matches nothing, else 0
- * (benchmarks skipped with an error, e.g. an ISA the CPU lacks, are not failures). */
+ * 1 for an unrecognised flag, when the filter matches nothing, or when a
+ * benchmark could not run (its prepare failed: SkipWithError), listed on
+ * stderr; the one skip that is not a failure is an ISA this CPU cannot run,
+ * for a benchmark whose name says that ISA ("sumsq_f32/neon/1t" on x86-64).
+ * Benchmarks with threads > 1 are not registered in a build without OpenMP. */
 int gck_bench_run(int *argc, char **argv);
+
+/* 1 under GCK_BENCH_SMOKE=1 (bench_smoke): every benchmark runs one
+ * iteration at its smallest size, so prepare functions may skip their
+ * untimed warm-up runs. */
+int gck_bench_smoke(void);
 
 #ifdef __cplusplus
 }

@@ -5,8 +5,12 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static _Atomic long gck_io_countdown = -1;
@@ -138,6 +142,26 @@ int gck_sync_dir(const char *dir)
     return err;
 }
 
+/* Locks a new temporary file for its writer (see gck_sweep_tmp): returns a
+ * descriptor holding the lock until it is closed, after the rename, or -1
+ * when the file system has no flock (the sweep's age rule then protects
+ * it). *gone = 1 when a sweep removed the file before the lock was taken. */
+static int gck_tmp_lock(int fd, int *gone)
+{
+    *gone = 0;
+    int r;
+    while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    struct stat sb;
+    if (r != 0)
+        return -1;
+    if (fstat(fd, &sb) == 0 && sb.st_nlink == 0) {
+        *gone = 1;
+        return -1;
+    }
+    return dup(fd); /* the lock belongs to the open file, so it outlives close(fd) */
+}
+
 gck_status gck_write_unsynced(const char *path, int (*fill)(int fd, void *ctx), void *ctx, int *fd_out)
 {
     /* O_TRUNC, not O_EXCL: a file of this name can only be the leftover of
@@ -159,22 +183,28 @@ gck_status gck_write_unsynced(const char *path, int (*fill)(int fd, void *ctx), 
 gck_status gck_pending_open(const char *path, int (*fill)(int fd, void *ctx), void *ctx, gck_pending *p)
 {
     p->fd = -1;
+    p->lock_fd = -1;
     gck_dirname(path, p->dir, sizeof p->dir);
     if (snprintf(p->path, sizeof p->path, "%s", path) >= (int)sizeof p->path)
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     /* O_EXCL with mode 0666 (less the umask), like any new file: mkstemp's
      * 0600 would leave the saved file unreadable to the group */
-    int fd = -1;
+    int fd = -1, lk = -1;
     static _Atomic unsigned gck_tmp_counter;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         const unsigned k = atomic_fetch_add(&gck_tmp_counter, 1u);
-        if (snprintf(p->tmp, sizeof p->tmp, "%s/.%s.tmp.%ld.%u", p->dir, base, (long)getpid(), k) >=
+        if (snprintf(p->tmp, sizeof p->tmp, "%s/.%s" GCK_TMP_INFIX "%ld.%u", p->dir, base, (long)getpid(), k) >=
             (int)sizeof p->tmp)
             return gck_fail(GCK_ERR_INVALID_ARGUMENT, "save: path '%.300s' is too long", path);
         fd = gck_sys_open(p->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
+        int gone = 0;
+        if (fd >= 0 && (lk = gck_tmp_lock(fd, &gone)) < 0 && gone) {
+            close(fd); /* swept between its creation and the lock: take another name */
+            fd = -1;
+        }
     }
     if (fd < 0)
         return gck_io_fail("cannot create a temporary file next to", path, errno);
@@ -182,9 +212,12 @@ gck_status gck_pending_open(const char *path, int (*fill)(int fd, void *ctx), vo
     if (err) {
         close(fd);
         unlink(p->tmp); /* the target was never touched */
+        if (lk >= 0)
+            close(lk);
         return gck_io_fail("cannot write", path, err);
     }
     p->fd = fd;
+    p->lock_fd = lk;
     return GCK_OK;
 }
 
@@ -194,7 +227,10 @@ void gck_pending_abort(gck_pending *p)
         close(p->fd);
         unlink(p->tmp);
     }
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
     p->fd = -1;
+    p->lock_fd = -1;
 }
 
 gck_status gck_pending_commit(gck_pending *p, int sync_err, int *renamed)
@@ -207,10 +243,15 @@ gck_status gck_pending_commit(gck_pending *p, int sync_err, int *renamed)
     p->fd = -1;
     if (!err && gck_sys_rename(p->tmp, p->path) != 0)
         err = errno;
-    if (err) {
+    if (err)
         unlink(p->tmp); /* the target was never touched */
+    /* the lock is released only after the rename (or the unlink), so a
+     * sweep never takes a temporary file its writer is still using */
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    p->lock_fd = -1;
+    if (err)
         return gck_io_fail("cannot write", p->path, err);
-    }
     if (renamed != NULL)
         *renamed = 1;
     /* make the rename itself durable; if this fails the new file is already
@@ -227,4 +268,83 @@ gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), vo
     GCK_TRY(gck_pending_open(path, fill, ctx, &p));
     const int err = gck_sys_fsync(p.fd) != 0 ? errno : 0;
     return gck_pending_commit(&p, err, renamed);
+}
+
+/* The target name of a temporary file ".<target>.tmp.<pid>.<n>" (pid and n
+ * decimal digits) into buf; 0 when name does not have that form. */
+static int gck_tmp_target(const char *name, char *buf, size_t cap)
+{
+    const size_t len = strlen(name), il = strlen(GCK_TMP_INFIX);
+    size_t end = len, digits = 0;
+    while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9')
+        end--, digits++;
+    if (digits == 0 || end == 0 || name[end - 1] != '.')
+        return 0;
+    end--, digits = 0; /* the '.' before <n> */
+    while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9')
+        end--, digits++;
+    /* end is at the pid's first digit; the infix ends with its '.' */
+    if (digits == 0 || end < il + 2 || name[0] != '.' || strncmp(name + end - il, GCK_TMP_INFIX, il) != 0)
+        return 0;
+    const size_t tl = end - il - 1;
+    if (tl == 0 || tl >= cap)
+        return 0;
+    memcpy(buf, name + 1, tl);
+    buf[tl] = '\0';
+    return 1;
+}
+
+/* Removes dir/name when it is a regular file nobody holds the lock of and
+ * not modified for min_age seconds; counts what it removed or kept in *r. */
+static gck_status gck_sweep_one(const char *dir, const char *name, uint64_t min_age, gck_sweep_result *r)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p)
+        return GCK_OK; /* cannot be one of ours: it could not have been created */
+    const int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return GCK_OK; /* gone meanwhile, a symbolic link, or unreadable: not touched */
+    struct stat sb, now_sb;
+    gck_status st = GCK_OK;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return GCK_OK;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK)
+            r->live++; /* its writer is at work */
+        close(fd);
+        return GCK_OK;
+    }
+    const time_t now = time(NULL);
+    if (min_age > 0 && (now < sb.st_mtime || (uint64_t)(now - sb.st_mtime) < min_age)) {
+        r->young++;
+    } else if (lstat(p, &now_sb) == 0 && now_sb.st_dev == sb.st_dev && now_sb.st_ino == sb.st_ino) {
+        if (unlink(p) == 0) {
+            r->removed++;
+            r->bytes_freed += (uint64_t)sb.st_size;
+        } else if (errno != ENOENT) {
+            st = gck_io_fail("cannot remove the temporary file", p, errno);
+        }
+    }
+    close(fd); /* releases the lock */
+    return st;
+}
+
+gck_status gck_sweep_tmp(const char *dir, const char *target, uint64_t min_age_secs, gck_sweep_result *out)
+{
+    gck_sweep_result r = {0};
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return gck_io_fail("cannot list", dir, errno);
+    gck_status st = GCK_OK;
+    struct dirent *de;
+    char t[NAME_MAX + 1];
+    while (st == GCK_OK && (de = readdir(d)) != NULL)
+        if (gck_tmp_target(de->d_name, t, sizeof t) && (target == NULL || strcmp(t, target) == 0))
+            st = gck_sweep_one(dir, de->d_name, min_age_secs, &r);
+    closedir(d);
+    if (out != NULL)
+        *out = r;
+    return st;
 }

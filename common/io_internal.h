@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "status_internal.h"
@@ -37,11 +38,14 @@ GCK_INTERNAL void gck_dirname(const char *path, char *buf, size_t cap);
 GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err);
 
 /* The durable-file protocol of every writer: a new temporary file (O_EXCL,
- * mode 0666 less the umask) next to path, filled by fill (which returns 0 or
- * an errno), fsync, close, rename over path, fsync of the directory. On any
- * failure before the rename the target is untouched and the temporary file
- * removed; if only the directory fsync fails, the new file is in place and
- * the message says so and *renamed (may be NULL) is 1. */
+ * mode 0666 less the umask) "<dir>/.<name>" GCK_TMP_INFIX "<pid>.<n>" next to
+ * path "<dir>/<name>", filled by fill (which returns 0 or an errno), fsync,
+ * close, rename over path, fsync of the directory. The writer holds an
+ * exclusive flock on the temporary file from its creation until after the
+ * rename, so gck_sweep_tmp can tell a live writer's file from a dead one's.
+ * On any failure before the rename the target is untouched and the temporary
+ * file removed; if only the directory fsync fails, the new file is in place
+ * and the message says so and *renamed (may be NULL) is 1. */
 GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
                                          int *renamed);
 
@@ -61,11 +65,30 @@ GCK_INTERNAL gck_status gck_write_unsynced(const char *path, int (*fill)(int fd,
  * errors and *renamed; gck_pending_abort instead closes and removes it. */
 typedef struct gck_pending {
     int fd;
+    int lock_fd; /* holds the temporary's flock until after the rename (see gck_sweep_tmp) */
     char path[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
 } gck_pending;
 GCK_INTERNAL gck_status gck_pending_open(const char *path, int (*fill)(int fd, void *ctx), void *ctx, gck_pending *p);
 GCK_INTERNAL gck_status gck_pending_commit(gck_pending *p, int sync_err, int *renamed);
 GCK_INTERNAL void gck_pending_abort(gck_pending *p);
+
+/* The middle of a temporary file's name (see gck_write_atomic). */
+#define GCK_TMP_INFIX ".tmp."
+
+typedef struct gck_sweep_result {
+    size_t removed;       /* temporary files removed */
+    uint64_t bytes_freed; /* their sizes */
+    size_t live;          /* kept: their writer holds the lock */
+    size_t young;         /* kept: modified less than min_age_secs ago */
+} gck_sweep_result;
+
+/* Removes the temporary files gck_write_atomic left in dir when its writer
+ * died (names exactly ".<target>.tmp.<pid>.<n>"; target NULL: any target):
+ * regular files only (no symbolic links), none whose lock a live writer
+ * holds, none modified less than min_age_secs ago. *out may be NULL.
+ * GCK_ERR_IO when dir cannot be listed or a file cannot be removed. */
+GCK_INTERNAL gck_status gck_sweep_tmp(const char *dir, const char *target, uint64_t min_age_secs,
+                                      gck_sweep_result *out);
 
 /* fsync of a directory (after a rename or unlink in it); 0 or errno. */
 GCK_INTERNAL int gck_sync_dir(const char *dir);

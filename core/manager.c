@@ -370,6 +370,7 @@ gck_status gck_manager_clone(const gck_manager *m, gck_manager **out)
         e->pub.tags = keep.tags;
         e->stored_bytes = s->stored_bytes;
         e->step = s->step;
+        memcpy(e->fields_digest, s->fields_digest, sizeof e->fields_digest);
         c->entries[c->n++] = e;
     }
     if (c->entries == NULL || c->n != m->n) {

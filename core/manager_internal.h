@@ -20,6 +20,8 @@ typedef struct gck_mentry {
     uint64_t step;       /* store: the snapshot's step */
     unsigned *shared;    /* names and cids never change once made: clones share
                             them, counted here (NULL: this entry's alone) */
+    char fields_digest[24]; /* store: gck_snapshot_fields_digest of the version; "" when the
+                               manifest predates it (not recorded) */
 } gck_mentry;
 
 struct gck_manager {

@@ -565,3 +565,62 @@ gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
     return gck_snapshot_copy_fields(dst, src, NULL);
 }
 
+
+/* ---- digest of everything but the values ---------------------------------------- */
+
+static void gck_digest_u64(gck_hasher *h, uint64_t v)
+{
+    gck_hasher_update_values(h, &v, 1, GCK_DTYPE_U64); /* little-endian on any CPU */
+}
+
+/* Length-prefixed, so ("ab", "c") and ("a", "bc") differ; NULL differs from "". */
+static void gck_digest_str(gck_hasher *h, const char *s)
+{
+    gck_digest_u64(h, s != NULL ? (uint64_t)strlen(s) : UINT64_MAX);
+    if (s != NULL)
+        gck_hasher_update_values(h, s, strlen(s), GCK_DTYPE_U8);
+}
+
+/* A metadata map (key order) but the key `skip` (may be NULL), count first. */
+static void gck_digest_meta(gck_hasher *h, const gck_named_vec *v, const char *skip)
+{
+    int found = 0;
+    if (skip != NULL)
+        gck_named_find(v, skip, &found);
+    gck_digest_u64(h, v->n - (size_t)found);
+    for (size_t i = 0; i < v->n; i++) {
+        const gck_snap_meta *m = v->items[i];
+        if (found && strcmp(m->name, skip) == 0)
+            continue;
+        gck_digest_str(h, m->name);
+        gck_digest_str(h, m->value);
+    }
+}
+
+void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta, char out[24])
+{
+    gck_hasher h;
+    gck_hasher_init(&h, GCK_CHECKSUM_XXH3_64);
+    gck_digest_u64(&h, s->step);
+    gck_digest_u64(&h, s->timestamp);
+    gck_digest_str(&h, s->loss_cid);
+    /* every list is sorted by name, so equal snapshots feed equal streams */
+    gck_digest_meta(&h, &s->meta, NULL);
+    gck_digest_meta(&h, &s->sysmeta, skip_sysmeta);
+    gck_digest_u64(&h, s->tensors.n);
+    for (size_t i = 0; i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        gck_digest_str(&h, t->name);
+        gck_digest_str(&h, gck_dtype_name(t->dtype));
+        gck_digest_u64(&h, t->ndim);
+        for (size_t d = 0; d < t->ndim; d++)
+            gck_digest_u64(&h, (uint64_t)t->shape[d]);
+    }
+    gck_digest_u64(&h, s->blobs.n);
+    for (size_t i = 0; i < s->blobs.n; i++) {
+        const gck_snap_blob *b = s->blobs.items[i];
+        gck_digest_str(&h, b->name);
+        gck_digest_u64(&h, b->len);
+    }
+    snprintf(out, 24, "xxh3:%016llx", (unsigned long long)gck_hasher_final(&h));
+}

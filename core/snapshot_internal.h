@@ -146,4 +146,13 @@ GCK_INTERNAL gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entr
 GCK_INTERNAL gck_status gck_check_dsts(const char *fn, const char *const *names, void *const *dsts,
                                        const size_t *sizes, size_t n);
 
+/* "xxh3:" + 16 hex digits over everything in s but the tensor and blob
+ * values (which content ids cover): step, timestamp, loss cid, user
+ * metadata, the other "gradckpt." keys but skip_sysmeta (may be NULL), each
+ * tensor's name, dtype and shape, each blob's name and length. Equal
+ * snapshots give equal digests on every CPU; the store records it per
+ * version so a changed header field is found although every content id
+ * still matches. */
+GCK_INTERNAL void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta, char out[24]);
+
 #endif /* GCK_SNAPSHOT_INTERNAL_H */

@@ -280,6 +280,19 @@ gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, 
     return gck_save_as(s, path, fd);
 }
 
+gck_status gck_snapshot_sweep_temporaries(const char *dir, const char *name, uint64_t min_age_secs,
+                                          gck_sweep_stats *out)
+{
+    GCK_CHECK_ARG(dir != NULL && dir[0] != '\0', "gck_snapshot_sweep_temporaries: dir is NULL or empty");
+    GCK_CHECK_ARG(name == NULL || (name[0] != '\0' && strchr(name, '/') == NULL),
+                  "gck_snapshot_sweep_temporaries: name '%.300s' is empty or not a file name", name ? name : "");
+    gck_sweep_result r;
+    const gck_status st = gck_sweep_tmp(dir, name, min_age_secs, &r);
+    if (out != NULL)
+        *out = (gck_sweep_stats){.removed = r.removed, .bytes_freed = r.bytes_freed, .live = r.live, .young = r.young};
+    return st;
+}
+
 /* ---- load ------------------------------------------------------------------------ */
 
 /* pread until done; 0 on success, else errno (EIO for a short file). */

@@ -28,6 +28,7 @@ struct gck_store {
     gck_snapshot *cache; /* content of cache_version (the latest), or NULL */
     uint64_t cache_version;
     gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
+    int readonly;        /* gck_store_open_readonly: no lock, m is a view of one manifest */
 };
 
 void gck_store_config_init(gck_store_config *c)
@@ -95,9 +96,19 @@ static int gck_is_garbage(const gck_store *s, const char *name)
     return gck_store_data_name_ok(inner) || strcmp(inner, GCK_MANIFEST_NAME) == 0;
 }
 
+/* Changes need the writer's lock: refused on a read-only handle before anything is written. */
+static gck_status gck_check_writable(const gck_store *s, const char *fn)
+{
+    if (s->readonly)
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s: store '%.300s' is open read-only (gck_store_open_readonly)", fn,
+                        s->dir);
+    return GCK_OK;
+}
+
 gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
 {
     GCK_CHECK_ARG(s != NULL, "gck_store_gc: store is NULL");
+    GCK_TRY(gck_check_writable(s, "gck_store_gc"));
     DIR *d = opendir(s->dir);
     if (d == NULL)
         return gck_io_fail("cannot list the store", s->dir, errno);
@@ -166,21 +177,36 @@ static gck_status gck_lock(gck_store *s)
     return GCK_OK;
 }
 
+static gck_status gck_check_dir(const char *dir, gck_store **out, const char *fn)
+{
+    GCK_CHECK_ARG(dir != NULL && out != NULL, "%s: NULL argument", fn);
+    GCK_CHECK_ARG(dir[0] != '\0', "%s: empty directory name", fn);
+    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "%s: directory name too long", fn);
+    return GCK_OK;
+}
+
+/* A store object for dir holding nothing yet. */
+static gck_status gck_store_new(const char *dir, const char *fn, gck_store **out)
+{
+    gck_store *s = gck_calloc(1, sizeof *s);
+    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
+        free(s);
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+    }
+    s->lock_fd = -1;
+    *out = s;
+    return GCK_OK;
+}
+
 gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_store **out)
 {
-    GCK_CHECK_ARG(dir != NULL && out != NULL, "gck_store_open: NULL argument");
-    GCK_CHECK_ARG(dir[0] != '\0', "gck_store_open: empty directory name");
-    GCK_CHECK_ARG(strlen(dir) < PATH_MAX - 64, "gck_store_open: directory name too long");
+    GCK_TRY(gck_check_dir(dir, out, "gck_store_open"));
     if (cfg != NULL)
         GCK_TRY(gck_check_config(cfg));
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return gck_io_fail("cannot create the store directory", dir, errno);
-    gck_store *s = gck_calloc(1, sizeof *s);
-    if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
-        free(s);
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_store_open: out of memory");
-    }
-    s->lock_fd = -1;
+    gck_store *s = NULL;
+    GCK_TRY(gck_store_new(dir, "gck_store_open", &s));
     gck_status st = gck_lock(s);
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);
@@ -215,6 +241,33 @@ gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_stor
     return GCK_OK;
 }
 
+gck_status gck_store_open_readonly(const char *dir, gck_store **out)
+{
+    GCK_TRY(gck_check_dir(dir, out, "gck_store_open_readonly"));
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return gck_io_fail("cannot open the store directory", dir, errno);
+    if (!S_ISDIR(sb.st_mode))
+        return gck_io_fail("cannot open the store directory", dir, ENOTDIR);
+    gck_store *s = NULL;
+    GCK_TRY(gck_store_new(dir, "gck_store_open_readonly", &s));
+    s->readonly = 1;
+    char p[PATH_MAX];
+    gck_path(p, s, GCK_MANIFEST_NAME);
+    /* one read of a file that is only ever replaced by rename: a whole manifest, old or new */
+    gck_status st = gck_manifest_read(p, &s->m, &s->generation, &s->cfg);
+    if (st == GCK_ERR_NOT_FOUND)
+        st = gck_fail(GCK_ERR_NOT_FOUND, "'%.300s' is not a store (no %s)", dir, GCK_MANIFEST_NAME);
+    if (st == GCK_OK)
+        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
+    if (st != GCK_OK) {
+        gck_store_close(s);
+        return st;
+    }
+    *out = s;
+    return GCK_OK;
+}
+
 /* ---- reading versions ------------------------------------------------------------ */
 
 static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_snapshot **out)
@@ -228,6 +281,26 @@ static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_sna
     const gck_status st = gck_snapshot_load_mmap(p, !e->pub.is_delta, out);
     if (st != GCK_OK)
         return gck_fail(st, "version %" PRIu64 ": %s", e->pub.version, gck_last_error());
+    return GCK_OK;
+}
+
+/* Step, timestamp and (where recorded) the digest of every other field against the manifest. */
+static gck_status gck_check_fields(const gck_mentry *e, const gck_snapshot *snap)
+{
+    if (snap->step != e->step || snap->timestamp != e->pub.timestamp_secs)
+        return gck_fail(GCK_ERR_CORRUPT,
+                        "version %" PRIu64 " (%.200s): step %" PRIu64 " and timestamp %" PRIu64
+                        " differ from the manifest's %" PRIu64 " and %" PRIu64,
+                        e->pub.version, e->file, snap->step, snap->timestamp, e->step, e->pub.timestamp_secs);
+    if (e->fields_digest[0] == '\0')
+        return GCK_OK; /* a manifest written before digests were recorded */
+    char d[24];
+    gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, d);
+    if (strcmp(d, e->fields_digest) != 0)
+        return gck_fail(GCK_ERR_CORRUPT,
+                        "version %" PRIu64 " (%.200s): metadata, loss cid, dtypes or shapes differ from what was saved "
+                        "(digest %s, the manifest records %s)",
+                        e->pub.version, e->file, d, e->fields_digest);
     return GCK_OK;
 }
 
@@ -253,7 +326,7 @@ static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapsho
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' %s the manifest", e->pub.version,
                             name, cid ? "differs from" : "is missing but listed in");
     }
-    return GCK_OK;
+    return gck_check_fields(e, snap);
 }
 
 /* Rebuilds e given its base's content (NULL for a full version). */
@@ -329,13 +402,92 @@ static gck_status gck_restore_in(gck_store *s, const gck_manager *m, uint64_t v,
     return GCK_OK;
 }
 
+/* ---- readers beside a writer -------------------------------------------------------
+ * A read-only handle reads the files its manifest names, without the lock. A
+ * writer never changes a data file (every file is new, under a name with a new
+ * generation) and removes one only after committing a manifest that no longer
+ * names it, so a file the handle finds is the right one; a file it does not
+ * find was evicted or replaced by a rebase since the handle read its manifest. */
+
+/* How many newer manifests a read of one version follows before giving up
+ * (each means a writer changed that version's chain again meanwhile). */
+#define GCK_READ_RETRIES 8
+
+/* The first data file on v's chain in m that does not exist, or NULL. */
+static const char *gck_chain_vanished(const gck_store *s, const gck_manager *m, uint64_t v)
+{
+    for (const gck_mentry *e = gck_manager_find(m, v, NULL); e != NULL;
+         e = e->pub.is_delta ? gck_manager_find(m, e->pub.delta_from, NULL) : NULL) {
+        char p[PATH_MAX];
+        struct stat sb;
+        if (gck_path(p, s, e->file) && stat(p, &sb) != 0 && errno == ENOENT)
+            return e->file;
+    }
+    return NULL;
+}
+
+static int gck_names_file(const gck_manager *m, const char *file)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->entries[i]->file, file) == 0)
+            return 1;
+    return 0;
+}
+
+/* After `st`, a failed read of version v as manager m names it: for a
+ * read-only handle whose file of v's chain is gone, follows the current
+ * manifest - v rebased: rebuilt (and checked) from the files that manifest
+ * names; v evicted: GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
+ * own view (s->m) stays as it is. */
+static gck_status gck_follow_writer(gck_store *s, const gck_manager *m, uint64_t v, gck_status st,
+                                    gck_snapshot **out)
+{
+    gck_manager *cur = NULL;
+    for (int tries = 0; s->readonly && st == GCK_ERR_IO && tries < GCK_READ_RETRIES; tries++) {
+        const char *gone = gck_chain_vanished(s, m, v);
+        if (gone == NULL)
+            break; /* an I/O error of its own: reported as it is */
+        char name[NAME_MAX + 1];
+        snprintf(name, sizeof name, "%s", gone);
+        char p[PATH_MAX];
+        gck_store_config cfg;
+        uint64_t gen;
+        gck_manager *next = NULL;
+        gck_path(p, s, GCK_MANIFEST_NAME);
+        const gck_status rs = gck_manifest_read(p, &next, &gen, &cfg);
+        if (rs != GCK_OK) {
+            st = rs;
+            break;
+        }
+        if (gck_names_file(next, name)) { /* still named: damage, not a writer's change */
+            gck_manager_destroy(next);
+            st = gck_fail(GCK_ERR_IO, "version %" PRIu64 ": data file '%.300s/%.200s' is missing", v, s->dir, name);
+            break;
+        }
+        if (gck_manager_find(next, v, NULL) == NULL) {
+            gck_manager_destroy(next);
+            st = gck_fail(GCK_ERR_NOT_FOUND,
+                          "version %" PRIu64 " was evicted meanwhile (a writer removed it after this read-only handle "
+                          "read the manifest of '%.300s')",
+                          v, s->dir);
+            break;
+        }
+        gck_manager_destroy(cur);
+        cur = next, m = next;
+        st = gck_restore_in(s, m, v, 0, out);
+    }
+    gck_manager_destroy(cur);
+    return st;
+}
+
 gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out)
 {
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_restore: NULL argument");
-    return gck_restore_in(s, s->m, version, 1, out);
+    const gck_status st = gck_restore_in(s, s->m, version, 1, out);
+    return st == GCK_OK ? st : gck_follow_writer(s, s->m, version, st, out);
 }
 
-gck_status gck_store_verify(gck_store *s, size_t *n_checked)
+gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx, size_t *n_checked)
 {
     GCK_CHECK_ARG(s != NULL, "gck_store_verify: store is NULL");
     size_t ok = 0;
@@ -344,19 +496,33 @@ gck_status gck_store_verify(gck_store *s, size_t *n_checked)
     uint64_t prev_v = 0;
     for (size_t i = 0; i < s->m->n && st == GCK_OK; i++) {
         const gck_mentry *e = s->m->entries[i];
+        const uint64_t v = e->pub.version;
         gck_snapshot *cur = NULL;
         if (e->pub.is_delta && prev != NULL && e->pub.delta_from == prev_v)
             st = gck_rebuild(s, e, prev, &cur);
         else
-            st = gck_restore_in(s, s->m, e->pub.version, 0, &cur);
+            st = gck_restore_in(s, s->m, v, 0, &cur);
+        if (st != GCK_OK)
+            st = gck_follow_writer(s, s->m, v, st, &cur);
         gck_snapshot_destroy(prev);
-        prev = cur, prev_v = e->pub.version;
+        prev = cur, prev_v = v;
+        /* evicted by a writer while this read-only handle looked: not damage */
+        const int evicted = s->readonly && st == GCK_ERR_NOT_FOUND;
         ok += st == GCK_OK;
+        if (fn != NULL)
+            fn(ctx, v, st);
+        if (evicted)
+            st = GCK_OK, prev = NULL;
     }
     gck_snapshot_destroy(prev);
     if (n_checked != NULL)
         *n_checked = ok;
     return st;
+}
+
+gck_status gck_store_verify(gck_store *s, size_t *n_checked)
+{
+    return gck_store_verify_each(s, NULL, NULL, n_checked);
 }
 
 /* ---- changing the store ---------------------------------------------------------- */
@@ -539,6 +705,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
                           uint64_t *version_out)
 {
     GCK_CHECK_ARG(s != NULL && snap != NULL, "gck_store_save: NULL argument");
+    GCK_TRY(gck_check_writable(s, "gck_store_save"));
     GCK_CHECK_ARG(tags != NULL || n_tags == 0, "gck_store_save: tags is NULL with n_tags %zu", n_tags);
     for (size_t i = 0; i < n_tags; i++)
         GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "gck_store_save: tag %zu is NULL or empty", i);
@@ -603,6 +770,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
         st = gck_mentry_add_tag(added, tags[i], 1);
     if (st == GCK_OK) {
         added->step = snap->step;
+        gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, added->fields_digest);
         added->stored_bytes = bytes;
         if ((added->file = gck_strdup(written.v[0])) == NULL)
             st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
@@ -665,6 +833,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
 static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int add, const char *fn)
 {
     GCK_CHECK_ARG(s != NULL && tag != NULL, "%s: NULL argument", fn);
+    GCK_TRY(gck_check_writable(s, fn));
     GCK_CHECK_ARG(tag[0] != '\0', "%s: empty tag", fn);
     const gck_mentry *cur = gck_manager_find(s->m, version, NULL);
     if (cur == NULL)
@@ -924,8 +1093,57 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
                     name);
 }
 
+static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const char *const *names,
+                                        void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
+
+/* A read-only handle whose view lost a file of the version's chain to a
+ * writer: the version is rebuilt from the current manifest as
+ * gck_store_restore does (or reported evicted meanwhile) and the named
+ * tensors copied out; rare, so the copy does not matter. */
+static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, const char *const *names,
+                                            void *const *dsts, const size_t *sizes, size_t n, gck_status st,
+                                            gck_snapshot **fields)
+{
+    gck_snapshot *snap = NULL;
+    st = gck_follow_writer(s, s->m, version, st, &snap);
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        gck_tensor_info ti;
+        const void *blob = NULL;
+        size_t blen = 0;
+        if (strncmp(names[i], GCK_OPTIMIZER_PREFIX, strlen(GCK_OPTIMIZER_PREFIX)) == 0 &&
+            gck_snapshot_find_optimizer_state(snap, names[i] + strlen(GCK_OPTIMIZER_PREFIX), &blob, &blen) == GCK_OK)
+            ti = (gck_tensor_info){.data = blob, .nbytes = blen};
+        else if ((st = gck_snapshot_find_tensor(snap, names[i], &ti)) != GCK_OK)
+            break;
+        if (ti.nbytes != sizes[i])
+            st = gck_fail(GCK_ERR_DIMENSION_MISMATCH, "version %" PRIu64 ": tensor '%.200s' has %zu bytes, not %zu",
+                          version, names[i], ti.nbytes, sizes[i]);
+        else if (sizes[i] > 0)
+            memcpy(dsts[i], ti.data, sizes[i]);
+    }
+    if (st == GCK_OK && fields != NULL) {
+        st = gck_snapshot_create(gck_snapshot_step(snap), fields);
+        if (st == GCK_OK && (st = gck_snapshot_copy_fields(*fields, snap, NULL)) != GCK_OK) {
+            gck_snapshot_destroy(*fields);
+            *fields = NULL;
+        }
+    }
+    gck_snapshot_destroy(snap);
+    return st;
+}
+
 gck_status gck_store_restore_into(gck_store *s, uint64_t version, const char *const *names, void *const *dsts,
                                   const size_t *sizes, size_t n, gck_snapshot **fields)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
+    const gck_status st = gck_restore_into_view(s, version, names, dsts, sizes, n, fields);
+    if (st != GCK_ERR_IO || !s->readonly || gck_chain_vanished(s, s->m, version) == NULL)
+        return st;
+    return gck_restore_into_followed(s, version, names, dsts, sizes, n, st, fields);
+}
+
+static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const char *const *names,
+                                        void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields)
 {
     GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
     GCK_TRY(gck_check_dsts("gck_store_restore_into", names, dsts, sizes, n));

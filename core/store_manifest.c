@@ -61,6 +61,10 @@ static json_t *gck_entry_json(const gck_mentry *e)
                           e->file ? e->file : "", "tags", tags, "tensors", tensors);
     if (o != NULL && e->pub.is_delta && json_object_set_new(o, "delta_from", gck_ju64(e->pub.delta_from)) != 0)
         json_decref(o), o = NULL;
+    /* optional (readers before it ignore it): checked on restore and verify */
+    if (o != NULL && e->fields_digest[0] != '\0' &&
+        json_object_set_new(o, "fields_digest", json_string(e->fields_digest)) != 0)
+        json_decref(o), o = NULL;
     return o;
 }
 
@@ -314,6 +318,17 @@ static gck_status gck_bad(const char *path, const char *what)
     return gck_fail(GCK_ERR_CORRUPT, "store manifest '%.300s': %s", path, what);
 }
 
+/* 1 for "xxh3:" and 16 lowercase hex digits (as gck_snapshot_fields_digest writes). */
+static int gck_digest_ok(const char *d)
+{
+    if (d == NULL || strlen(d) != 21 || strncmp(d, "xxh3:", 5) != 0)
+        return 0;
+    for (const char *p = d + 5; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
 /* Adds one manifest entry to m. */
 static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
 {
@@ -326,6 +341,10 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
         return gck_bad(path, "a version lacks a field");
     if (!gck_store_data_name_ok(file))
         return gck_bad(path, "a version names a file that is not a store data file");
+    json_t *jdigest = json_object_get(o, "fields_digest");
+    const char *digest = json_string_value(jdigest);
+    if (jdigest != NULL && !gck_digest_ok(digest))
+        return gck_bad(path, "a version's fields_digest is not \"xxh3:\" and 16 hex digits");
     const int is_delta = json_object_get(o, "delta_from") != NULL;
     if (is_delta && !gck_get_u64(o, "delta_from", &base))
         return gck_bad(path, "bad delta_from");
@@ -355,6 +374,7 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
     if (st == GCK_OK) {
         e->step = step;
         e->stored_bytes = stored;
+        snprintf(e->fields_digest, sizeof e->fields_digest, "%s", digest ? digest : "");
         if ((e->file = gck_strdup(file)) == NULL)
             st = gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
     }

@@ -6,6 +6,7 @@
 #   scripts/bench.sh plot RESULTS.json OUTDIR [...] bench/plot.py RESULTS.json OUTDIR [...]
 #   scripts/bench.sh peers OUT.json [...]           bench/peers.py --out OUT.json [...]
 #   scripts/bench.sh icount OUT.txt [...]           bench/icount.py --out OUT.txt [...]
+#   scripts/bench.sh rss [MODEL] [CHECKSUM]         peak RSS of flush/MODEL (resnet50), k = 1 and 16
 # run and gate build build/bench-release (Release, GRADCKPT_BUILD_TESTS=OFF)
 # first (GCK_BUILD_ROOT moves build/; CMAKE_BUILD_PARALLEL_LEVEL limits the
 # jobs). Extra gradckpt-bench flags: GCK_BENCH_ARGS; extra compare.py options
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 DEFAULT_FILTER='^((sumsq|axpy)_f(32|64)/(scalar|avx2|avx512)|ref_(read|rmw2)_f(32|64))/1t/(65536|262144)$'
 
 usage() {
-  sed -n '2,13s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -80,6 +81,19 @@ case "$cmd" in
   icount)
     [ $# -ge 1 ] || usage
     py bench/icount.py --out "$@" ;;
+  rss)
+    # Each flush benchmark alone in its own process, so the process's peak
+    # resident set (the peak_rss_mb counter) is that benchmark's memory.
+    (($# <= 2)) || usage
+    model=${1:-resnet50} checksum=${2:-xxh3}
+    build
+    for k in 1 16; do
+      name="flush/$model/k$k/$checksum/1t"
+      mb=$("$bench" --benchmark_filter="^$name/" --benchmark_min_time=0.3 --benchmark_format=json 2>/dev/null |
+        sed -n 's/.*"peak_rss_mb": *\([0-9.e+]*\).*/\1/p' | head -n1)
+      [ -n "$mb" ] || { echo "bench.sh: $name did not run (model $model, checksum $checksum?)" >&2; exit 2; }
+      awk -v n="$name" -v mb="$mb" 'BEGIN { printf "%s: peak RSS %.1f MB (%.1f MiB)\n", n, mb, mb * 1e6 / 1048576 }'
+    done ;;
   -h|--help|help) usage ;;
   *) echo "bench.sh: unknown command '$cmd'" >&2; usage ;;
 esac

@@ -7,7 +7,7 @@
 # the demo (e.g. --steps 200; see examples/train --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-GCK_SETUP_CROSS=0 GCK_SETUP_PLOTS=1 bash scripts/setup.sh
+GCK_SETUP_CROSS=0 GCK_SETUP_PLOTS=1 GCK_SETUP_PYTHON=0 bash scripts/setup.sh
 dir=${GCK_BUILD_ROOT:-build}/release
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$dir" -j "$(nproc)" >/dev/null

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # Installs every Debian package gradckpt's build, tests, benchmarks and
-# cross-builds need. Idempotent; quiet when nothing is missing; works as root
-# on a fresh machine (runs apt-get update itself when it must install).
+# cross-builds need, and the Python packages of the tests into a virtual
+# environment of their own. Idempotent; quiet when nothing is missing; works
+# as root on a fresh machine (runs apt-get update itself when it must
+# install). Any package that cannot be installed is an error (exit 1).
 #   GCK_SETUP_CROSS=0  skip the aarch64/s390x cross toolchains and libraries
 #   GCK_SETUP_PLOTS=1  also gnuplot (the demo's loss plot, benchmark plots)
+#   GCK_VENV=DIR       the Python environment (default build/venv); its
+#                      interpreter is DIR/bin/python, which scripts/test.sh
+#                      gives CMake for the Python-based tests
+#   GCK_VENV_EXTRA="P Q" more pip packages for that environment
+#   GCK_SETUP_PYTHON=0 no Python environment (scripts/run.sh needs none)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 native=(cmake ninja-build gcc g++ pkg-config make
         libcmocka-dev libbenchmark-dev libsleef-dev libmpfr-dev libgmp-dev
-        libxxhash-dev libzstd-dev libjansson-dev libopenblas-dev clang libclang-rt-14-dev)
+        libxxhash-dev libzstd-dev libjansson-dev libopenblas-dev clang libclang-rt-14-dev
+        python3 python3-venv)
 cross=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-s390x-linux-gnu qemu-user)
 cross_arm64=(libcmocka-dev:arm64 libsleef-dev:arm64 libxxhash-dev:arm64 libjansson-dev:arm64 libzstd-dev:arm64 libgomp1:arm64 libmpfr-dev:arm64
              libasan8:arm64 libubsan1:arm64)
@@ -39,17 +48,44 @@ for p in "${want[@]}"; do
   is_installed "$p" || missing+=("$p")
 done
 
-# Python test tools (the interoperability test reads and writes files with
-# the reference safetensors package), into the python3 CMake will find.
-python_tools() {
-  command -v python3 >/dev/null || return 0
-  python3 -c "import numpy, safetensors" 2>/dev/null && return 0
-  echo "setup.sh: pip installing numpy safetensors"
-  python3 -m pip install --quiet --disable-pip-version-check numpy safetensors 2>&1 | grep -v "^WARNING: Running pip as" || true
+# ---- Python ------------------------------------------------------------------
+# The one list of pip packages the tests need (tests/interop: the reference
+# safetensors package, numpy, xxhash for the content ids); a stage that needs
+# more (the Python bindings' tests) adds its own with GCK_VENV_EXTRA or a
+# call of setup_venv with more names.
+venv_packages=(numpy safetensors xxhash)
+venv=${GCK_VENV:-build/venv}
+
+# setup_venv [PKG...]: makes the environment (python3 -m venv) when there is
+# none, then pip-installs venv_packages and PKG... unless they all import
+# (a name's import is its pip name with '-' as '_'). Fails loudly.
+setup_venv() {
+  local want=("${venv_packages[@]}" "$@") mods=() p
+  for p in "${want[@]}"; do mods+=("${p//-/_}"); done
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "setup.sh: creating the Python environment $venv"
+    mkdir -p "$(dirname "$venv")"
+    python3 -m venv "$venv" || { echo "setup.sh: python3 -m venv $venv failed" >&2; return 1; }
+  fi
+  local imports
+  imports=$(IFS=,; echo "${mods[*]}")
+  "$venv/bin/python" -c "import $imports" 2>/dev/null && return 0
+  echo "setup.sh: pip installing ${want[*]} into $venv"
+  if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${want[@]}"; then
+    echo "setup.sh: pip could not install ${want[*]} into $venv" >&2
+    return 1
+  fi
+  "$venv/bin/python" -c "import $imports" || { echo "setup.sh: $imports do not import after pip install" >&2; return 1; }
+}
+
+python_setup() {
+  [ "${GCK_SETUP_PYTHON:-1}" = 1 ] || return 0
+  # shellcheck disable=SC2086
+  setup_venv ${GCK_VENV_EXTRA:-}
 }
 
 if [ ${#missing[@]} -eq 0 ]; then
-  python_tools
+  python_setup
   exit 0
 fi
 
@@ -69,5 +105,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt_opts=(-o DPkg::Lock::Timeout=600 -q)
 $SUDO apt-get "${apt_opts[@]}" update >/dev/null
 $SUDO apt-get "${apt_opts[@]}" install -y "${missing[@]}" >/dev/null
-python_tools
+python_setup
 echo "setup.sh: done"

@@ -7,8 +7,12 @@
 #   5. the snapshot loader and the store (damaged delta files and manifests)
 #      under libFuzzer (clang, ASan+UBSan), 30 seconds each, seeded from
 #      tests/fuzz/corpus*; any crash fails the run
-# Exits non-zero on any failure or when a suite runs no test.
+# Exits non-zero on any failure, when a suite runs no test, or when a test
+# is skipped that this machine can run: the only skip accepted is a kernel
+# test of an ISA the CPU (or emulator) lacks (test_kernels_reduce.avx512 on a
+# CPU without AVX-512), judged from /proc/cpuinfo, not from the library.
 #   GCK_TEST_CROSS=0   skip 3 and 4      GCK_BUILD_ROOT=dir  where builds go (default build/)
+#   GCK_VENV=dir       the Python environment of the tests (default build/venv, made by setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${GCK_BUILD_ROOT:-build}
@@ -17,27 +21,68 @@ cross=${GCK_TEST_CROSS:-1}
 [ "$(uname -m)" = x86_64 ] || cross=0
 
 GCK_SETUP_CROSS=$cross bash scripts/setup.sh
+venv=${GCK_VENV:-build/venv}
+python=$(cd "$venv/bin" && pwd)/python # test_interop, test_bench_compare and test_cli's Python checks
 
 require=""
 if [ "$(uname -m)" = x86_64 ]; then require="-DGRADCKPT_REQUIRE_ISAS=avx2;avx512"; fi
 
-run_suite() {  # name, build dir, ctest timeout, cmake args...
-  local name=$1 dir=$2 timeout=$3; shift 3
+# The ISAs this CPU runs, from the kernel's view of it (flags the OS enabled).
+native_isas() {
+  local flags
+  flags=" $(grep -m1 -E '^(flags|Features)' /proc/cpuinfo | cut -d: -f2) "
+  local isas=scalar f ok
+  if [[ "$flags" == *" avx2 "* && "$flags" == *" fma "* ]]; then isas+=" avx2"; fi
+  ok=1
+  for f in avx512f avx512dq avx512bw avx512vl; do [[ "$flags" == *" $f "* ]] || ok=0; done
+  [ "$ok" = 1 ] && isas+=" avx512"
+  if [[ "$flags" == *" asimd "* ]]; then isas+=" neon"; fi
+  echo "$isas"
+}
+
+# check_skips LOG "ISAS": every test CTest did not run (skipped, disabled) must
+# be one of an ISA outside ISAS (its name ends in .<isa> or .env_<isa>).
+check_skips() {
+  local log=$1 runnable=" $2 " bad=0 name isa
+  while read -r name; do
+    isa=${name##*.}
+    isa=${isa#env_}
+    case "$isa" in
+      scalar|avx2|avx512|neon)
+        if [[ "$runnable" != *" $isa "* ]]; then
+          echo "    skipped, as it must be: $name (this CPU cannot run $isa)"
+          continue
+        fi ;;
+    esac
+    echo "FAIL: $name was not run, but this machine can run it" >&2
+    bad=1
+  done < <(sed -n '/^The following tests did not run:/,/^$/p' "$log" | sed -n -E 's/^[[:space:]]*[0-9]+ - ([^ ]+) \(.*\)$/\1/p')
+  return "$bad"
+}
+
+run_suite() {  # name, build dir, ctest timeout, ISAs this machine runs, cmake args...
+  local name=$1 dir=$2 timeout=$3 isas=$4; shift 4
   echo "==> [$name] configure + build ($dir)"
   cmake -S . -B "$dir" -G Ninja "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
   cmake --build "$dir" -j "$jobs" >"$dir.build.log" 2>&1 || { tail -50 "$dir.build.log"; return 1; }
   echo "==> [$name] ctest"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout "$timeout" -j "$jobs"
+  local rc=0
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout "$timeout" -j "$jobs" \
+    2>&1 | tee "$dir.ctest.log" || rc=$?
+  [ "$rc" = 0 ] || return "$rc"
+  check_skips "$dir.ctest.log" "$isas"
 }
 
 mkdir -p "$root"
-run_suite native "$root/native" 600 -DCMAKE_BUILD_TYPE=Release $require
-run_suite asan-ubsan "$root/asan" 900 -DCMAKE_BUILD_TYPE=Debug -DGRADCKPT_SANITIZE="address;undefined" \
-  -DGRADCKPT_BUILD_BENCH=OFF $require
+isas=$(native_isas)
+run_suite native "$root/native" 600 "$isas" -DCMAKE_BUILD_TYPE=Release $require -DPython3_EXECUTABLE="$python"
+run_suite asan-ubsan "$root/asan" 900 "$isas" -DCMAKE_BUILD_TYPE=Debug -DGRADCKPT_SANITIZE="address;undefined" \
+  -DGRADCKPT_BUILD_BENCH=OFF $require -DPython3_EXECUTABLE="$python"
 if [ "$cross" = 1 ]; then
-  run_suite aarch64-qemu "$root/aarch64" 900 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
-    -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_BENCH=OFF
-  run_suite s390x-qemu "$root/s390x" 900 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-s390x.cmake \
+  # qemu-aarch64 runs NEON (ASIMD is part of AArch64): its tests must run and pass
+  run_suite aarch64-qemu "$root/aarch64" 900 "scalar neon" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
+    -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_BENCH=OFF -DGRADCKPT_REQUIRE_ISAS=neon
+  run_suite s390x-qemu "$root/s390x" 900 "scalar" -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-s390x.cmake \
     -DCMAKE_BUILD_TYPE=Release -DGRADCKPT_BUILD_BENCH=OFF
 fi
 if [ "${GCK_TEST_FUZZ:-1}" = 1 ]; then

@@ -1136,6 +1136,141 @@ static void test_load_into_large(void **state)
         free(src[k]), free(dst[k]);
 }
 
+/* ---- sweeping what interrupted saves left ------------------------------------------ */
+
+static char g_sweep_dir[300];
+
+static int count_tmp_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL)
+        n += strstr(ent->d_name, ".tmp.") != NULL && ent->d_name[0] == '.' && strcmp(ent->d_name, ".dir.tmp.1.2") &&
+             strcmp(ent->d_name, ".link.tmp.1.2");
+    closedir(d);
+    return n;
+}
+
+/* A fill that writes 100 bytes and dies: what SIGKILL mid-save leaves. */
+static int fill_and_die(int fd, void *ctx)
+{
+    (void)ctx;
+    char b[100] = {0};
+    if (write(fd, b, sizeof b) != (ssize_t)sizeof b)
+        _exit(3);
+    _exit(0);
+}
+
+/* A fill that sweeps the directory while its own temporary file is open. */
+static gck_sweep_stats g_during;
+static int fill_and_sweep(int fd, void *ctx)
+{
+    (void)ctx;
+    if (write(fd, "x", 1) != 1)
+        return EIO;
+    return gck_snapshot_sweep_temporaries(g_sweep_dir, NULL, 0, &g_during) == GCK_OK ? 0 : EIO;
+}
+
+static void test_sweep_temporaries(void **state)
+{
+    (void)state;
+    char target[400], p[600];
+    snprintf(g_sweep_dir, sizeof g_sweep_dir, "%s/sweep", g_dir);
+    assert_int_equal(mkdir(g_sweep_dir, 0777), 0);
+    snprintf(target, sizeof target, "%s/t.safetensors", g_sweep_dir);
+    /* a writer that dies mid-save leaves ".t.safetensors.tmp.<pid>.<n>" */
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        gck_write_atomic(target, fill_and_die, NULL, NULL);
+        _exit(4);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_int_equal(count_tmp_in(g_sweep_dir), 1);
+    gck_sweep_stats r;
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, NULL, 3600, &r), GCK_OK);
+    assert_int_equal(r.removed, 0); /* too young for an hour's rule */
+    assert_int_equal(r.young, 1);
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, "other.safetensors", 0, &r), GCK_OK);
+    assert_int_equal(r.removed, 0); /* another target's */
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, "t.safetensors", 0, &r), GCK_OK);
+    assert_int_equal(r.removed, 1);
+    assert_int_equal(r.bytes_freed, 100);
+    assert_int_equal(count_tmp_in(g_sweep_dir), 0);
+    struct stat sb;
+    assert_int_equal(stat(target, &sb), -1); /* the target was never there */
+
+    /* a live writer's temporary file is kept: it holds the lock while it writes */
+    memset(&g_during, 0xff, sizeof g_during);
+    assert_int_equal(gck_write_atomic(target, fill_and_sweep, NULL, NULL), GCK_OK);
+    assert_int_equal(g_during.removed, 0);
+    assert_int_equal(g_during.live, 1);
+    assert_int_equal(stat(target, &sb), 0);
+    assert_int_equal(sb.st_size, 1);
+
+    /* only the exact pattern, only regular files */
+    const char *theirs[] = {".a.tmp.1.2x", ".a.tmp..2", ".a.tmp.1.", "a.tmp.1.2", ".tmp.1.2", ".a.tmp.1.2.bak",
+                            ".a.tmp.x.2", "keep.safetensors", ".a.tmpx1.2"};
+    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", g_sweep_dir, theirs[i]);
+        FILE *f = fopen(p, "wb");
+        fputs("theirs", f);
+        fclose(f);
+    }
+    snprintf(p, sizeof p, "%s/.dir.tmp.1.2", g_sweep_dir);
+    assert_int_equal(mkdir(p, 0777), 0);
+    snprintf(p, sizeof p, "%s/.link.tmp.1.2", g_sweep_dir);
+    assert_int_equal(symlink("keep.safetensors", p), 0);
+    snprintf(p, sizeof p, "%s/.our.x.tmp.tmp.12.345", g_sweep_dir); /* target "our.x.tmp" */
+    FILE *f = fopen(p, "wb");
+    fclose(f);
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, "our.x.tmp", 0, &r), GCK_OK);
+    assert_int_equal(r.removed, 1);
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, NULL, 0, NULL), GCK_OK);
+    for (size_t i = 0; i < sizeof theirs / sizeof theirs[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", g_sweep_dir, theirs[i]);
+        assert_int_equal(stat(p, &sb), 0);
+    }
+    snprintf(p, sizeof p, "%s/.dir.tmp.1.2", g_sweep_dir);
+    assert_int_equal(stat(p, &sb), 0);
+    snprintf(p, sizeof p, "%s/.link.tmp.1.2", g_sweep_dir);
+    assert_int_equal(lstat(p, &sb), 0);
+
+    /* arguments, a missing directory, a file that cannot be removed */
+    assert_int_equal(gck_snapshot_sweep_temporaries(NULL, NULL, 0, &r), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_sweep_temporaries("", NULL, 0, &r), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, "a/b", 0, &r), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_sweep_temporaries(g_sweep_dir, "", 0, &r), GCK_ERR_INVALID_ARGUMENT);
+    snprintf(p, sizeof p, "%s/nodir", g_sweep_dir);
+    assert_int_equal(gck_snapshot_sweep_temporaries(p, NULL, 0, &r), GCK_ERR_IO);
+    assert_non_null(strstr(gck_last_error(), "nodir"));
+    snprintf(p, sizeof p, "%s/.stuck.tmp.1.2", g_sweep_dir);
+    f = fopen(p, "wb");
+    fclose(f);
+    assert_int_equal(chmod(p, 0644), 0);
+    assert_int_equal(chmod(g_dir, 0755), 0);
+    assert_int_equal(chmod(g_sweep_dir, 0555), 0);
+    const pid_t q = fork(); /* as nobody when root: the directory is then read-only to it */
+    assert_true(q >= 0);
+    if (q == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(10);
+        const gck_status st = gck_snapshot_sweep_temporaries(g_sweep_dir, "stuck", 0, &r);
+        _exit(st == GCK_ERR_IO && strstr(gck_last_error(), "cannot remove") != NULL ? 0 : 11);
+    }
+    assert_int_equal(waitpid(q, &ws, 0), q);
+    assert_int_equal(chmod(g_sweep_dir, 0755), 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_sweep_dir); /* teardown removes files only */
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1155,6 +1290,7 @@ int main(void)
         cmocka_unit_test(test_typed_metadata),
         cmocka_unit_test(test_load_into),
         cmocka_unit_test(test_load_into_large),
+        cmocka_unit_test(test_sweep_temporaries),
     };
     return cmocka_run_group_tests_name("snapshot", tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
 /* tests/test_store.c - gck_store: bit-exact restore, deltas, eviction with rebase, locking, faults, crashes. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "alloc_internal.h"
 #include "io_internal.h"
 #include "store_delta_internal.h"
+#include "snapshot_internal.h"
 
 static char g_root[256];
 static int g_dir_no;
@@ -1239,12 +1241,17 @@ static void test_delta_format1_reads(void **state)
     new_dir(dir, sizeof dir);
     gck_store *st = open_store(dir, 10, 0, 0);
     gck_snapshot *v[2] = {fuzz_version(1), fuzz_version(2)};
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(gck_store_save(st, v[i], NULL, 0, NULL), GCK_OK);
-    gck_store_close(st);
     size_t len = 0;
     char *seed = read_whole(GCK_FUZZ_STORE_CORPUS "/delta", &len);
     assert_true(len > 1 && seed[0] == 0); /* the fuzz target's "replace the delta file" input */
+    /* restore checks every field against the manifest: save v[1] with the seed's timestamp */
+    const char *ts = strstr(seed + 1 + 8, "\"gradckpt.timestamp\":\"");
+    assert_non_null(ts);
+    uint64_t seed_ts = strtoull(ts + strlen("\"gradckpt.timestamp\":\""), NULL, 10);
+    assert_int_equal(gck_snapshot_set_timestamp(v[1], seed_ts), GCK_OK);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(gck_store_save(st, v[i], NULL, 0, NULL), GCK_OK);
+    gck_store_close(st);
     assert_non_null(strstr(seed + 1 + 8, "\\\"format\\\":1"));
     file_of(dir, 2, 1, f, sizeof f);
     FILE *out = fopen(f, "wb");
@@ -1267,7 +1274,6 @@ static void test_delta_format1_reads(void **state)
         return;
     }
     assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
-    assert_int_equal(gck_snapshot_set_timestamp(v[1], gck_snapshot_timestamp(got)), GCK_OK); /* the seed's */
     assert_same_snapshot(v[1], got);
     gck_snapshot_destroy(got);
     into_alloc(&set, v[1], 0x33);
@@ -1280,6 +1286,524 @@ static void test_delta_format1_reads(void **state)
     assert_int_equal(checked, 2);
     gck_store_close(st);
     gck_snapshot_destroy(v[0]), gck_snapshot_destroy(v[1]);
+}
+
+/* ---- readers beside a writer (gck_store_open_readonly) --------------------------- */
+
+/* What a reader process compares (cmocka's asserts stay in the parent):
+ * every field and value of a restored version against make_snapshot. */
+static int same_snapshot(const gck_snapshot *a, const gck_snapshot *b)
+{
+    char da[24], db[24];
+    gck_snapshot_fields_digest(a, NULL, da);
+    gck_snapshot_fields_digest(b, NULL, db);
+    if (strcmp(da, db) != 0 || gck_snapshot_num_tensors(a) != gck_snapshot_num_tensors(b) ||
+        gck_snapshot_num_optimizer_states(a) != gck_snapshot_num_optimizer_states(b))
+        return 0;
+    for (size_t i = 0; i < gck_snapshot_num_tensors(a); i++) {
+        gck_tensor_info x, y;
+        if (gck_snapshot_tensor(a, i, &x) != GCK_OK || gck_snapshot_tensor(b, i, &y) != GCK_OK ||
+            x.nbytes != y.nbytes || memcmp(x.data, y.data, x.nbytes) != 0 || strcmp(x.content_id, y.content_id) != 0)
+            return 0;
+    }
+    for (size_t i = 0; i < gck_snapshot_num_optimizer_states(a); i++) {
+        const char *pa, *pb;
+        const void *xa, *xb;
+        size_t na, nb;
+        if (gck_snapshot_optimizer_state(a, i, &pa, &xa, &na) != GCK_OK ||
+            gck_snapshot_optimizer_state(b, i, &pb, &xb, &nb) != GCK_OK || na != nb || memcmp(xa, xb, na) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* "ls -l" of a directory as one string: names, sizes, modes, times. */
+static void dir_state(const char *dir, char *buf, size_t cap)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t at = 0;
+    buf[0] = '\0';
+    struct dirent *de;
+    char names[64][NAME_MAX + 1];
+    int n = 0;
+    while ((de = readdir(d)) != NULL && n < 64)
+        snprintf(names[n++], sizeof names[0], "%s", de->d_name);
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    for (int i = 0; i < n; i++) {
+        char p[600];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%.255s", dir, names[i]);
+        assert_int_equal(lstat(p, &sb), 0);
+        at += (size_t)snprintf(buf + at, cap - at, "%s %lld %o %lld.%09ld\n", names[i], (long long)sb.st_size,
+                               (unsigned)sb.st_mode, (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+        assert_true(at < cap);
+    }
+}
+
+static void test_readonly_open(void **state)
+{
+    (void)state;
+    char dir[300], p[600];
+    new_dir(dir, sizeof dir);
+    gck_store *ro = NULL;
+    assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_ERR_IO); /* no directory */
+    assert_null(ro);
+    assert_int_equal(mkdir(dir, 0777), 0);
+    assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_ERR_NOT_FOUND); /* not a store: none is made */
+    assert_non_null(strstr(gck_last_error(), "not a store"));
+    assert_int_equal(count_data_files(dir), 0);
+    snprintf(p, sizeof p, "%s/manifest.json", dir);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), -1);
+    assert_int_equal(gck_store_open_readonly(NULL, &ro), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_open_readonly(dir, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_open_readonly("", &ro), GCK_ERR_INVALID_ARGUMENT);
+    snprintf(p, sizeof p, "%s/manifest.json/x", dir);
+    assert_int_equal(gck_store_open_readonly(p, &ro), GCK_ERR_IO);
+
+    gck_store *w = open_store(dir, 10, 3, 0);
+    save_v(w, 1, NULL);
+    save_v(w, 2, "best");
+    save_v(w, 3, NULL);
+    /* beside the writer's open handle (which holds the lock): a reader, and another */
+    gck_store *ro2 = NULL;
+    assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_OK);
+    assert_int_equal(gck_store_open_readonly(dir, &ro2), GCK_OK);
+    assert_all_restore(ro);
+    uint64_t v = 0;
+    assert_int_equal(gck_store_find_tag(ro, "best", &v), GCK_OK);
+    assert_int_equal(v, 2);
+    gck_store_config c;
+    assert_int_equal(gck_store_config_get(ro, &c), GCK_OK);
+    assert_int_equal(c.policy.keep_every_n, 3);
+    /* changes are refused before anything is written */
+    char before[4096], after[4096];
+    dir_state(dir, before, sizeof before);
+    gck_snapshot *s4 = make_snapshot(4);
+    uint64_t got = 0;
+    assert_int_equal(gck_store_save(ro, s4, NULL, 0, &got), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "read-only"));
+    assert_int_equal(gck_store_tag(ro, 1, "x"), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "read-only"));
+    assert_int_equal(gck_store_untag(ro, 2, "best"), GCK_ERR_INVALID_ARGUMENT);
+    uint64_t freed = 0;
+    assert_int_equal(gck_store_gc(ro, &freed), GCK_ERR_INVALID_ARGUMENT);
+    dir_state(dir, after, sizeof after);
+    assert_string_equal(before, after);
+    assert_int_equal(gck_store_versions(ro, NULL, 0), 3);
+    /* the view is the manifest read at open: a later save does not change it */
+    assert_int_equal(gck_store_save(w, s4, NULL, 0, &got), GCK_OK);
+    gck_snapshot_destroy(s4);
+    assert_int_equal(gck_store_versions(ro, NULL, 0), 3);
+    assert_int_equal(gck_store_latest(ro)->version, 3);
+    gck_store_stats st;
+    assert_int_equal(gck_store_stats_get(ro, &st), GCK_OK);
+    assert_int_equal(st.versions, 3);
+    gck_store_close(ro2);
+    gck_store_close(ro);
+    gck_store_close(w);
+    /* a crash's leftovers stay: a reader removes nothing */
+    snprintf(p, sizeof p, "%s/v00000009-g99.safetensors", dir);
+    FILE *f = fopen(p, "wb");
+    fputs("junk", f);
+    fclose(f);
+    assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_OK);
+    gck_store_close(ro);
+    assert_int_equal(stat(p, &sb), 0);
+    /* every allocation of the open failing in turn */
+    for (long k = 0;; k++) {
+        gck_alloc_fail_after(k);
+        const gck_status rs = gck_store_open_readonly(dir, &ro);
+        gck_alloc_fail_after(-1);
+        if (rs == GCK_OK)
+            break;
+        assert_int_equal(rs, GCK_ERR_NO_MEMORY);
+        assert_true(k < 10000);
+    }
+    assert_int_equal(gck_store_versions(ro, NULL, 0), 4);
+    gck_store_close(ro);
+}
+
+static int g_seen_ok, g_seen_evicted;
+static void count_verified(void *ctx, uint64_t version, gck_status st)
+{
+    (void)ctx, (void)version;
+    g_seen_ok += st == GCK_OK;
+    g_seen_evicted += st == GCK_ERR_NOT_FOUND;
+}
+
+/* A writer evicts and rebases after a reader read the manifest: the evicted
+ * version is a clear NOT_FOUND, the rebased one is still rebuilt exactly. */
+static void test_readonly_evicted_meanwhile(void **state)
+{
+    (void)state;
+    char dir[300], f[600];
+    new_dir(dir, sizeof dir);
+    gck_store *w = open_store(dir, 3, 0, 0); /* 1 full, 2 <- 1, 3 <- 2 */
+    for (uint64_t v = 1; v <= 3; v++)
+        save_v(w, v, NULL);
+    gck_store *ro = NULL;
+    assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_OK);
+    save_v(w, 4, NULL); /* evicts 1 (its file removed), rebases 2 to a full version (a new file) */
+    assert_false(gck_store_get(w, 2)->is_delta);
+    gck_snapshot *got = NULL;
+    assert_int_equal(gck_store_restore(ro, 1, &got), GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "version 1 was evicted meanwhile"));
+    assert_null(got);
+    into_set set;
+    gck_snapshot *like = make_snapshot(1);
+    into_alloc(&set, like, 0x11);
+    gck_snapshot_destroy(like);
+    assert_int_equal(gck_store_restore_into(ro, 1, (const char *const *)set.names, set.dsts, set.sizes, set.n, NULL),
+                     GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "version 1 was evicted meanwhile"));
+    into_free(&set);
+    for (uint64_t v = 2; v <= 3; v++) { /* their chains' old files are gone: the new ones are read */
+        gck_snapshot *want = make_snapshot(v);
+        assert_int_equal(gck_store_restore(ro, v, &got), GCK_OK);
+        assert_same_snapshot(want, got);
+        gck_snapshot_destroy(got);
+        gck_snapshot *fields = NULL;
+        into_alloc(&set, want, 0x22);
+        assert_int_equal(gck_store_restore_into(ro, v, (const char *const *)set.names, set.dsts, set.sizes, set.n,
+                                                &fields), GCK_OK);
+        assert_into_equal(&set, want);
+        assert_int_equal(gck_snapshot_step(fields), gck_snapshot_step(want));
+        gck_snapshot_destroy(fields);
+        into_free(&set);
+        gck_snapshot_destroy(want);
+    }
+    assert_int_equal(gck_store_restore(ro, 4, &got), GCK_ERR_NOT_FOUND); /* not in the view */
+    size_t n = 99;
+    g_seen_ok = g_seen_evicted = 0;
+    assert_int_equal(gck_store_verify_each(ro, count_verified, NULL, &n), GCK_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(g_seen_ok, 2);
+    assert_int_equal(g_seen_evicted, 1);
+    assert_int_equal(gck_store_verify(ro, &n), GCK_OK);
+    assert_int_equal(n, 2);
+    /* a file the current manifest still names is damage, not a writer's change */
+    file_of(dir, 3, 1, f, sizeof f);
+    assert_int_equal(unlink(f), 0);
+    assert_int_equal(gck_store_restore(ro, 3, &got), GCK_ERR_IO);
+    assert_non_null(strstr(gck_last_error(), "missing"));
+    assert_null(strstr(gck_last_error(), "evicted"));
+    assert_int_equal(gck_store_verify(ro, &n), GCK_ERR_IO);
+    gck_store_close(ro);
+    gck_store_close(w);
+}
+
+/* A read-only directory (as root: a reader running as nobody). */
+static void test_readonly_directory(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *w = open_store(dir, 10, 3, 0);
+    for (uint64_t v = 1; v <= 4; v++)
+        save_v(w, v, v == 2 ? "best" : NULL);
+    gck_store_close(w);
+    char before[4096], after[4096];
+    assert_int_equal(chmod(g_root, 0755), 0);
+    assert_int_equal(chmod(dir, 0555), 0);
+    dir_state(dir, before, sizeof before);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(10);
+        gck_store *r = NULL;
+        if (gck_store_open(dir, NULL, &r) != GCK_ERR_IO) /* a writer needs the lock file */
+            _exit(11);
+        if (gck_store_open_readonly(dir, &r) != GCK_OK)
+            _exit(12);
+        size_t n = 0;
+        if (gck_store_verify(r, &n) != GCK_OK || n != 4)
+            _exit(13);
+        for (uint64_t v = 1; v <= 4; v++) {
+            gck_snapshot *got = NULL, *want = make_snapshot(v);
+            if (gck_store_restore(r, v, &got) != GCK_OK || !same_snapshot(want, got))
+                _exit(14);
+            gck_snapshot_destroy(got);
+            gck_snapshot_destroy(want);
+        }
+        gck_store_close(r);
+        _exit(0);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_int_equal(chmod(dir, 0755), 0);
+    assert_true(WIFEXITED(ws));
+    assert_int_equal(WEXITSTATUS(ws), 0);
+    dir_state(dir, after, sizeof after);
+    /* (the mode of "." differs: chmod'ed back) */
+    assert_string_equal(strchr(before, '\n') ? strstr(before, "\n..") : before,
+                        strchr(after, '\n') ? strstr(after, "\n..") : after);
+}
+
+/* Reader processes look at a store while a writer process saves, evicts and
+ * rebases in a loop: every version they restore is exactly what was saved,
+ * and their only error is "evicted meanwhile". Each reader also holds one
+ * view until the writer has certainly evicted its oldest version. */
+static int reader_process(const char *dir, int rounds, int *evicted)
+{
+    for (int r = 0; r < rounds; r++) {
+        gck_store *ro = NULL;
+        if (gck_store_open_readonly(dir, &ro) != GCK_OK) {
+            fprintf(stderr, "reader: open: %s\n", gck_last_error());
+            return 1;
+        }
+        uint64_t vs[16];
+        const size_t n = gck_store_versions(ro, vs, 16);
+        if (r % 4 == 3 && n > 0) { /* wait until the writer is 4 versions further: vs[0] is gone */
+            for (int t = 0; t < 20000; t++) {
+                gck_store *now = NULL;
+                const gck_entry *l = NULL;
+                if (gck_store_open_readonly(dir, &now) == GCK_OK)
+                    l = gck_store_latest(now);
+                const int far = l != NULL && l->version >= vs[n - 1] + 4;
+                gck_store_close(now);
+                if (far)
+                    break;
+                const struct timespec ms = {0, 1000000};
+                nanosleep(&ms, NULL);
+            }
+        }
+        for (size_t i = 0; i < n && i < 16; i++) {
+            gck_snapshot *got = NULL;
+            const gck_status st = gck_store_restore(ro, vs[i], &got);
+            if (st == GCK_ERR_NOT_FOUND && strstr(gck_last_error(), "evicted meanwhile") != NULL) {
+                (*evicted)++;
+                continue;
+            }
+            gck_snapshot *want = make_snapshot(vs[i]);
+            const int same = st == GCK_OK && same_snapshot(want, got);
+            gck_snapshot_destroy(want);
+            gck_snapshot_destroy(got);
+            if (!same) {
+                fprintf(stderr, "reader: version %llu: %s\n", (unsigned long long)vs[i],
+                        st == GCK_OK ? "differs from what was saved" : gck_last_error());
+                return 1;
+            }
+        }
+        size_t k = 0;
+        if (gck_store_verify(ro, &k) != GCK_OK) {
+            fprintf(stderr, "reader: verify: %s\n", gck_last_error());
+            return 1;
+        }
+        gck_store_close(ro);
+    }
+    return 0;
+}
+
+static void test_readers_beside_writer(void **state)
+{
+    (void)state;
+    char dir[300], stop[600];
+    new_dir(dir, sizeof dir);
+    snprintf(stop, sizeof stop, "%s.stop", dir);
+    gck_store *w = open_store(dir, 3, 4, 0); /* every save evicts; every 4th is full */
+    save_v(w, 1, NULL);
+    gck_store_close(w);
+    const pid_t writer = fork();
+    assert_true(writer >= 0);
+    if (writer == 0) {
+        gck_store *ws = NULL;
+        if (gck_store_open(dir, NULL, &ws) != GCK_OK)
+            _exit(3);
+        struct stat sb;
+        for (uint64_t v = 2; stat(stop, &sb) != 0 && v < 100000; v++) {
+            gck_snapshot *s = make_snapshot(v);
+            if (gck_store_save(ws, s, NULL, 0, NULL) != GCK_OK)
+                _exit(4);
+            gck_snapshot_destroy(s);
+        }
+        gck_store_close(ws);
+        _exit(0);
+    }
+    /* readers report how often they saw an eviction through a pipe */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t readers[2];
+    for (int i = 0; i < 2; i++) {
+        readers[i] = fork();
+        assert_true(readers[i] >= 0);
+        if (readers[i] == 0) {
+            int evicted = 0;
+            const int rc = reader_process(dir, 12, &evicted);
+            if (write(fds[1], &evicted, sizeof evicted) != (ssize_t)sizeof evicted)
+                _exit(2);
+            _exit(rc);
+        }
+    }
+    int total = 0;
+    for (int i = 0; i < 2; i++) {
+        int ws = 0, e = 0;
+        assert_int_equal(waitpid(readers[i], &ws, 0), readers[i]);
+        assert_true(WIFEXITED(ws));
+        assert_int_equal(WEXITSTATUS(ws), 0);
+        assert_int_equal(read(fds[0], &e, sizeof e), (ssize_t)sizeof e);
+        total += e;
+    }
+    close(fds[0]), close(fds[1]);
+    FILE *f = fopen(stop, "wb");
+    fclose(f);
+    int ws = 0;
+    assert_int_equal(waitpid(writer, &ws, 0), writer);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    assert_true(total >= 2); /* each reader's held views lost their oldest version */
+    assert_int_equal(gck_store_open(dir, NULL, &w), GCK_OK);
+    assert_all_restore(w);
+    gck_store_close(w);
+}
+
+/* ---- every stored field checked ---------------------------------------------------- */
+
+/* Replaces the only occurrence of `from` in the file with `to` (same length). */
+static void replace_in_file(const char *path, const char *from, const char *to)
+{
+    size_t len;
+    char *b = read_whole(path, &len);
+    const size_t fl = strlen(from);
+    assert_int_equal(fl, strlen(to));
+    char *at = NULL;
+    for (size_t i = 0; i + fl <= len; i++)
+        if (memcmp(b + i, from, fl) == 0) {
+            assert_null(at);
+            at = b + i;
+        }
+    if (at == NULL)
+        fail_msg("'%s' is not in %s", from, path);
+    memcpy(at, to, fl);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, len, f), len);
+    fclose(f);
+    free(b);
+}
+
+/* A file's bytes and a NUL after them (for strstr). */
+static char *read_text(const char *path, size_t *len)
+{
+    char *b = read_whole(path, len);
+    char *t = realloc(b, *len + 1);
+    assert_non_null(t);
+    t[*len] = '\0';
+    return t;
+}
+
+/* A store of versions 1 (full), 2 and 3 (deltas) in a fresh directory. */
+static void three_versions(char *dir, size_t cap)
+{
+    new_dir(dir, cap);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    for (uint64_t v = 1; v <= 3; v++)
+        save_v(st, v, NULL);
+    gck_store_close(st);
+}
+
+/* The file of version v: a changed header field, then verify and restore. */
+static void assert_field_change_found(uint64_t v, const char *from, const char *to, const char *why)
+{
+    char dir[300], f[600];
+    three_versions(dir, sizeof dir);
+    file_of(dir, v, v > 1, f, sizeof f);
+    replace_in_file(f, from, to);
+    for (int readonly = 0; readonly <= 1; readonly++) {
+        gck_store *st = NULL;
+        assert_int_equal(readonly ? gck_store_open_readonly(dir, &st) : gck_store_open(dir, NULL, &st), GCK_OK);
+        size_t n = 99;
+        if (gck_store_verify(st, &n) != GCK_ERR_CORRUPT)
+            fail_msg("%s (%s in version %llu) passed verify", why, to, (unsigned long long)v);
+        assert_int_equal(n, v - 1);
+        char want[64];
+        snprintf(want, sizeof want, "version %llu", (unsigned long long)v);
+        assert_non_null(strstr(gck_last_error(), want));
+        gck_snapshot *got = NULL;
+        if (gck_store_restore(st, v, &got) != GCK_ERR_CORRUPT)
+            fail_msg("%s (%s in version %llu) was restored", why, to, (unsigned long long)v);
+        assert_null(got);
+        gck_store_close(st);
+    }
+}
+
+static void test_every_field_checked(void **state)
+{
+    (void)state;
+    /* make_snapshot(v): step 10 v, timestamp 1000 + v, metadata and loss cid "v<v>" */
+    assert_field_change_found(1, "\"gradckpt.step\":\"10\"", "\"gradckpt.step\":\"19\"", "a changed step");
+    assert_field_change_found(2, "\"gradckpt.step\":\"20\"", "\"gradckpt.step\":\"29\"", "a delta's changed step");
+    assert_field_change_found(1, "\"gradckpt.timestamp\":\"1001\"", "\"gradckpt.timestamp\":\"1009\"",
+                              "a changed timestamp");
+    assert_field_change_found(3, "\"gradckpt.timestamp\":\"1003\"", "\"gradckpt.timestamp\":\"1004\"",
+                              "a delta's changed timestamp");
+    assert_field_change_found(1, "\"note\":\"v1\"", "\"note\":\"v7\"", "changed user metadata");
+    assert_field_change_found(2, "\"note\":\"v2\"", "\"note\":\"v8\"", "a delta's changed user metadata");
+    assert_field_change_found(1, "\"gradckpt.loss_cid\":\"v1\"", "\"gradckpt.loss_cid\":\"v5\"", "a changed loss cid");
+    assert_field_change_found(3, "\"gradckpt.loss_cid\":\"v3\"", "\"gradckpt.loss_cid\":\"v6\"",
+                              "a delta's changed loss cid");
+    assert_field_change_found(1, "\"ids\":{\"dtype\":\"U64\"", "\"ids\":{\"dtype\":\"I64\"", "a changed dtype");
+    assert_field_change_found(1, "\"shape\":[300,7]", "\"shape\":[700,3]", "a changed shape");
+    assert_field_change_found(2, "\\\"shape\\\":[64,33]", "\\\"shape\\\":[33,64]", "a delta's changed shape");
+
+    /* a manifest without digests (written before they were recorded) still
+     * opens, verifies and restores; step and timestamp are still checked */
+    char dir[300], m[600], f[600];
+    three_versions(dir, sizeof dir);
+    snprintf(m, sizeof m, "%s/manifest.json", dir);
+    size_t len;
+    char *js = read_text(m, &len);
+    char *old = malloc(len + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) { /* drop every "fields_digest": "..." member */
+        const char *k = "\"fields_digest\"";
+        if (len - i > strlen(k) && memcmp(js + i, k, strlen(k)) == 0) {
+            while (o > 0 && old[o - 1] != ',')
+                o--;
+            o--; /* the comma before it */
+            const char *v = memchr(js + i + strlen(k), '"', len - i - strlen(k)); /* the value's opening quote */
+            i = (size_t)((char *)memchr(v + 1, '"', len - (size_t)(v + 1 - js)) - js) + 1;
+            continue;
+        }
+        old[o++] = js[i++];
+    }
+    FILE *mf = fopen(m, "wb");
+    assert_int_equal(fwrite(old, 1, o, mf), o);
+    fclose(mf);
+    free(js), free(old);
+    gck_store *st = NULL;
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_all_restore(st);
+    gck_store_close(st);
+    js = read_text(m, &len);
+    assert_null(strstr(js, "fields_digest")); /* opening does not add them */
+    free(js);
+    file_of(dir, 1, 0, f, sizeof f);
+    replace_in_file(f, "\"gradckpt.step\":\"10\"", "\"gradckpt.step\":\"11\"");
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    size_t n = 0;
+    assert_int_equal(gck_store_verify(st, &n), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "step 11"));
+    gck_store_close(st);
+
+    /* a malformed digest in the manifest is refused at open */
+    three_versions(dir, sizeof dir);
+    snprintf(m, sizeof m, "%s/manifest.json", dir);
+    js = read_text(m, &len);
+    char *d = strstr(js, "\"fields_digest\"");
+    assert_non_null(d);
+    d = strstr(d, "xxh3:");
+    assert_non_null(d);
+    d[strlen("xxh3:")] = 'Z';
+    mf = fopen(m, "wb");
+    assert_int_equal(fwrite(js, 1, len, mf), len);
+    fclose(mf);
+    free(js);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "fields_digest"));
+    assert_int_equal(gck_store_open_readonly(dir, &st), GCK_ERR_CORRUPT);
 }
 
 static int setup(void **state)
@@ -1312,6 +1836,9 @@ int main(void)
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
         cmocka_unit_test(test_delta_format1_reads),
+        cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
+        cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),
+        cmocka_unit_test(test_every_field_checked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -30,7 +30,7 @@ struct cli_command {
 
 /* One entry per command (cli_*.c); gradckpt.c lists them. */
 extern const cli_command cli_cmd_info, cli_cmd_inspect, cli_cmd_diff, cli_cmd_verify, cli_cmd_store_ls,
-    cli_cmd_store_restore, cli_cmd_store_tag, cli_cmd_store_untag, cli_cmd_store_gc, cli_cmd_bench;
+    cli_cmd_store_restore, cli_cmd_store_tag, cli_cmd_store_untag, cli_cmd_store_gc, cli_cmd_bench, cli_cmd_gc_tmp;
 
 /** Prints `help COMMAND` for c to out. */
 void cli_print_help(const cli_command *c, FILE *out);
@@ -136,9 +136,11 @@ int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out
 
 /**
  * Opens an existing store (refusing a directory without manifest.json rather
- * than creating a store there). Returns CLI_OK or CLI_FAIL (printed).
+ * than creating a store there): with the writer's lock, or readonly (no
+ * lock, nothing written: beside a running writer, on a read-only file
+ * system). Returns CLI_OK or CLI_FAIL (printed).
  */
-int cli_open_store(const cli_command *c, const char *dir, gck_store **out);
+int cli_open_store(const cli_command *c, const char *dir, int readonly, gck_store **out);
 
 /** Resolves "latest", a version number or a tag. Returns CLI_OK or CLI_FAIL (printed). */
 int cli_resolve_version(const cli_command *c, gck_store *s, const char *dir, const char *ref, uint64_t *out);

@@ -139,7 +139,7 @@ static int ls_run(const cli_command *c, int argc, char **argv)
     if (p != CLI_OK)
         return p < 0 ? CLI_OK : p;
     gck_store *s = NULL;
-    if (cli_open_store(c, dir, &s) != CLI_OK)
+    if (cli_open_store(c, dir, 1, &s) != CLI_OK)
         return CLI_FAIL;
     const size_t nv = gck_store_versions(s, NULL, 0);
     uint64_t *vs = malloc((nv ? nv : 1) * sizeof *vs);
@@ -172,7 +172,7 @@ static int restore_run(const cli_command *c, int argc, char **argv)
     if (p != CLI_OK)
         return p < 0 ? CLI_OK : p;
     gck_store *s = NULL;
-    if (cli_open_store(c, pos[0], &s) != CLI_OK)
+    if (cli_open_store(c, pos[0], 1, &s) != CLI_OK)
         return CLI_FAIL;
     uint64_t v = 0;
     gck_snapshot *snap = NULL;
@@ -202,7 +202,7 @@ static int retag(const cli_command *c, int argc, char **argv, int add)
     if (pos[2][0] == '\0')
         return cli_usage(c, "the tag is empty");
     gck_store *s = NULL;
-    if (cli_open_store(c, pos[0], &s) != CLI_OK)
+    if (cli_open_store(c, pos[0], 0, &s) != CLI_OK)
         return CLI_FAIL;
     uint64_t v = 0;
     int rc = cli_resolve_version(c, s, pos[0], pos[1], &v);
@@ -263,7 +263,7 @@ static int gc_run(const cli_command *c, int argc, char **argv)
      * open + gc so those bytes are counted too */
     const uint64_t before = store_dir_bytes(dir);
     gck_store *s = NULL;
-    if (cli_open_store(c, dir, &s) != CLI_OK)
+    if (cli_open_store(c, dir, 0, &s) != CLI_OK)
         return CLI_FAIL;
     uint64_t freed = 0;
     const gck_status st = gck_store_gc(s, &freed);
@@ -289,7 +289,9 @@ const cli_command cli_cmd_store_ls = {
     "Per version: number, full or delta (and its base), step, timestamp, logical\n"
     "bytes (the snapshot's size), bytes on disk, tags; then the totals: logical\n"
     "bytes against bytes on disk (data files plus the manifest).\n"
-    "DIR must hold a store (manifest.json); the store's lock is taken while reading.\n"
+    "DIR must hold a store (manifest.json). It is opened read-only: no lock, nothing\n"
+    "written, so it works while a training job saves to the store (one manifest is\n"
+    "read: the listing is one consistent state) and on a read-only file system.\n"
     "\n"
     "  --json   one JSON object: store, versions [version, kind, base, step,\n"
     "           timestamp, tags, logical_bytes, disk_bytes], totals [versions, full,\n"
@@ -302,7 +304,9 @@ const cli_command cli_cmd_store_restore = {
     "DIR VERSION|latest|TAG OUT.safetensors",
     "Rebuild a version (every content id checked) and save it as a safetensors file.",
     "VERSION is a version number, 'latest', or a tag (the newest version carrying it).\n"
-    "OUT is replaced atomically.\n",
+    "OUT is replaced atomically. The store is opened read-only (as for store ls):\n"
+    "a version that a running writer evicts meanwhile fails with \"version N was\n"
+    "evicted meanwhile\"; one it rebases is rebuilt from its new files.\n",
     restore_run,
 };
 

@@ -365,7 +365,7 @@ int cli_read_header_info(const cli_command *c, const char *path, cli_header_info
 
 /* ---- stores ---------------------------------------------------------------------- */
 
-int cli_open_store(const cli_command *c, const char *dir, gck_store **out)
+int cli_open_store(const cli_command *c, const char *dir, int readonly, gck_store **out)
 {
     struct stat st;
     if (stat(dir, &st) != 0)
@@ -384,7 +384,7 @@ int cli_open_store(const cli_command *c, const char *dir, gck_store **out)
     if (!have)
         return err == ENOENT ? cli_fail(c, "%s: not a gradckpt store (no manifest.json)", dir)
                              : cli_fail(c, "%s/manifest.json: %s", dir, strerror(err));
-    if (gck_store_open(dir, NULL, out) != GCK_OK)
+    if ((readonly ? gck_store_open_readonly(dir, out) : gck_store_open(dir, NULL, out)) != GCK_OK)
         return cli_fail_gck(c);
     return CLI_OK;
 }

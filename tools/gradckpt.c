@@ -1,6 +1,6 @@
 /* tools/gradckpt.c - the gradckpt command-line tool: the command table, help and `info`.
  * Each command lives in its own file (cli_inspect.c, cli_diff.c, cli_verify.c,
- * cli_store.c, cli_bench.c); cli.h says what they share.
+ * cli_store.c, cli_bench.c, cli_gc_tmp.c); cli.h says what they share.
  * Exit status: 0 success, 1 a failed check, 2 a usage error. */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 static const cli_command *const commands[] = {
     &cli_cmd_info,       &cli_cmd_inspect,   &cli_cmd_diff,     &cli_cmd_verify, &cli_cmd_store_ls,
     &cli_cmd_store_restore, &cli_cmd_store_tag, &cli_cmd_store_untag, &cli_cmd_store_gc, &cli_cmd_bench,
+    &cli_cmd_gc_tmp,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

@@ -164,8 +164,9 @@ GCK_API gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_sec
 
 /**
  * Writes the snapshot as a safetensors file, atomically and durably: a
- * temporary file in the target's directory, every byte written, fsync,
- * rename over `path`, fsync of the directory. Tensors are laid out as the
+ * temporary file in the target's directory (`.<name>.tmp.<pid>.<n>`, locked
+ * while it is written: see gck_snapshot_sweep_temporaries), every byte
+ * written, fsync, rename over `path`, fsync of the directory. Tensors are laid out as the
  * reference writer lays them out (by dtype, widest first, then by name; the
  * JSON header padded with spaces to a multiple of 8 bytes); our fields go
  * into `__metadata__` under "gradckpt." keys (format, step, timestamp, loss
@@ -181,6 +182,40 @@ GCK_API gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_sec
  * Thread-safety: safe while nobody modifies s.
  */
 GCK_API gck_status gck_snapshot_save(const gck_snapshot *s, const char *path);
+
+/** What gck_snapshot_sweep_temporaries removed and kept. */
+typedef struct gck_sweep_stats {
+    size_t removed;       /**< temporary files removed */
+    uint64_t bytes_freed; /**< their sizes in bytes */
+    size_t live;          /**< kept: a live writer holds their lock */
+    size_t young;         /**< kept: modified less than min_age_secs ago */
+} gck_sweep_stats;
+
+/**
+ * Removes what interrupted saves left behind. Every save of this library
+ * (gck_snapshot_save, gck_checkpoint_save, a store's data files and
+ * manifest) writes `<dir>/.<name>.tmp.<pid>.<n>` (pid and n decimal)
+ * next to its target `<dir>/<name>`, holds an exclusive flock(2) on it from
+ * its creation until after it is renamed over the target, and removes it on
+ * any error; only a writer that died (SIGKILL, power loss) leaves one.
+ *
+ * Removed: regular files in `dir` whose names have exactly that form, for
+ * the target `name` (NULL: every target), whose lock nobody holds and that
+ * were not modified in the last min_age_secs seconds (0: no age rule). Never
+ * touched: any other name, symbolic links, directories, a file a live
+ * writer holds locked, and files newer than min_age_secs - which also
+ * protects writers on file systems without flock and of gradckpt versions
+ * that took no lock (they modify the file as they write it).
+ *
+ * Ownership: out may be NULL.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty dir, a name that is empty
+ *         or contains '/'); GCK_ERR_IO (dir cannot be listed, or a file
+ *         cannot be removed: the message names it; files removed before it
+ *         stay removed and are counted in *out).
+ * Thread-safety: safe from any thread and beside any number of writers.
+ */
+GCK_API gck_status gck_snapshot_sweep_temporaries(const char *dir, const char *name, uint64_t min_age_secs,
+                                                  gck_sweep_stats *out);
 
 /**
  * Reads and validates a safetensors file (ours or another writer's): header

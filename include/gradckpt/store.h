@@ -31,7 +31,7 @@ extern "C" {
  *   change (save, tag, eviction) writes new data files first and then
  *   replaces the manifest atomically and durably, so after a crash at any
  *   point the store reopens in the old or the new state; files the manifest
- *   does not name are removed when the store is opened (or by gck_store_gc).
+ *   does not name are removed when a writer opens the store (or by gck_store_gc).
  *   A save costs three fsyncs: the new data file (written under its final
  *   name) and the manifest's temporary file, fsynced together, then after the
  *   rename over manifest.json one fsync of the directory, which makes both
@@ -47,9 +47,11 @@ extern "C" {
  * save is handled the same way (max_checkpoints = 1 gives full versions).
  * Tagged versions are never evicted.
  *
- * One process at a time: gck_store_open takes an exclusive lock on
+ * One writer at a time: gck_store_open takes an exclusive lock on
  * `<dir>/lock` (flock) and refuses a store that is open elsewhere, also in
- * the same process. A store object is not thread-safe.
+ * the same process. Readers (gck_store_open_readonly) take no lock and write
+ * nothing: any number of them may look at a store while its writer saves. A
+ * store object is not thread-safe.
  *
  * The store keeps an in-memory copy of the latest version (the base of the
  * next delta), so a delta save reads nothing from disk, and one buffer for a
@@ -94,7 +96,41 @@ GCK_API void gck_store_config_init(gck_store_config *c);
  */
 GCK_API gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_store **out);
 
-/** Releases the lock and frees the store. NULL is fine. */
+/**
+ * Opens the store in `dir` for reading only, beside a writer that may be
+ * saving to it (a training job) and any number of other readers:
+ *
+ * - no lock is taken and nothing is written, created or removed (no gc), so
+ *   it works on a read-only directory or file system, never waits for or
+ *   blocks the writer, and leaves the directory exactly as it was;
+ * - the handle's view is the one manifest it read at open (a whole one: the
+ *   writer replaces it by rename): gck_store_versions, get, latest,
+ *   find_tag, config_get and stats_get answer from it and never change;
+ * - gck_store_restore and gck_store_verify read the data files the view
+ *   names. A writer never changes a data file and removes one only after
+ *   committing a manifest that no longer names it, so what a reader finds is
+ *   what was saved. When a file of a version's chain has gone since the
+ *   view was read, the current manifest decides: a version the writer
+ *   rebased is rebuilt from its new files (same content, every check made);
+ *   a version the writer evicted is GCK_ERR_NOT_FOUND with the message
+ *   "version N was evicted meanwhile (...)". A file still named by the
+ *   current manifest but missing is damage: GCK_ERR_IO, as for a writer;
+ * - gck_store_save, tag, untag and gc are refused with
+ *   GCK_ERR_INVALID_ARGUMENT ("... is open read-only") before anything is
+ *   written.
+ *
+ * Ownership: *out is the caller's (gck_store_close).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, empty or over-long dir); GCK_ERR_IO
+ *         (the directory cannot be read or is not a directory);
+ *         GCK_ERR_NOT_FOUND (no manifest.json: not a store - none is
+ *         created); GCK_ERR_CORRUPT (unreadable manifest); GCK_ERR_UNSUPPORTED
+ *         (newer store format, zstd deltas in a build without zstd);
+ *         GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread; the handle is then one thread's.
+ */
+GCK_API gck_status gck_store_open_readonly(const char *dir, gck_store **out);
+
+/** Releases the lock (if it holds one) and frees the store. NULL is fine. */
 GCK_API void gck_store_close(gck_store *s);
 
 /**
@@ -103,7 +139,7 @@ GCK_API void gck_store_close(gck_store *s);
  * version_out may be NULL.
  *
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL s/snap, tags NULL with n_tags > 0,
- *         a NULL or empty tag); GCK_ERR_IO (the message names the file);
+ *         a NULL or empty tag, a read-only handle); GCK_ERR_IO (the message names the file);
  *         GCK_ERR_CORRUPT (a base needed for the delta or a rebase fails its
  *         check); GCK_ERR_NO_MEMORY. On error the store is unchanged: the
  *         manifest was not replaced and the files written for it are removed
@@ -116,9 +152,11 @@ GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const 
 
 /**
  * Rebuilds a retained version, bit-identical to what was saved (every
- * tensor's content id is checked on the way).
+ * tensor's content id, and the step, timestamp and the digest of every other
+ * field the manifest records, are checked on the way).
  * Ownership: *out is the caller's (gck_snapshot_destroy).
- * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (not retained),
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (not retained;
+ *         on a read-only handle also "version N was evicted meanwhile"),
  *         GCK_ERR_IO, GCK_ERR_CORRUPT (a file fails its checks; the message
  *         names it), GCK_ERR_UNSUPPORTED, GCK_ERR_NO_MEMORY.
  */
@@ -166,7 +204,7 @@ GCK_API gck_status gck_store_restore_into(gck_store *s, uint64_t version, const 
 
 /**
  * Tags a retained version (durably; a tag already there is a no-op).
- * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty tag), GCK_ERR_NOT_FOUND,
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty tag, a read-only handle), GCK_ERR_NOT_FOUND,
  *         GCK_ERR_IO, GCK_ERR_NO_MEMORY; unchanged on error (but for the
  *         "saved, but cannot sync" case of gck_store_save).
  */
@@ -240,20 +278,43 @@ GCK_API gck_status gck_store_version_info(const gck_store *s, uint64_t version, 
 
 /**
  * Re-reads every retained version from disk (not from memory) and checks
- * every byte: each file's structure and content ids, each rebuilt tensor
- * against the manifest. n_checked (may be NULL) receives how many versions
- * passed before the first failure (all of them on success).
+ * everything it stores: each file's structure and content ids, each rebuilt
+ * tensor against the manifest's name and content id, and the version's
+ * step and timestamp against the manifest's. Versions saved by this
+ * library since it records them also carry a digest of every other field
+ * (loss cid, user metadata, other "gradckpt." keys, each tensor's dtype and
+ * shape, each blob's length), so an edited header field is found although
+ * every content id still matches; versions of older manifests (no
+ * "fields_digest") are checked for everything but that digest. n_checked
+ * (may be NULL) receives how many versions passed before the first failure
+ * (all of them on success). On a read-only handle a version a writer evicts
+ * while it is checked is skipped (not counted, not a failure).
  * Errors: GCK_ERR_CORRUPT / GCK_ERR_IO naming the first bad version and
  *         file; GCK_ERR_INVALID_ARGUMENT; GCK_ERR_NO_MEMORY.
  */
 GCK_API gck_status gck_store_verify(gck_store *s, size_t *n_checked);
 
 /**
+ * Called by gck_store_verify_each once per version of the handle's view, in
+ * ascending order: st is GCK_OK (every byte checked), GCK_ERR_NOT_FOUND
+ * (read-only handles: a writer evicted it meanwhile; skipped, not a
+ * failure), or the error that ends the verification (gck_last_error() holds
+ * its message during the call).
+ */
+typedef void (*gck_store_verify_fn)(void *ctx, uint64_t version, gck_status st);
+
+/**
+ * gck_store_verify, reporting each version to fn (may be NULL) as it is
+ * checked. Errors and thread-safety: as gck_store_verify.
+ */
+GCK_API gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx, size_t *n_checked);
+
+/**
  * Removes files in the directory that the manifest does not name (left by a
  * crash: half-written temporaries, data files of an uncommitted save, files
  * replaced by a rebase). bytes_freed may be NULL. Files that do not look
  * like the store's own are never touched.
- * Errors: GCK_ERR_INVALID_ARGUMENT, GCK_ERR_IO.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, a read-only handle), GCK_ERR_IO.
  */
 GCK_API gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed);
 

@@ -8,11 +8,16 @@
  *   cli_fixture store DIR REFDIR    a store of 5 versions (full 1, delta 2<-1 tagged "best",
  *                                   full 3, delta 4<-3, delta 5<-4), and REFDIR/v<N>.safetensors,
  *                                   gck_snapshot_save of each version's snapshot
+ *   cli_fixture writer DIR STOP     a training job's writer: saves version after version of the
+ *                                   same run into a new store (3 kept, every 4th full, the tag
+ *                                   "best" moved every 5th) until the file STOP exists
+ *   cli_fixture expect V PATH       gck_snapshot_save of version V's snapshot (as `store` saves it)
  *
  * Values are bit patterns written in this CPU's order, so files are the same
  * on every CPU (safetensors is little-endian; the library converts). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <gradckpt/gradckpt.h>
@@ -187,6 +192,38 @@ static int write_store(const char *dir, const char *refdir)
     return bad;
 }
 
+static int write_loop(const char *dir, const char *stop)
+{
+    gck_store_config cfg;
+    gck_store_config_init(&cfg);
+    cfg.policy.max_checkpoints = 3; /* every save evicts, rebasing a delta now and then */
+    cfg.policy.keep_every_n = 4;
+    cfg.policy.delta_threshold_bytes = 0;
+    gck_store *st = NULL;
+    check(gck_store_open(dir, &cfg, &st), dir);
+    uint64_t best = 0;
+    for (int v = 1; !bad && v < 1000000; v++) {
+        FILE *f = fopen(stop, "rb");
+        if (f != NULL) {
+            fclose(f);
+            break;
+        }
+        gck_snapshot *s = store_snapshot(v);
+        if (s == NULL)
+            break;
+        check(gck_store_save(st, s, NULL, 0, NULL), "store save");
+        gck_snapshot_destroy(s);
+        if (!bad && v % 5 == 0) { /* a moving tag, as the demo's "best" */
+            check(gck_store_tag(st, (uint64_t)v, "best"), "tag");
+            if (best != 0)
+                check(gck_store_untag(st, best, "best"), "untag");
+            best = (uint64_t)v;
+        }
+    }
+    gck_store_close(st);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "basic") == 0)
@@ -197,6 +234,13 @@ int main(int argc, char **argv)
         return write_pair(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "store") == 0)
         return write_store(argv[2], argv[3]);
-    fprintf(stderr, "usage: cli_fixture basic PATH | nonfinite PATH | pair A B | store DIR REFDIR\n");
+    if (argc == 4 && strcmp(argv[1], "writer") == 0)
+        return write_loop(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "expect") == 0) {
+        save(store_snapshot(atoi(argv[2])), argv[3]);
+        return bad;
+    }
+    fprintf(stderr, "usage: cli_fixture basic PATH | nonfinite PATH | pair A B | store DIR REFDIR |\n"
+                    "       writer DIR STOP | expect V PATH\n");
     return 2;
 }

@@ -108,7 +108,7 @@ mkdir ref
 # ---- help and usage -------------------------------------------------------------------
 for args in "help" "--help" "-h" "help inspect" "inspect --help" "diff -h" "verify --help" "help store" \
   "store --help" "store ls --help" "help store ls" "store restore --help" "store tag -h" "store gc --help" \
-  "bench --help" "help info" "info --help" "help help"; do
+  "gc-tmp --help" "bench --help" "help info" "info --help" "help help"; do
   # shellcheck disable=SC2086
   run $args
   if [ "$rc" = 0 ] && [[ "$(head -n1 out.txt)" == usage:* ]] && [ ! -s err.txt ]; then ok; else
@@ -301,13 +301,24 @@ fails "gc a plain directory" "gradckpt store gc: " store gc plain
 fails "store ls on a missing directory" "gradckpt store ls: " store ls nodir
 fails "store ls on a file" "gradckpt store ls: " store ls basic.safetensors
 
-# a store in use by another process (flock on its lock file)
+# a store in use by another process (flock on its lock file): the reading
+# commands open it read-only and work; the changing ones are refused
 if command -v flock >/dev/null; then
-  flock store/lock "$CLI" store ls store >out.txt 2>err.txt
-  rc=$?
-  if [ "$rc" = 1 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "open in another process" err.txt; then ok; else
-    bad "store ls on a locked store: exit $rc"
-  fi
+  for args in "store ls store" "verify store" "store restore store latest locked.safetensors"; do
+    # shellcheck disable=SC2086
+    flock store/lock "$CLI" $args >out.txt 2>err.txt
+    rc=$?
+    expect "$args on a store a writer holds" 0
+  done
+  same "restore from a locked store" locked.safetensors ref/v5.safetensors
+  for args in "store tag store 1 x" "store untag store 2 best" "store gc store"; do
+    # shellcheck disable=SC2086
+    flock store/lock "$CLI" $args >out.txt 2>err.txt
+    rc=$?
+    if [ "$rc" = 1 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "open in another process" err.txt; then ok; else
+      bad "$args on a locked store: exit $rc"
+    fi
+  done
 fi
 
 # damaged stores
@@ -321,6 +332,134 @@ cp -r store badmanifest
 echo '{ not json' >badmanifest/manifest.json
 fails "store ls with a broken manifest" "gradckpt store ls: " store ls badmanifest
 fails "verify with a broken manifest" "gradckpt verify: " verify badmanifest
+
+# every field a data file stores is checked against the manifest: a changed
+# digit in a full version's step, a delta's user metadata, a tensor's shape
+edit() { perl -0777 -pi -e "$2" "$1"; }
+cp -r store badstep
+edit badstep/v00000001-g*.safetensors 's/"gradckpt.step":"10"/"gradckpt.step":"19"/'
+fails "verify finds a changed step" "gradckpt verify: badstep" verify badstep
+contains "verify names the step" err.txt "step 19"
+fails "restore refuses a changed step" "gradckpt store restore: " store restore badstep 1 badstep.safetensors
+[ -e badstep.safetensors ] && bad "a version with a changed step was restored"
+cp -r store badmeta
+edit "$(ls badmeta/v00000002-*.delta.safetensors)" 's/"version":"2"/"version":"7"/'
+fails "verify finds changed user metadata in a delta" "gradckpt verify: badmeta" verify badmeta
+contains "verify names the version" err.txt "version 2"
+fails "restore refuses changed user metadata" "gradckpt store restore: " store restore badmeta best badmeta.safetensors
+cp -r store badshape
+edit "$(ls badshape/v00000003-*.safetensors)" 's/"m":\{"dtype":"F64","shape":\[128\]/"m":{"dtype":"I64","shape":[128]/'
+fails "verify finds a changed dtype" "gradckpt verify: badshape" verify badshape
+fails "restore refuses a changed dtype" "gradckpt store restore: " store restore badshape 3 badshape.safetensors
+
+# ---- readers beside a writer ----------------------------------------------------------
+# A writer saves (and evicts, rebases, moves a tag) in a loop while the reading
+# commands run: each succeeds or fails only with "evicted meanwhile", and every
+# restored version is bit for bit what was saved.
+"$FIX" writer live live.stop &
+writer=$!
+for _ in $(seq 200); do grep -q '"version"' live/manifest.json 2>/dev/null && break; sleep 0.05; done
+reads=0 evicted=0 rebuilt=0
+for round in $(seq 30); do
+  for args in "store ls live" "store ls --json live" "verify live" "store restore live latest live.safetensors" \
+    "store restore live best live.safetensors"; do
+    # shellcheck disable=SC2086
+    run $args
+    reads=$((reads + 1))
+    if [ "$rc" = 0 ]; then
+      evicted=$((evicted + $(grep -c "evicted meanwhile" out.txt)))
+      if [[ "$args" == "store restore"* ]]; then
+        v=$(sed -n 's/^restored version \([0-9]*\) .*/\1/p' out.txt)
+        "$FIX" expect "$v" want.safetensors
+        if cmp -s live.safetensors want.safetensors; then rebuilt=$((rebuilt + 1)); else
+          bad "round $round: $args: version $v differs from what was saved"
+        fi
+      fi
+    elif [ "$rc" = 1 ] && [ "$(wc -l <err.txt)" = 1 ] && grep -q "evicted meanwhile" err.txt; then
+      evicted=$((evicted + 1))
+    elif [[ "$args" == *best* ]] && grep -q "no version tagged 'best'" err.txt; then
+      : # before the writer's 5th version
+    else
+      bad "round $round: $args beside a writer: exit $rc"
+    fi
+  done
+done
+touch live.stop
+if wait "$writer"; then ok; else bad "the writer failed"; fi
+if [ "$rebuilt" -gt 0 ]; then ok; else bad "no version was restored beside the writer"; fi
+run verify live
+expect "verify the store after the writer stopped" 0
+echo "readers beside a writer: $reads reads, $rebuilt restores compared, $evicted versions evicted meanwhile"
+
+# ---- read-only directory and file system --------------------------------------------
+# The reading commands write nothing: the directory is left as it was, also
+# when it cannot be written (as root: run as nobody; a read-only bind mount).
+cp -r store rostore
+rm -f rostore/lock
+listing() { (cd "$1" && ls -lA --time-style=full-iso) | grep -v '^total'; }
+mkdir rw && chmod 777 rw
+chmod -R a+rX,a-w rostore && chmod a+rx "$work"
+listing rostore >ro.before
+as_reader=()
+if [ "$(id -u)" = 0 ]; then as_reader=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+for args in "store ls rostore" "verify rostore" "store restore rostore 4 rw/ro4.safetensors"; do
+  # shellcheck disable=SC2086
+  "${as_reader[@]}" "$CLI" $args >out.txt 2>err.txt
+  rc=$?
+  expect "$args on a read-only directory" 0
+done
+same "restore from a read-only directory" rw/ro4.safetensors ref/v4.safetensors
+"${as_reader[@]}" "$CLI" store tag rostore 1 x >out.txt 2>err.txt
+rc=$?
+expect "store tag on a read-only directory fails" 1
+listing rostore >ro.after
+if diff ro.before ro.after >/dev/null; then ok; else bad "a reading command changed the read-only directory"; fi
+if [ "$(id -u)" = 0 ]; then
+  # a read-only file system: a private mount namespace with a read-only bind mount
+  # shellcheck disable=SC2016
+  unshare --mount --propagation private bash -c '
+    mount --bind "$1/rostore" "$1/rostore" && mount -o remount,ro,bind "$1/rostore" || exit 9
+    touch "$1/rostore/probe" 2>/dev/null && exit 8
+    "$2" store ls "$1/rostore" >/dev/null && "$2" verify "$1/rostore" >/dev/null &&
+      "$2" store restore "$1/rostore" 5 "$1/rw/rofs5.safetensors" >/dev/null' _ "$work" "$CLI" 2>err.txt
+  rc=$?
+  expect "ls, verify and restore on a read-only file system" 0
+  same "restore from a read-only file system" rw/rofs5.safetensors ref/v5.safetensors
+fi
+chmod -R u+w rostore
+
+# ---- gc-tmp: what interrupted saves left --------------------------------------------
+mkdir tmps
+for n in .a.safetensors.tmp.123.0 .b.tmp.1.2 .young.tmp.5.6 .live.tmp.7.8 \
+  .a.tmp.1.2x .a.tmp..2 .a.tmp.1. a.tmp.1.2 .tmp.1.2 .a.tmp.1.2.bak keep.safetensors; do
+  echo data >"tmps/$n"
+done
+mkdir tmps/.dir.tmp.1.2
+ln -s keep.safetensors tmps/.link.tmp.1.2
+touch -d '2 hours ago' tmps/.a.* tmps/.b.* tmps/.live.* tmps/a.* tmps/.tmp.* tmps/keep.*
+exec 9<tmps/.live.tmp.7.8 # this shell holds the lock, as a live writer does
+flock -x 9
+run gc-tmp tmps --target a.safetensors
+expect "gc-tmp --target" 0
+[ -e tmps/.a.safetensors.tmp.123.0 ] && bad "gc-tmp --target left its target's temporary file"
+[ -e tmps/.b.tmp.1.2 ] || bad "gc-tmp --target removed another target's file"
+run gc-tmp tmps
+expect "gc-tmp" 0
+contains "gc-tmp counts" out.txt "removed 1 temporary files, 5 bytes"
+contains "gc-tmp keeps a live writer's and a young file" out.txt "kept 1 a live writer holds and 1 modified in the last 3600 s"
+run gc-tmp tmps --min-age 0
+expect "gc-tmp --min-age 0" 0
+[ -e tmps/.young.tmp.5.6 ] && bad "gc-tmp --min-age 0 left an unlocked temporary file"
+[ -e tmps/.live.tmp.7.8 ] || bad "gc-tmp removed the file a live writer holds"
+exec 9<&-
+for n in .a.tmp.1.2x .a.tmp..2 .a.tmp.1. a.tmp.1.2 .tmp.1.2 .a.tmp.1.2.bak keep.safetensors .dir.tmp.1.2 .link.tmp.1.2; do
+  [ -e "tmps/$n" ] || [ -L "tmps/$n" ] || bad "gc-tmp removed '$n', which is not a temporary file"
+done
+usage "gc-tmp without DIR" gc-tmp
+usage "gc-tmp --min-age abc" gc-tmp tmps --min-age abc
+usage "gc-tmp --target with a slash" gc-tmp tmps --target a/b
+fails "gc-tmp on a missing directory" "gradckpt gc-tmp: " gc-tmp nodir
+fails "gc-tmp on a file" "gradckpt gc-tmp: " gc-tmp basic.safetensors
 
 # ---- bench ------------------------------------------------------------------------------
 run bench --size 65536

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """gradckpt files open in the Python `safetensors` package, and its files open in gradckpt.
 
-Usage: test_interop.py INTEROP_TOOL   (run by CTest). Needs numpy and safetensors
+Usage: test_interop.py INTEROP_TOOL   (run by CTest). Needs numpy, safetensors and xxhash
 (scripts/setup.sh installs them with pip). Prints 'N passed, N failed'."""
 import json
 import os
@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 import numpy as np
+import xxhash
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
@@ -54,13 +55,21 @@ def ours_open_in_theirs(tmp):
     check("our step", md.get("gradckpt.step") == "1234")
     check("our timestamp", md.get("gradckpt.timestamp") == "1700000000")
     check("loss cid", md.get("gradckpt.loss_cid") == "xxh3:0123456789abcdef")
-    check("content ids", all(k.startswith("gradckpt.cid.") for k in md if k.startswith("gradckpt.cid")))
     # the header as the reference writes it: 8-byte aligned, space padded, data after it
     raw = open(path, "rb").read()
     (n,) = struct.unpack("<Q", raw[:8])
     check("header multiple of 8", n % 8 == 0)
     hdr = json.loads(raw[8:8 + n])
     check("metadata first", next(iter(hdr)) == "__metadata__")
+    # every tensor (optimizer blobs too) has its content id: "xxh3:" and the
+    # 16 hex digits of XXH3-64 over its stored little-endian bytes; no other
+    names = [k for k in hdr if k != "__metadata__"]
+    cids = {k[len("gradckpt.cid."):]: v for k, v in md.items() if k.startswith("gradckpt.cid.")}
+    check("a content id per tensor", sorted(cids) == sorted(names), f"{sorted(cids)} vs {sorted(names)}")
+    for k in names:
+        lo, hi = hdr[k]["data_offsets"]
+        want = "xxh3:%016x" % xxhash.xxh3_64_intdigest(raw[8 + n + lo:8 + n + hi])
+        check(f"content id of {k}", cids.get(k) == want, f"{cids.get(k)} vs {want}")
     check("f8 dtypes", hdr["e5m2"]["dtype"] == "F8_E5M2" and hdr["e4m3"]["dtype"] == "F8_E4M3", str(hdr.get("e5m2")))
     # the tensor order is the reference writer's for the same tensors (dtype, then name)
     mine = [k for k in hdr if k != "__metadata__"]

@@ -1,126 +1,253 @@
 /* bench/bench_kernels.c - every public kernel on every ISA: "sumsq_f64/avx512/1t/<n>".
- * ISAs this build or CPU lacks are registered too and reported as skipped. */
+ *
+ * The benchmark list below has one line per public kernel, saying how it is
+ * called and what it streams; the registration walks kernels/api_list.h and
+ * takes each kernel's line, so a kernel listed there without a line here
+ * does not compile. ISAs this build or CPU lacks are registered too and
+ * reported as skipped. */
 #include <stdio.h>
+#include <string.h>
 
 #include <gradckpt/isa.h>
 #include <gradckpt/kernels.h>
 
+#include "api_list.h"
 #include "bench.h"
 
-#define A GCK_BENCH_A
-#define B GCK_BENCH_B
+/* The pools a kernel's benchmark uses: reductions read x's arrays a (and b);
+ * kernels that write update acc's array a from x's array b. */
+typedef struct kctx {
+    gck_bench_arrays *acc, *x;
+} kctx;
 
-/* Elementwise bodies return 0: the kernels write memory the caller can see,
- * so the calls cannot be dropped. add grows acc by at most 1 per iteration,
- * a ramp that stays far from overflow; axpy and scale keep |values| bounded
- * (see bench.h). */
-#define KERNEL_BODIES(T, sfx)                                                           \
-    static double sumsq_##sfx(void *c, int64_t n)                                       \
-    {                                                                                   \
-        return gck_sumsq_##sfx(A(T, c), (size_t)n);                                     \
-    }                                                                                   \
-    static double l2norm_##sfx(void *c, int64_t n)                                      \
-    {                                                                                   \
-        return gck_l2norm_##sfx(A(T, c), (size_t)n);                                    \
-    }                                                                                   \
-    static double dist2_##sfx(void *c, int64_t n)                                       \
-    {                                                                                   \
-        return gck_dist2_##sfx(A(T, c), B(T, c), (size_t)n);                            \
-    }                                                                                   \
-    static double add_##sfx(void *c, int64_t n)                                         \
-    {                                                                                   \
-        gck_add_##sfx(A(T, c), B(T, c), (size_t)n);                                     \
-        return 0;                                                                       \
-    }                                                                                   \
-    static double axpy_##sfx(void *c, int64_t n)                                        \
-    {                                                                                   \
-        gck_axpy_##sfx(A(T, c), (T)gck_bench_next_weight(c), B(T, c), (size_t)n);       \
-        return 0;                                                                       \
-    }                                                                                   \
-    static double scale_##sfx(void *c, int64_t n)                                       \
-    {                                                                                   \
-        gck_scale_##sfx(A(T, c), (T)GCK_BENCH_SCALE, (size_t)n);                        \
-        return 0;                                                                       \
-    }
+#define KC(c) ((const kctx *)(c))
+#define XA(T, c) GCK_BENCH_A(T, KC(c)->x)
+#define XB(T, c) GCK_BENCH_B(T, KC(c)->x)
+#define ACC(T, c) GCK_BENCH_A(T, KC(c)->acc)
 
-KERNEL_BODIES(float, f32)
-KERNEL_BODIES(double, f64)
-
-/* Arrays streamed per element: sumsq reads x; dist2 reads a and b; add and
- * axpy read acc and x and write acc; scale reads and writes x. */
-static const gck_bench_op kernels[] = {
-    GCK_BENCH_OP(sumsq, 1), GCK_BENCH_OP(l2norm, 1), GCK_BENCH_OP(dist2, 2),
-    GCK_BENCH_OP(add, 3),   GCK_BENCH_OP(axpy, 3),   GCK_BENCH_OP(scale, 2),
-};
-
-/* Byte planes of the elements of b XORed with a (the delta against the
- * previous version) into c, and back: read a and b, write c, 3 arrays. */
-#define BYTES_BODIES(T, sfx)                                                            \
-    static double xor_shuffle_##sfx(void *c, int64_t n)                                 \
-    {                                                                                   \
-        return (double)gck_xor_shuffle(GCK_BENCH_C(uint8_t, c), B(T, c), A(T, c),       \
-                                       (size_t)n, sizeof(T));                           \
-    }                                                                                   \
-    static double unshuffle_xor_##sfx(void *c, int64_t n)                               \
-    {                                                                                   \
-        return (double)gck_unshuffle_xor(GCK_BENCH_C(T, c), B(uint8_t, c), A(T, c),     \
-                                         (size_t)n, sizeof(T));                         \
-    }
-
-BYTES_BODIES(float, f32)
-BYTES_BODIES(double, f64)
-
-static const gck_bench_op byte_kernels[] = {
-    GCK_BENCH_OP(xor_shuffle, 3),
-    GCK_BENCH_OP(unshuffle_xor, 3),
-};
-
-static double fnv1a64(void *c, int64_t n)
+static const char *prepare_kctx(void *ctx, int64_t n, int threads)
 {
-    return (double)gck_fnv1a64(A(unsigned char, c), (size_t)n, GCK_FNV1A64_INIT);
+    const char *e = gck_bench_prepare_arrays(KC(ctx)->acc, n, threads);
+    return e != NULL ? e : gck_bench_prepare_arrays(KC(ctx)->x, n, threads);
 }
 
-/* Kernel-major, so one kernel's ISAs sit next to each other in the output. */
-static void register_table(const gck_bench_op *ops, size_t nops, gck_bench_prepare prepare, int threads)
+/* Byte planes also write a third array, c. */
+static const char *prepare_kctx3(void *ctx, int64_t n, int threads)
 {
-    for (size_t k = 0; k < nops; k++) {
-        for (int isa = 0; isa < GCK_ISA_COUNT; isa++) {
-            char suffix[32];
-            snprintf(suffix, sizeof suffix, "/%s", gck_isa_name((gck_isa)isa));
-            const gck_bench_family fam = {
-                .prefix = "",
-                .suffix = suffix,
-                .tag = gck_isa_name((gck_isa)isa),
-                .prepare = prepare,
-                .select_isa = 1,
-                .isa = (gck_isa)isa,
-            };
-            gck_bench_add_ops(&fam, &ops[k], 1, threads);
-        }
+    return gck_bench_prepare_arrays3(KC(ctx)->x, n, threads);
+}
+
+/* How a kernel is registered. */
+typedef enum kb_kind {
+    KB_THREADED, /* "<name>/<isa>/<t>t/<n>", 1 and 2 threads */
+    KB_CALLER,   /* runs on the calling thread only: 1t */
+    KB_HASH,     /* "<name>/1t/<bytes>": ISA-independent, sizes in bytes */
+} kb_kind;
+
+/* One benchmark family of a kernel. */
+typedef struct kbench {
+    gck_bench_body body;
+    const char *suffix; /* after the kernel's name: "" or an element type ("_f32") */
+    const char *acc_t, *x_t; /* element types, for the label: "f64", "f32->f64" */
+    size_t acc, x;      /* element bytes of the written and the read pools */
+    double bytes;       /* bytes read + written per element: bytes_per_second */
+    kb_kind kind;
+} kbench;
+
+/* ---- the benchmark list -------------------------------------------------------
+ * Elementwise bodies return 0: the kernels write memory the caller can see, so
+ * the calls cannot be dropped. add grows acc by at most 1 per iteration, a
+ * ramp that stays far from overflow; axpy alternates w = +-0.5 and scale,
+ * div and scale_sumsq use -1, so values stay bounded (bench.h). */
+#define SZ(t) sizeof(GCK_CT(t))
+#define ONE(name, A, X, bytes, kind) \
+    static const kbench bench_##name[] = {{bench_body_##name, "", #A, #X, SZ(A), SZ(X), (bytes), (kind)}, {0}};
+
+/* reads x once */
+#define REDUCE(name, X)                                                        \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        return gck_##name(XA(GCK_CT(X), c), (size_t)n);                        \
+    }                                                                          \
+    ONE(name, X, X, SZ(X), KB_THREADED)
+/* reads a and b */
+#define REDUCE2(name, X)                                                       \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        return gck_##name(XA(GCK_CT(X), c), XB(GCK_CT(X), c), (size_t)n);      \
+    }                                                                          \
+    ONE(name, X, X, 2 * SZ(X), KB_THREADED)
+/* p = 3, the general path: a max |x| pass, then a pass of pow terms, so x
+ * is read twice */
+#define PNORM(name, X)                                                         \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        return gck_##name(XA(GCK_CT(X), c), (size_t)n, 3.0);                   \
+    }                                                                          \
+    ONE(name, X, X, 2 * SZ(X), KB_THREADED)
+/* in place (dst = x, as a clip does): reads and writes x */
+#define FUSED(name, X)                                                         \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        GCK_CT(X) *x = XA(GCK_CT(X), c);                                       \
+        return gck_##name(x, x, (GCK_CT(X))GCK_BENCH_SCALE, (size_t)n);        \
+    }                                                                          \
+    ONE(name, X, X, 2 * SZ(X), KB_THREADED)
+/* reads acc and x, writes acc */
+#define ADD(name, A, X)                                                        \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        gck_##name(ACC(GCK_CT(A), c), XB(GCK_CT(X), c), (size_t)n);            \
+        return 0;                                                              \
+    }                                                                          \
+    ONE(name, A, X, 2 * SZ(A) + SZ(X), KB_THREADED)
+#define AXPY_BODY(name, A, X)                                                  \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        const GCK_CT(A) w = (GCK_CT(A))gck_bench_next_weight(KC(c)->acc);      \
+        gck_##name(ACC(GCK_CT(A), c), w, XB(GCK_CT(X), c), (size_t)n);         \
+        return 0;                                                              \
+    }
+/* reads acc and x, writes acc */
+#define AXPY(name, A, X)                                                       \
+    AXPY_BODY(name, A, X)                                                      \
+    ONE(name, A, X, 2 * SZ(A) + SZ(X), KB_THREADED)
+/* reads x, writes dst without reading it */
+#define AXPY_INIT(name, A, X)                                                  \
+    AXPY_BODY(name, A, X)                                                      \
+    ONE(name, A, X, SZ(A) + SZ(X), KB_THREADED)
+/* reads and writes x */
+#define SCALE(name, T)                                                         \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        gck_##name(ACC(GCK_CT(T), c), (GCK_CT(T))GCK_BENCH_SCALE, (size_t)n);  \
+        return 0;                                                              \
+    }                                                                          \
+    ONE(name, T, T, 2 * SZ(T), KB_THREADED)
+/* Byte planes of n elements of 4 (_f32) and 8 (_f64) bytes: the delta of b
+ * against a into c, and back; reads a and b, writes c (3 arrays). */
+#define BT_u8(T) uint8_t
+#define BT_elem(T) GCK_CT(T)
+#define SHUFFLE_BODY(name, T, OUT, IN)                                         \
+    static double bench_body_##name##_##T(void *c, int64_t n)                  \
+    {                                                                          \
+        const gck_bench_arrays *p = KC(c)->x;                                  \
+        return (double)gck_##name(GCK_BENCH_C(BT_##OUT(T), p), GCK_BENCH_B(BT_##IN(T), p), \
+                                  GCK_BENCH_A(GCK_CT(T), p), (size_t)n, SZ(T)); \
+    }
+#define BYTE_PLANES(name, OUT, IN)                                             \
+    SHUFFLE_BODY(name, f32, OUT, IN)                                           \
+    SHUFFLE_BODY(name, f64, OUT, IN)                                           \
+    static const kbench bench_##name[] = {                                     \
+        {bench_body_##name##_f32, "_f32", "f32", "f32", 4, 4, 3 * 4, KB_CALLER}, \
+        {bench_body_##name##_f64, "_f64", "f64", "f64", 8, 8, 3 * 8, KB_CALLER}, {0}};
+/* n bytes, byte-serial on every ISA */
+#define HASH(name)                                                             \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        return (double)gck_##name(XA(unsigned char, c), (size_t)n, GCK_FNV1A64_INIT); \
+    }                                                                          \
+    static const kbench bench_##name[] = {{bench_body_##name, "", "bytes", "bytes", 1, 1, 1, KB_HASH}, {0}};
+
+REDUCE(sumsq_f64, f64)
+REDUCE(sumsq_f32, f32)
+REDUCE(l2norm_f64, f64)
+REDUCE(l2norm_f32, f32)
+REDUCE2(dist2_f64, f64)
+REDUCE2(dist2_f32, f32)
+PNORM(pnorm_f64, f64)
+PNORM(pnorm_f32, f32)
+FUSED(div_sumsq_f64, f64)
+FUSED(div_sumsq_f32, f32)
+FUSED(scale_sumsq_f64, f64)
+FUSED(scale_sumsq_f32, f32)
+ADD(add_f64, f64, f64)
+ADD(add_f32, f32, f32)
+ADD(add_f32_to_f64, f64, f32)
+ADD(add_f64_to_f32, f32, f64)
+AXPY(axpy_f64, f64, f64)
+AXPY(axpy_f32, f32, f32)
+AXPY(axpy_f32_to_f64, f64, f32)
+AXPY(axpy_f64_to_f32, f32, f64)
+AXPY_INIT(axpy_init_f64, f64, f64)
+AXPY_INIT(axpy_init_f32, f32, f32)
+AXPY_INIT(axpy_init_f32_to_f64, f64, f32)
+AXPY_INIT(axpy_init_f64_to_f32, f32, f64)
+SCALE(scale_f64, f64)
+SCALE(scale_f32, f32)
+BYTE_PLANES(xor_shuffle, u8, elem)
+BYTE_PLANES(unshuffle_xor, elem, u8)
+HASH(fnv1a64)
+
+/* ---- registration: the kernels of api_list.h, each with its line above ------- */
+#define BENCH_ENTRY(name, shape, A, X) {#name, bench_##name},
+static const struct {
+    const char *name;
+    const kbench *families;
+} all_kernels[] = {GCK_API_KERNEL_LIST(BENCH_ENTRY)};
+
+/* A context per pair of pools, alive for the whole run. */
+static kctx *kctx_of(size_t acc, size_t x)
+{
+    static kctx ctxs[4][4]; /* indexed by log2(bytes) of acc and x: 1, 2, 4, 8 */
+    const int ia = acc == 8 ? 3 : acc == 4 ? 2 : 0, ix = x == 8 ? 3 : x == 4 ? 2 : 0;
+    kctx *k = &ctxs[ia][ix];
+    k->acc = gck_bench_arrays_of(acc);
+    k->x = gck_bench_arrays_of(x);
+    return k;
+}
+
+static void register_family(const char *kernel, const kbench *f, int threads)
+{
+    static const int64_t hash_sizes[] = {1024, 65536, 1048576};
+    size_t nsizes;
+    const int64_t *sizes = gck_bench_sizes(threads, &nsizes);
+    char name[128], label[64];
+    if (f->kind == KB_HASH) {
+        if (threads != 1)
+            return;
+        snprintf(name, sizeof name, "%s/1t", kernel);
+        gck_bench_register(&(gck_bench_spec){
+            .name = name,
+            .body = f->body,
+            .prepare = prepare_kctx,
+            .ctx = kctx_of(f->acc, f->x),
+            .threads = 1,
+            .bytes_per_elem = f->bytes,
+            .label = f->x_t,
+            .sizes = hash_sizes,
+            .nsizes = GCK_BENCH_COUNT(hash_sizes),
+        });
+        return;
+    }
+    if (f->kind == KB_CALLER && threads != 1)
+        return; /* one thread by definition: no 2t variant */
+    /* ISA-major inside a kernel, so one kernel's ISAs sit next to each other */
+    for (int isa = 0; isa < GCK_ISA_COUNT; isa++) {
+        snprintf(name, sizeof name, "%s%s/%s/%dt", kernel, f->suffix, gck_isa_name((gck_isa)isa), threads);
+        if (strcmp(f->acc_t, f->x_t) == 0)
+            snprintf(label, sizeof label, "%s %s", gck_isa_name((gck_isa)isa), f->x_t);
+        else
+            snprintf(label, sizeof label, "%s %s->%s", gck_isa_name((gck_isa)isa), f->x_t, f->acc_t);
+        gck_bench_register(&(gck_bench_spec){
+            .name = name,
+            .body = f->body,
+            .prepare = f->kind == KB_CALLER ? prepare_kctx3 : prepare_kctx,
+            .ctx = kctx_of(f->acc, f->x),
+            .select_isa = 1,
+            .isa = (gck_isa)isa,
+            .threads = threads,
+            .bytes_per_elem = f->bytes,
+            .label = label,
+            .sizes = sizes,
+            .nsizes = nsizes,
+        });
     }
 }
 
 void gck_bench_register_kernels(int threads)
 {
-    register_table(kernels, GCK_BENCH_COUNT(kernels), NULL, threads);
-    /* The byte-plane kernels run on the calling thread only: no 2t variant. */
-    if (threads == 1)
-        register_table(byte_kernels, GCK_BENCH_COUNT(byte_kernels), gck_bench_prepare_arrays3, threads);
-
-    /* FNV-1a is byte-serial on every ISA and never threaded: one 1t family,
-     * sizes in bytes. */
-    if (threads == 1) {
-        static const int64_t fnv_sizes[] = { 1024, 65536, 1048576 };
-        gck_bench_register(&(gck_bench_spec){
-            .name = "fnv1a64/1t",
-            .body = fnv1a64,
-            .prepare = gck_bench_prepare_arrays,
-            .ctx = gck_bench_arrays_of(1),
-            .threads = 1,
-            .bytes_per_elem = 1.0,
-            .label = "bytes",
-            .sizes = fnv_sizes,
-            .nsizes = GCK_BENCH_COUNT(fnv_sizes),
-        });
-    }
+    for (size_t k = 0; k < GCK_BENCH_COUNT(all_kernels); k++)
+        for (const kbench *f = all_kernels[k].families; f->body != NULL; f++)
+            register_family(all_kernels[k].name, f, threads);
 }

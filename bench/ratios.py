@@ -15,7 +15,8 @@ import re
 import statistics
 import sys
 
-KERNELS = ["sumsq", "l2norm", "dist2", "add", "axpy", "scale", "xor_shuffle", "unshuffle_xor"]
+KERNELS = ["sumsq", "l2norm", "dist2", "pnorm", "div_sumsq", "scale_sumsq", "add", "axpy", "axpy_init", "scale",
+           "xor_shuffle", "unshuffle_xor"]
 DTYPES = {"f32": "s", "f64": "d"}  # -> BLAS precision prefix
 ISAS = ["scalar", "avx2", "avx512", "neon"]
 
@@ -30,10 +31,38 @@ PEERS = {
     "add": ("openblas_{p}axpy", None, None, "ref_rmw2_{dt}"),
     "axpy": ("openblas_{p}axpy", None, "naive_axpy_{dt}", "ref_rmw2_{dt}"),
     "scale": ("openblas_{p}scal", None, None, "ref_rmw1_{dt}"),
+    # pnorm (p = 3) reads x twice (max |x|, then the pow terms), counted twice
+    "pnorm": (None, None, None, "ref_read_{dt}"),
+    # in place: dst = x / d or x * s, read and written, like x *= s
+    "div_sumsq": (None, None, None, "ref_rmw1_{dt}"),
+    "scale_sumsq": (None, None, None, "ref_rmw1_{dt}"),
+    # dst written without being read, x read: like STREAM's copy
+    "axpy_init": (None, None, None, "ref_copy_{dt}"),
     # byte planes: read a and b, write a third array, like STREAM's add
     "xor_shuffle": (None, None, None, "ref_add3_{dt}"),
     "unshuffle_xor": (None, None, None, "ref_add3_{dt}"),
 }
+
+
+# Mixed-precision kernels, named in full: (family, dtype of the array written)
+# -> the family's bandwidth reference in that dtype. No BLAS or naive peer.
+MIXED = {
+    "add_f32_to_f64": ("add", "f64"), "add_f64_to_f32": ("add", "f32"),
+    "axpy_f32_to_f64": ("axpy", "f64"), "axpy_f64_to_f32": ("axpy", "f32"),
+    "axpy_init_f32_to_f64": ("axpy_init", "f64"), "axpy_init_f64_to_f32": ("axpy_init", "f32"),
+}
+
+
+def kernel_bases():
+    """(benchmark base name, dtype, (blas, nrm2, naive, ref)) of every kernel row: each family
+    in both dtypes, followed by its mixed-precision kernels into that dtype."""
+    out = []
+    for k in KERNELS:
+        for dt, p in DTYPES.items():
+            out.append((f"{k}_{dt}", dt, tuple(s.format(dt=dt, p=p) if s else None for s in PEERS[k])))
+            out += [(name, dt, (None, None, None, PEERS[fam][3].format(dt=dt, p=p)))
+                    for name, (fam, acc_dt) in MIXED.items() if fam == k and acc_dt == dt]
+    return out
 
 
 def read_runs(path, value, labels=None):
@@ -91,25 +120,23 @@ def kernel_rows(bw, small, big):
         return bw.get((name, threads, n)) if name else None
 
     rows = []
-    for k in KERNELS:
-        for dt, p in DTYPES.items():
-            blas, nrm2, naive, ref = (s.format(dt=dt, p=p) if s else None for s in PEERS[k])
-            base = f"{k}_{dt}"
-            for isa in ISAS:
-                name = f"{base}/{isa}"
-                s1, b1, b2 = at(name, small), at(name, big), at(name, big, 2)
-                if s1 is None and b1 is None and b2 is None:
-                    continue  # ISA not compiled in or not runnable here
-                widen = "ref_widen_f32" if dt == "f32" and k in ("sumsq", "l2norm", "dist2") else None
-                rows.append([
-                    base, isa, gbs(s1),
-                    ratio(s1, at(blas, small)), ratio(s1, at(nrm2, small)), ratio(s1, at(naive, small)),
-                    ratio(s1, at(widen, small)),
-                    ratio(s1, at(f"{base}/scalar", small)) if isa != "scalar" else "–",
-                    ratio(s1, at(f"{base}/avx2", small)) if isa == "avx512" else "–",
-                    gbs(b1), ratio(b1, at(ref, big)),
-                    gbs(b2), ratio(b2, at(ref, big, 2)),
-                ])
+    for base, dt, (blas, nrm2, naive, ref) in kernel_bases():
+        k = base.rsplit("_", 1)[0]
+        widen = "ref_widen_f32" if dt == "f32" and k in ("sumsq", "l2norm", "dist2") else None
+        for isa in ISAS:
+            name = f"{base}/{isa}"
+            s1, b1, b2 = at(name, small), at(name, big), at(name, big, 2)
+            if s1 is None and b1 is None and b2 is None:
+                continue  # ISA not compiled in or not runnable here
+            rows.append([
+                base, isa, gbs(s1),
+                ratio(s1, at(blas, small)), ratio(s1, at(nrm2, small)), ratio(s1, at(naive, small)),
+                ratio(s1, at(widen, small)),
+                ratio(s1, at(f"{base}/scalar", small)) if isa != "scalar" else "–",
+                ratio(s1, at(f"{base}/avx2", small)) if isa == "avx512" else "–",
+                gbs(b1), ratio(b1, at(ref, big)),
+                gbs(b2), ratio(b2, at(ref, big, 2)),
+            ])
     return rows
 
 
@@ -273,7 +300,8 @@ def main():
           "reads + writes; a ratio > 1 means the kernel moves more bytes per second than the peer.\n"
           "BLAS peer: dot(x,x) for sumsq/l2norm, dot(a,b) for dist2, axpy for add/axpy, scal for "
           "scale. Naive: the plain C loop with the project's flags. Ref: ref_read (reductions), "
-          "ref_rmw2 (add/axpy), ref_rmw1 (scale), ref_add3 (xor_shuffle/unshuffle_xor), "
+          "ref_rmw2 (add/axpy, mixed ones in the written dtype), ref_rmw1 (scale and the fused in-place kernels), "
+          "ref_copy (axpy_init), ref_add3 (xor_shuffle/unshuffle_xor), "
           "-O3 -march=native -ffast-math. Widen: ref_widen_f32, the f32 -> f64 conversion alone "
           "that f32 reductions need (their in-cache ceiling).\n")
     print(table([

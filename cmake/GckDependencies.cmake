@@ -4,8 +4,14 @@ if(GRADCKPT_OPENMP)
   find_package(OpenMP REQUIRED COMPONENTS C)
 endif()
 
-# SLEEF (vector pow for p-norms): Debian ships only a .pc file.
+# The library's private dependencies, as imported targets (PkgConfig::<NAME>).
+# SLEEF (vector pow for p-norms): Debian ships only a .pc file, no CMake package.
 pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET GLOBAL sleef)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET GLOBAL libxxhash)
+pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET GLOBAL jansson)
+if(GRADCKPT_WITH_ZSTD)
+  pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET GLOBAL libzstd)
+endif()
 
 # Debian's cmocka 1.1.5 ships variables only, no imported target.
 function(gck_find_cmocka)

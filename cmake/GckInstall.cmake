@@ -11,6 +11,21 @@ install(DIRECTORY include/gradckpt DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/include/gradckpt/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/gradckpt)
 
+# The static library's private dependencies, for its consumers: as
+# <prefix>:<module> pairs that recreate the PkgConfig::<prefix> targets it
+# links (gradckptConfig.cmake), and as Requires.private (gradckpt.pc).
+set(GCK_CONFIG_PC_DEPS "SLEEF:sleef" "XXHASH:libxxhash" "JANSSON:jansson")
+if(GRADCKPT_WITH_ZSTD)
+  list(APPEND GCK_CONFIG_PC_DEPS "ZSTD:libzstd")
+endif()
+set(GCK_PC_REQUIRES_PRIVATE "")
+foreach(dep IN LISTS GCK_CONFIG_PC_DEPS)
+  string(REGEX REPLACE "^[A-Z]+:" "" module "${dep}")
+  string(APPEND GCK_PC_REQUIRES_PRIVATE " ${module}")
+endforeach()
+string(STRIP "${GCK_PC_REQUIRES_PRIVATE}" GCK_PC_REQUIRES_PRIVATE)
+string(REPLACE ";" " " GCK_CONFIG_PC_DEPS "${GCK_CONFIG_PC_DEPS}")
+
 set(GCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gradckpt)
 install(EXPORT gradckptTargets NAMESPACE gradckpt:: DESTINATION ${GCK_CMAKE_DIR})
 configure_package_config_file(cmake/gradckptConfig.cmake.in
@@ -21,11 +36,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfigVersion.cmake
         DESTINATION ${GCK_CMAKE_DIR})
 
-set(GCK_PC_REQUIRES_PRIVATE "sleef libxxhash jansson")
 set(GCK_PC_LIBS_PRIVATE "-lm")
-if(GRADCKPT_WITH_ZSTD)
-  string(APPEND GCK_PC_REQUIRES_PRIVATE " libzstd")
-endif()
 if(GRADCKPT_OPENMP)
   string(APPEND GCK_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
 endif()

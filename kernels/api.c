@@ -7,8 +7,9 @@
 
 #include <gradckpt/kernels.h>
 
-#include "status_internal.h"
+#include "api_list.h"
 #include "kernels_internal.h"
+#include "status_internal.h"
 
 #if GCK_HAVE_OPENMP
 #include <omp.h>
@@ -431,3 +432,9 @@ gck_status gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_
         gck_kernels_active()->unshuffle_xor(dst, src, b, n, esz);
     return GCK_OK;
 }
+
+/* ---- every kernel of api_list.h is declared with the signature it lists --- */
+#define GCK_API_CHECK(name, shape, A, X)                                       \
+    _Static_assert(_Generic(&gck_##name, GCK_SIG_##shape(A, X): 1, default: 0), \
+                   "gck_" #name " does not have the " #shape " signature api_list.h lists");
+GCK_API_KERNEL_LIST(GCK_API_CHECK)

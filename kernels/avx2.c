@@ -1,5 +1,10 @@
 /* kernels/avx2.c - AVX2 + FMA kernels: the scalar reference's operations, 4 lanes at a time.
  *
+ * The elementwise kernels and amax are elementwise.h over ops_avx2.h. The
+ * reductions and the byte-plane network are written here by hand: their
+ * register budgets are this ISA's own (16 ymm hold the 64 canonical lanes
+ * with nothing to spare, ymm_reduce.h; f32 inputs widen 4 at a time).
+ *
  * The 64 canonical lanes are 16 ymm (ymm_reduce.h); with 16 registers the
  * compiler keeps some run lanes in L1, a load-add-store per stripe that
  * costs little. Tails use AVX masked loads, and
@@ -7,6 +12,8 @@
  * multiply and add separate; FMA is written out only where it rounds like
  * the scalar code (the exact square of a widened float, adds moved to the FMA
  * pipes by ymm_reduce.h) and in SLEEF's pow. */
+#define GCK_ISA avx2
+
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -15,6 +22,7 @@
 
 #include "bytes_simd.h"
 #include "kernels_internal.h"
+#include "ops_avx2.h"
 #include "ymm_reduce.h"
 
 #if !defined(__AVX2__) || !defined(__FMA__)
@@ -198,207 +206,8 @@ static double gck_scale_sumsq_f32_block_avx2(float *dst, const float *x, float s
 #undef A
 }
 
-/* ---- max |x|, NaN if any NaN ---- */
-#define GCK_AVX2_AMAX(n, LOAD)                                                          \
-    do {                                                                                \
-        const __m256i f_ = _mm256_set1_epi64x(-1);                                      \
-        __m256d m0 = _mm256_setzero_pd(), m1 = m0, m2 = m0, m3 = m0, nan = m0;          \
-        size_t g = 0;                                                                   \
-        for (; g + 16 <= (n); g += 16) {                                                \
-            const __m256d v0 = gck_abs(LOAD(g, f_, 1)), v1 = gck_abs(LOAD(g + 4, f_, 1)), \
-                          v2 = gck_abs(LOAD(g + 8, f_, 1)), v3 = gck_abs(LOAD(g + 12, f_, 1)); \
-            nan = _mm256_or_pd(nan, _mm256_or_pd(_mm256_cmp_pd(v0, v1, _CMP_UNORD_Q),   \
-                                                 _mm256_cmp_pd(v2, v3, _CMP_UNORD_Q))); \
-            m0 = _mm256_max_pd(m0, v0);                                                 \
-            m1 = _mm256_max_pd(m1, v1);                                                 \
-            m2 = _mm256_max_pd(m2, v2);                                                 \
-            m3 = _mm256_max_pd(m3, v3);                                                 \
-        }                                                                               \
-        for (; g < (n); g += 4) {                                                       \
-            const __m256d v = gck_abs(LOAD(g, gck_mask4(g, n), 0));                     \
-            nan = _mm256_or_pd(nan, _mm256_cmp_pd(v, v, _CMP_UNORD_Q));                 \
-            m0 = _mm256_max_pd(m0, v);                                                  \
-        }                                                                               \
-        if (_mm256_movemask_pd(nan))                                                    \
-            return NAN;                                                                 \
-        m0 = _mm256_max_pd(_mm256_max_pd(m0, m1), _mm256_max_pd(m2, m3));               \
-        const __m128d q = _mm_max_pd(_mm256_castpd256_pd128(m0), _mm256_extractf128_pd(m0, 1)); \
-        return _mm_cvtsd_f64(_mm_max_sd(q, _mm_unpackhi_pd(q, q)));                     \
-    } while (0)
-
-static double gck_amax_f64_avx2(const double *x, size_t n)
-{
-#define L(g, m, f) gck_ld64(x + (g), m, f)
-    GCK_AVX2_AMAX(n, L);
-#undef L
-}
-
-static double gck_amax_f32_avx2(const float *x, size_t n)
-{
-#define L(g, m, f) gck_ld32w(x + (g), m, f)
-    GCK_AVX2_AMAX(n, L);
-#undef L
-}
-
-/* ---- elementwise: 4 vectors per iteration, the C expression for the tail ---- */
-#define GCK_AVX2_ELEMENTWISE(n, W, VOP, SOP)     \
-    do {                                         \
-        size_t i = 0;                            \
-        for (; i + 4 * (W) <= (n); i += 4 * (W)) { \
-            VOP(i);                              \
-            VOP(i + (W));                        \
-            VOP(i + 2 * (W));                    \
-            VOP(i + 3 * (W));                    \
-        }                                        \
-        for (; i + (W) <= (n); i += (W))         \
-            VOP(i);                              \
-        for (; i < (n); i++)                     \
-            SOP(i);                              \
-    } while (0)
-
-static void gck_add_f64_avx2(double *acc, const double *x, size_t n)
-{
-#define V(i) _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_loadu_pd(x + (i))))
-#define S(i) acc[i] = acc[i] + x[i]
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_f64_avx2(double *acc, double w, const double *x, size_t n)
-{
-    const __m256d vw = _mm256_set1_pd(w);
-#define V(i)                                 \
-    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_mul_pd(vw, _mm256_loadu_pd(x + (i)))))
-#define S(i) acc[i] = acc[i] + w * x[i]
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_scale_f64_avx2(double *x, double s, size_t n)
-{
-    const __m256d vs = _mm256_set1_pd(s);
-#define V(i) _mm256_storeu_pd(x + (i), _mm256_mul_pd(_mm256_loadu_pd(x + (i)), vs))
-#define S(i) x[i] = x[i] * s
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_add_f32_avx2(float *acc, const float *x, size_t n)
-{
-#define V(i) _mm256_storeu_ps(acc + (i), _mm256_add_ps(_mm256_loadu_ps(acc + (i)), _mm256_loadu_ps(x + (i))))
-#define S(i) acc[i] = acc[i] + x[i]
-    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_f32_avx2(float *acc, float w, const float *x, size_t n)
-{
-    const __m256 vw = _mm256_set1_ps(w);
-#define V(i)                                 \
-    _mm256_storeu_ps(acc + (i), _mm256_add_ps(_mm256_loadu_ps(acc + (i)), _mm256_mul_ps(vw, _mm256_loadu_ps(x + (i)))))
-#define S(i) acc[i] = acc[i] + w * x[i]
-    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
-#undef V
-#undef S
-}
-
-static void gck_scale_f32_avx2(float *x, float s, size_t n)
-{
-    const __m256 vs = _mm256_set1_ps(s);
-#define V(i) _mm256_storeu_ps(x + (i), _mm256_mul_ps(_mm256_loadu_ps(x + (i)), vs))
-#define S(i) x[i] = x[i] * s
-    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
-#undef V
-#undef S
-}
-
-static void gck_add_f32_to_f64_avx2(double *acc, const float *x, size_t n)
-{
-#define V(i) \
-    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)), _mm256_cvtps_pd(_mm_loadu_ps(x + (i)))))
-#define S(i) acc[i] = acc[i] + (double)x[i]
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_f32_to_f64_avx2(double *acc, double w, const float *x, size_t n)
-{
-    const __m256d vw = _mm256_set1_pd(w);
-#define V(i)                                                                                \
-    _mm256_storeu_pd(acc + (i), _mm256_add_pd(_mm256_loadu_pd(acc + (i)),                   \
-                                              _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + (i))), vw)))
-#define S(i) acc[i] = acc[i] + (double)x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_add_f64_to_f32_avx2(float *acc, const double *x, size_t n)
-{
-#define V(i) _mm_storeu_ps(acc + (i), _mm_add_ps(_mm_loadu_ps(acc + (i)), _mm256_cvtpd_ps(_mm256_loadu_pd(x + (i)))))
-#define S(i) acc[i] = acc[i] + (float)x[i]
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_f64_to_f32_avx2(float *acc, float w, const double *x, size_t n)
-{
-    const __m128 vw = _mm_set1_ps(w);
-#define V(i)                                                                               \
-    _mm_storeu_ps(acc + (i), _mm_add_ps(_mm_loadu_ps(acc + (i)),                           \
-                                        _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(x + (i))), vw)))
-#define S(i) acc[i] = acc[i] + (float)x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-/* dst = 0 + (x * w): the +0 turns -0 into +0 (never folded: signed zeros) */
-static void gck_axpy_init_f64_avx2(double *dst, double w, const double *x, size_t n)
-{
-    const __m256d vw = _mm256_set1_pd(w), z = _mm256_setzero_pd();
-#define V(i) _mm256_storeu_pd(dst + (i), _mm256_add_pd(z, _mm256_mul_pd(_mm256_loadu_pd(x + (i)), vw)))
-#define S(i) dst[i] = 0.0 + x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_init_f32_avx2(float *dst, float w, const float *x, size_t n)
-{
-    const __m256 vw = _mm256_set1_ps(w), z = _mm256_setzero_ps();
-#define V(i) _mm256_storeu_ps(dst + (i), _mm256_add_ps(z, _mm256_mul_ps(_mm256_loadu_ps(x + (i)), vw)))
-#define S(i) dst[i] = 0.0f + x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 8, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_init_f32_to_f64_avx2(double *dst, double w, const float *x, size_t n)
-{
-    const __m256d vw = _mm256_set1_pd(w), z = _mm256_setzero_pd();
-#define V(i) _mm256_storeu_pd(dst + (i), _mm256_add_pd(z, _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + (i))), vw)))
-#define S(i) dst[i] = 0.0 + (double)x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
-
-static void gck_axpy_init_f64_to_f32_avx2(float *dst, float w, const double *x, size_t n)
-{
-    const __m128 vw = _mm_set1_ps(w), z = _mm_setzero_ps();
-#define V(i) _mm_storeu_ps(dst + (i), _mm_add_ps(z, _mm_mul_ps(_mm256_cvtpd_ps(_mm256_loadu_pd(x + (i))), vw)))
-#define S(i) dst[i] = 0.0f + (float)x[i] * w
-    GCK_AVX2_ELEMENTWISE(n, 4, V, S);
-#undef V
-#undef S
-}
+/* ---- elementwise and amax: the template over ops_avx2.h ---- */
+#include "elementwise.h"
 
 /* ---- byte planes ------------------------------------------------------------
  * One block is 32 elements: esz loads of 32 bytes in, one 32-byte store per
@@ -527,38 +336,4 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uin
 
 GCK_DEFINE_BYTES_ENTRIES(avx2)
 
-const gck_kernel_table gck_kernels_avx2 = {
-    .isa = GCK_ISA_AVX2,
-    .name = "avx2",
-    .sumsq_f64_block = gck_sumsq_f64_block_avx2,
-    .sumsq_f32_block = gck_sumsq_f32_block_avx2,
-    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_avx2,
-    .dist2_f64_block = gck_dist2_f64_block_avx2,
-    .dist2_f32_block = gck_dist2_f32_block_avx2,
-    .asum_f64_block = gck_asum_f64_block_avx2,
-    .asum_f32_block = gck_asum_f32_block_avx2,
-    .powsum_f64_block = gck_powsum_f64_block_avx2,
-    .powsum_f32_block = gck_powsum_f32_block_avx2,
-    .div_sumsq_f64_block = gck_div_sumsq_f64_block_avx2,
-    .div_sumsq_f32_block = gck_div_sumsq_f32_block_avx2,
-    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_avx2,
-    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_avx2,
-    .amax_f64 = gck_amax_f64_avx2,
-    .amax_f32 = gck_amax_f32_avx2,
-    .add_f64 = gck_add_f64_avx2,
-    .add_f32 = gck_add_f32_avx2,
-    .axpy_f64 = gck_axpy_f64_avx2,
-    .axpy_f32 = gck_axpy_f32_avx2,
-    .scale_f64 = gck_scale_f64_avx2,
-    .scale_f32 = gck_scale_f32_avx2,
-    .add_f32_to_f64 = gck_add_f32_to_f64_avx2,
-    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_avx2,
-    .add_f64_to_f32 = gck_add_f64_to_f32_avx2,
-    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_avx2,
-    .axpy_init_f64 = gck_axpy_init_f64_avx2,
-    .axpy_init_f32 = gck_axpy_init_f32_avx2,
-    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_avx2,
-    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_avx2,
-    .xor_shuffle = gck_xor_shuffle_avx2,
-    .unshuffle_xor = gck_unshuffle_xor_avx2,
-};
+GCK_DEFINE_KERNEL_TABLE(GCK_ISA_AVX2);

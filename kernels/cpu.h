@@ -1,4 +1,7 @@
-/* kernels/cpu.h - raw CPU feature detection (no policy). */
+/* kernels/cpu.h - raw CPU feature detection (no policy, no caching).
+ *
+ * Each call asks the CPU (CPUID, XGETBV, getauxval) again: only dispatch.c's
+ * one-time probe calls these; everything else reads gck_cpu_features_get(). */
 #ifndef GCK_CPU_H
 #define GCK_CPU_H
 

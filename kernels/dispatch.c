@@ -61,10 +61,27 @@ const gck_kernel_table *gck_kernels_compiled(gck_isa isa)
     }
 }
 
+/* The CPU is asked once; pthread_once publishes the answers to every thread. */
+static pthread_once_t gck_cpu_once = PTHREAD_ONCE_INIT;
+static gck_cpu_features gck_cpu;
+
+static void gck_cpu_probe_once(void)
+{
+    for (int i = 0; i < GCK_ISA_COUNT; i++)
+        gck_cpu.can_run[i] = (unsigned char)(gck_cpu_can_run((gck_isa)i) != 0);
+    gck_cpu.fma = (unsigned char)(gck_cpu_has_fma() != 0);
+}
+
+const gck_cpu_features *gck_cpu_features_get(void)
+{
+    pthread_once(&gck_cpu_once, gck_cpu_probe_once);
+    return &gck_cpu;
+}
+
 const gck_kernel_table *gck_kernels_for(gck_isa isa)
 {
     const gck_kernel_table *t = gck_kernels_compiled(isa);
-    return (t != NULL && gck_cpu_can_run(isa)) ? t : NULL;
+    return (t != NULL && gck_cpu_features_get()->can_run[isa]) ? t : NULL;
 }
 
 int gck_isa_available(gck_isa isa)

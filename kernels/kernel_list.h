@@ -41,13 +41,13 @@
     X(axpy_f32, void, (float *acc, float w, const float *x, size_t n))            \
     X(scale_f64, void, (double *x, double s, size_t n))                           \
     X(scale_f32, void, (float *x, float s, size_t n))                             \
-    /* mixed precision: acc + (double)x, acc + ((double)x * w),                 \
-     * acc + (float)x, acc + ((float)x * w) */                                    \
+    /* mixed precision: acc + (double)x, acc + (w * (double)x),                 \
+     * acc + (float)x, acc + (w * (float)x) */                                    \
     X(add_f32_to_f64, void, (double *acc, const float *x, size_t n))              \
     X(axpy_f32_to_f64, void, (double *acc, double w, const float *x, size_t n))   \
     X(add_f64_to_f32, void, (float *acc, const double *x, size_t n))              \
     X(axpy_f64_to_f32, void, (float *acc, float w, const double *x, size_t n))  \
-    /* first term of an accumulation, dst = 0 + (x * w) without reading dst:    \
+    /* first term of an accumulation, dst = 0 + (w * x) without reading dst:    \
      * exactly axpy into a zeroed buffer (-0 becomes +0), one pass less */      \
     X(axpy_init_f64, void, (double *dst, double w, const double *x, size_t n))  \
     X(axpy_init_f32, void, (float *dst, float w, const float *x, size_t n))     \
@@ -59,5 +59,13 @@
      * trivially gives the same bytes. */                                       \
     X(xor_shuffle, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
     X(unshuffle_xor, void, (void *dst, const uint8_t *src, const void *b, size_t n, size_t esz))
+
+/* The C element type of each dtype token the lists and the elementwise
+ * template use (f64, f32; u8 for bytes). */
+#define GCK_CT_f64 double
+#define GCK_CT_f32 float
+#define GCK_CT_u8 uint8_t
+#define GCK_CT_(t) GCK_CT_##t
+#define GCK_CT(t) GCK_CT_(t)
 
 #endif /* GCK_KERNEL_LIST_H */

@@ -73,6 +73,38 @@ extern GCK_INTERNAL const gck_kernel_table gck_kernels_avx512;
 extern GCK_INTERNAL const gck_kernel_table gck_kernels_neon;
 #endif
 
+/* ---- each ISA file's table, generated from the slot list --------------------
+ * An ISA file starts with `#define GCK_ISA <isa>` (its name: scalar, avx2,
+ * avx512, neon) before any include, defines one function gck_<slot>_<isa>
+ * per slot of GCK_KERNEL_LIST (by hand or through elementwise.h), and ends
+ * with GCK_DEFINE_KERNEL_TABLE(GCK_ISA_<ISA>). The prototypes below come from
+ * the list too, so a function with another signature, a misnamed one or a
+ * missing one does not compile. */
+#define GCK_PASTE_(a, b) a##b
+#define GCK_PASTE(a, b) GCK_PASTE_(a, b)
+#define GCK_STR_(a) #a
+#define GCK_STR(a) GCK_STR_(a)
+#ifdef GCK_ISA
+#define GCK_ISA_FN(slot) GCK_PASTE(gck_##slot##_, GCK_ISA)
+#define GCK_KERNEL_PROTO(slot, ret, params) static ret GCK_ISA_FN(slot) params;
+GCK_KERNEL_LIST(GCK_KERNEL_PROTO)
+#undef GCK_KERNEL_PROTO
+#define GCK_KERNEL_ENTRY(slot, ret, params) .slot = GCK_ISA_FN(slot),
+#define GCK_DEFINE_KERNEL_TABLE(isa_enum)                                      \
+    const gck_kernel_table GCK_PASTE(gck_kernels_, GCK_ISA) = {                 \
+        .isa = (isa_enum), .name = GCK_STR(GCK_ISA), GCK_KERNEL_LIST(GCK_KERNEL_ENTRY)}
+#endif
+
+/* ---- CPU features, probed once -----------------------------------------------
+ * dispatch.c owns the probe (cpu.c reads the raw bits): the first caller runs
+ * it, every later one reads the same answers, so no kernel asks CPUID on a
+ * hot path. */
+typedef struct gck_cpu_features {
+    unsigned char can_run[GCK_ISA_COUNT]; /* this CPU/OS runs code built with the ISA's flags */
+    unsigned char fma;                    /* fused multiply-add usable (x86: CPUID + OS AVX state) */
+} gck_cpu_features;
+GCK_INTERNAL const gck_cpu_features *gck_cpu_features_get(void);
+
 /* The table for isa if it is compiled in and this CPU/OS can run it, else NULL. */
 GCK_INTERNAL const gck_kernel_table *gck_kernels_for(gck_isa isa);
 /* The table for isa if it is compiled in, whether or not the CPU can run it. */

@@ -1,5 +1,11 @@
 /* kernels/neon.c - AArch64 Advanced SIMD kernels, bit-identical to kernels/scalar.c.
  *
+ * The elementwise kernels and amax are elementwise.h over ops_neon.h. The
+ * reductions and the byte-plane shuffles are written here by hand: a q
+ * register holds only 2 doubles, so the 64 canonical lanes take two passes
+ * of 16 registers each (below), and ld2/ld4 de-interleave byte planes
+ * directly, which no x86 network does.
+ *
  * Built with no extra flags (Advanced SIMD is baseline on AArch64) and with
  * the project's -ffp-contract=off, so every vmulq/vaddq below stays one
  * rounding: no FMA is ever formed, matching the plain C of the reference.
@@ -18,6 +24,8 @@
  * m/mf, which may be the source: each element is read once, before its own
  * new value is stored. The tail's new values go to a stack stripe and the
  * real ones are copied out to the destination. */
+#define GCK_ISA neon
+
 #if !defined(__aarch64__)
 #error "neon.c is for AArch64 (cmake/GckIsa.cmake adds it)"
 #endif
@@ -29,6 +37,7 @@
 #include <sleef.h>
 
 #include "kernels_internal.h"
+#include "ops_neon.h"
 
 #define GCK_HALF (GCK_LANES / 2) /* lanes per pass: 32 doubles = 16 q registers */
 #define GCK_HALF_Q (GCK_HALF / 2)
@@ -343,317 +352,8 @@ static double gck_scale_sumsq_f32_block_neon(float *dst, const float *x, float s
     return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f32);
 }
 
-/* ---- amax -------------------------------------------------------------------
- * vmaxq (FMAX, not FMAXNM) returns NaN when either operand is NaN, so a NaN
- * anywhere reaches the result; otherwise max is exact and any order gives the
- * reference's value (fabs makes every zero +0.0). */
-GCK_ALWAYS_INLINE double gck_amax_combine(double m, double v)
-{
-    return (v > m || isnan(v)) ? v : m; /* the reference's step */
-}
-
-static double gck_amax_f64_neon(const double *x, size_t n)
-{
-    float64x2_t m0 = vdupq_n_f64(0.0), m1 = m0, m2 = m0, m3 = m0;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        m0 = vmaxq_f64(m0, vabsq_f64(vld1q_f64(x + i)));
-        m1 = vmaxq_f64(m1, vabsq_f64(vld1q_f64(x + i + 2)));
-        m2 = vmaxq_f64(m2, vabsq_f64(vld1q_f64(x + i + 4)));
-        m3 = vmaxq_f64(m3, vabsq_f64(vld1q_f64(x + i + 6)));
-    }
-    for (; i + 2 <= n; i += 2)
-        m0 = vmaxq_f64(m0, vabsq_f64(vld1q_f64(x + i)));
-    const float64x2_t mv = vmaxq_f64(vmaxq_f64(m0, m1), vmaxq_f64(m2, m3));
-    double m = gck_amax_combine(vgetq_lane_f64(mv, 0), vgetq_lane_f64(mv, 1));
-    for (; i < n; i++)
-        m = gck_amax_combine(m, fabs(x[i]));
-    return m;
-}
-
-/* The max of the floats is taken in f32 (|x| is exact there) and widened
- * once: widening is exact and monotonic, so it equals the max of the widened
- * values. */
-static double gck_amax_f32_neon(const float *x, size_t n)
-{
-    float32x4_t m0 = vdupq_n_f32(0.0f), m1 = m0, m2 = m0, m3 = m0;
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(x + i)));
-        m1 = vmaxq_f32(m1, vabsq_f32(vld1q_f32(x + i + 4)));
-        m2 = vmaxq_f32(m2, vabsq_f32(vld1q_f32(x + i + 8)));
-        m3 = vmaxq_f32(m3, vabsq_f32(vld1q_f32(x + i + 12)));
-    }
-    for (; i + 4 <= n; i += 4)
-        m0 = vmaxq_f32(m0, vabsq_f32(vld1q_f32(x + i)));
-    const float32x4_t mv = vmaxq_f32(vmaxq_f32(m0, m1), vmaxq_f32(m2, m3));
-    double m = gck_amax_combine((double)vgetq_lane_f32(mv, 0), (double)vgetq_lane_f32(mv, 1));
-    m = gck_amax_combine(m, (double)vgetq_lane_f32(mv, 2));
-    m = gck_amax_combine(m, (double)vgetq_lane_f32(mv, 3));
-    for (; i < n; i++)
-        m = gck_amax_combine(m, fabs((double)x[i]));
-    return m;
-}
-
-/* ---- elementwise: the reference's C expression, one rounding per operation -- */
-static void gck_add_f64_neon(double *acc, const double *x, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2_t a0 = vld1q_f64(acc + i), a1 = vld1q_f64(acc + i + 2);
-        const float64x2_t a2 = vld1q_f64(acc + i + 4), a3 = vld1q_f64(acc + i + 6);
-        const float64x2_t x0 = vld1q_f64(x + i), x1 = vld1q_f64(x + i + 2);
-        const float64x2_t x2 = vld1q_f64(x + i + 4), x3 = vld1q_f64(x + i + 6);
-        vst1q_f64(acc + i, vaddq_f64(a0, x0));
-        vst1q_f64(acc + i + 2, vaddq_f64(a1, x1));
-        vst1q_f64(acc + i + 4, vaddq_f64(a2, x2));
-        vst1q_f64(acc + i + 6, vaddq_f64(a3, x3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + x[i];
-}
-
-static void gck_add_f32_neon(float *acc, const float *x, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t a0 = vld1q_f32(acc + i), a1 = vld1q_f32(acc + i + 4);
-        const float32x4_t a2 = vld1q_f32(acc + i + 8), a3 = vld1q_f32(acc + i + 12);
-        const float32x4_t x0 = vld1q_f32(x + i), x1 = vld1q_f32(x + i + 4);
-        const float32x4_t x2 = vld1q_f32(x + i + 8), x3 = vld1q_f32(x + i + 12);
-        vst1q_f32(acc + i, vaddq_f32(a0, x0));
-        vst1q_f32(acc + i + 4, vaddq_f32(a1, x1));
-        vst1q_f32(acc + i + 8, vaddq_f32(a2, x2));
-        vst1q_f32(acc + i + 12, vaddq_f32(a3, x3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + x[i];
-}
-
-/* acc + w * x: the product is rounded, then the sum (never vfmaq). */
-static void gck_axpy_f64_neon(double *acc, double w, const double *x, size_t n)
-{
-    const float64x2_t wv = vdupq_n_f64(w);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2_t p0 = vmulq_f64(wv, vld1q_f64(x + i));
-        const float64x2_t p1 = vmulq_f64(wv, vld1q_f64(x + i + 2));
-        const float64x2_t p2 = vmulq_f64(wv, vld1q_f64(x + i + 4));
-        const float64x2_t p3 = vmulq_f64(wv, vld1q_f64(x + i + 6));
-        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), p0));
-        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), p1));
-        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), p2));
-        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), p3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + w * x[i];
-}
-
-static void gck_axpy_f32_neon(float *acc, float w, const float *x, size_t n)
-{
-    const float32x4_t wv = vdupq_n_f32(w);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t p0 = vmulq_f32(wv, vld1q_f32(x + i));
-        const float32x4_t p1 = vmulq_f32(wv, vld1q_f32(x + i + 4));
-        const float32x4_t p2 = vmulq_f32(wv, vld1q_f32(x + i + 8));
-        const float32x4_t p3 = vmulq_f32(wv, vld1q_f32(x + i + 12));
-        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), p0));
-        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), p1));
-        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), p2));
-        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), p3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + w * x[i];
-}
-
-static void gck_scale_f64_neon(double *x, double s, size_t n)
-{
-    const float64x2_t sv = vdupq_n_f64(s);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2_t v0 = vld1q_f64(x + i), v1 = vld1q_f64(x + i + 2);
-        const float64x2_t v2 = vld1q_f64(x + i + 4), v3 = vld1q_f64(x + i + 6);
-        vst1q_f64(x + i, vmulq_f64(v0, sv));
-        vst1q_f64(x + i + 2, vmulq_f64(v1, sv));
-        vst1q_f64(x + i + 4, vmulq_f64(v2, sv));
-        vst1q_f64(x + i + 6, vmulq_f64(v3, sv));
-    }
-    for (; i < n; i++)
-        x[i] = x[i] * s;
-}
-
-static void gck_scale_f32_neon(float *x, float s, size_t n)
-{
-    const float32x4_t sv = vdupq_n_f32(s);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t v0 = vld1q_f32(x + i), v1 = vld1q_f32(x + i + 4);
-        const float32x4_t v2 = vld1q_f32(x + i + 8), v3 = vld1q_f32(x + i + 12);
-        vst1q_f32(x + i, vmulq_f32(v0, sv));
-        vst1q_f32(x + i + 4, vmulq_f32(v1, sv));
-        vst1q_f32(x + i + 8, vmulq_f32(v2, sv));
-        vst1q_f32(x + i + 12, vmulq_f32(v3, sv));
-    }
-    for (; i < n; i++)
-        x[i] = x[i] * s;
-}
-
-/* ---- mixed precision -------------------------------------------------------- */
-/* acc + (double)x: the widening is exact. */
-static void gck_add_f32_to_f64_neon(double *acc, const float *x, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
-        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
-        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), w0.val[0]));
-        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), w0.val[1]));
-        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), w1.val[0]));
-        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), w1.val[1]));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + (double)x[i];
-}
-
-/* acc + ((double)x * w) */
-static void gck_axpy_f32_to_f64_neon(double *acc, double w, const float *x, size_t n)
-{
-    const float64x2_t wv = vdupq_n_f64(w);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
-        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
-        const float64x2_t p0 = vmulq_f64(w0.val[0], wv), p1 = vmulq_f64(w0.val[1], wv);
-        const float64x2_t p2 = vmulq_f64(w1.val[0], wv), p3 = vmulq_f64(w1.val[1], wv);
-        vst1q_f64(acc + i, vaddq_f64(vld1q_f64(acc + i), p0));
-        vst1q_f64(acc + i + 2, vaddq_f64(vld1q_f64(acc + i + 2), p1));
-        vst1q_f64(acc + i + 4, vaddq_f64(vld1q_f64(acc + i + 4), p2));
-        vst1q_f64(acc + i + 6, vaddq_f64(vld1q_f64(acc + i + 6), p3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + (double)x[i] * w;
-}
-
-/* (float)x for four doubles: FCVTN rounds in the FPCR mode (nearest even by
- * default), as the C conversion does. */
-GCK_ALWAYS_INLINE float32x4_t gck_narrow4(const double *x)
-{
-    return vcvt_high_f32_f64(vcvt_f32_f64(vld1q_f64(x)), vld1q_f64(x + 2));
-}
-
-/* acc + (float)x, in float */
-static void gck_add_f64_to_f32_neon(float *acc, const double *x, size_t n)
-{
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t x0 = gck_narrow4(x + i), x1 = gck_narrow4(x + i + 4);
-        const float32x4_t x2 = gck_narrow4(x + i + 8), x3 = gck_narrow4(x + i + 12);
-        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), x0));
-        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), x1));
-        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), x2));
-        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), x3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + (float)x[i];
-}
-
-/* acc + ((float)x * w), in float: three roundings */
-static void gck_axpy_f64_to_f32_neon(float *acc, float w, const double *x, size_t n)
-{
-    const float32x4_t wv = vdupq_n_f32(w);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t p0 = vmulq_f32(gck_narrow4(x + i), wv);
-        const float32x4_t p1 = vmulq_f32(gck_narrow4(x + i + 4), wv);
-        const float32x4_t p2 = vmulq_f32(gck_narrow4(x + i + 8), wv);
-        const float32x4_t p3 = vmulq_f32(gck_narrow4(x + i + 12), wv);
-        vst1q_f32(acc + i, vaddq_f32(vld1q_f32(acc + i), p0));
-        vst1q_f32(acc + i + 4, vaddq_f32(vld1q_f32(acc + i + 4), p1));
-        vst1q_f32(acc + i + 8, vaddq_f32(vld1q_f32(acc + i + 8), p2));
-        vst1q_f32(acc + i + 12, vaddq_f32(vld1q_f32(acc + i + 12), p3));
-    }
-    for (; i < n; i++)
-        acc[i] = acc[i] + (float)x[i] * w;
-}
-
-/* ---- first term of an accumulation: dst = 0 + (x * w) -----------------------
- * dst is write-only. The product is rounded, then +0.0 is added (never vfmaq):
- * the add turns a -0.0 product into +0.0, exactly as the reference's C. Without
- * -ffast-math the compiler keeps that add (signed zeros). */
-static void gck_axpy_init_f64_neon(double *dst, double w, const double *x, size_t n)
-{
-    const float64x2_t wv = vdupq_n_f64(w), z = vdupq_n_f64(0.0);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2_t p0 = vmulq_f64(vld1q_f64(x + i), wv);
-        const float64x2_t p1 = vmulq_f64(vld1q_f64(x + i + 2), wv);
-        const float64x2_t p2 = vmulq_f64(vld1q_f64(x + i + 4), wv);
-        const float64x2_t p3 = vmulq_f64(vld1q_f64(x + i + 6), wv);
-        vst1q_f64(dst + i, vaddq_f64(z, p0));
-        vst1q_f64(dst + i + 2, vaddq_f64(z, p1));
-        vst1q_f64(dst + i + 4, vaddq_f64(z, p2));
-        vst1q_f64(dst + i + 6, vaddq_f64(z, p3));
-    }
-    for (; i < n; i++)
-        dst[i] = 0.0 + x[i] * w;
-}
-
-static void gck_axpy_init_f32_neon(float *dst, float w, const float *x, size_t n)
-{
-    const float32x4_t wv = vdupq_n_f32(w), z = vdupq_n_f32(0.0f);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t p0 = vmulq_f32(vld1q_f32(x + i), wv);
-        const float32x4_t p1 = vmulq_f32(vld1q_f32(x + i + 4), wv);
-        const float32x4_t p2 = vmulq_f32(vld1q_f32(x + i + 8), wv);
-        const float32x4_t p3 = vmulq_f32(vld1q_f32(x + i + 12), wv);
-        vst1q_f32(dst + i, vaddq_f32(z, p0));
-        vst1q_f32(dst + i + 4, vaddq_f32(z, p1));
-        vst1q_f32(dst + i + 8, vaddq_f32(z, p2));
-        vst1q_f32(dst + i + 12, vaddq_f32(z, p3));
-    }
-    for (; i < n; i++)
-        dst[i] = 0.0f + x[i] * w;
-}
-
-/* 0 + ((double)x * w): the widening is exact */
-static void gck_axpy_init_f32_to_f64_neon(double *dst, double w, const float *x, size_t n)
-{
-    const float64x2_t wv = vdupq_n_f64(w), z = vdupq_n_f64(0.0);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const float64x2x2_t w0 = gck_widen4(vld1q_f32(x + i));
-        const float64x2x2_t w1 = gck_widen4(vld1q_f32(x + i + 4));
-        const float64x2_t p0 = vmulq_f64(w0.val[0], wv), p1 = vmulq_f64(w0.val[1], wv);
-        const float64x2_t p2 = vmulq_f64(w1.val[0], wv), p3 = vmulq_f64(w1.val[1], wv);
-        vst1q_f64(dst + i, vaddq_f64(z, p0));
-        vst1q_f64(dst + i + 2, vaddq_f64(z, p1));
-        vst1q_f64(dst + i + 4, vaddq_f64(z, p2));
-        vst1q_f64(dst + i + 6, vaddq_f64(z, p3));
-    }
-    for (; i < n; i++)
-        dst[i] = 0.0 + (double)x[i] * w;
-}
-
-/* 0 + ((float)x * w), in float: three roundings */
-static void gck_axpy_init_f64_to_f32_neon(float *dst, float w, const double *x, size_t n)
-{
-    const float32x4_t wv = vdupq_n_f32(w), z = vdupq_n_f32(0.0f);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        const float32x4_t p0 = vmulq_f32(gck_narrow4(x + i), wv);
-        const float32x4_t p1 = vmulq_f32(gck_narrow4(x + i + 4), wv);
-        const float32x4_t p2 = vmulq_f32(gck_narrow4(x + i + 8), wv);
-        const float32x4_t p3 = vmulq_f32(gck_narrow4(x + i + 12), wv);
-        vst1q_f32(dst + i, vaddq_f32(z, p0));
-        vst1q_f32(dst + i + 4, vaddq_f32(z, p1));
-        vst1q_f32(dst + i + 8, vaddq_f32(z, p2));
-        vst1q_f32(dst + i + 12, vaddq_f32(z, p3));
-    }
-    for (; i < n; i++)
-        dst[i] = 0.0f + (float)x[i] * w;
-}
+/* ---- elementwise and amax: the template over ops_neon.h ---- */
+#include "elementwise.h"
 
 /* ---- byte planes ------------------------------------------------------------
  * ld2/ld4 de-interleave 2- and 4-byte elements straight into byte planes and
@@ -738,38 +438,4 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uin
 
 GCK_DEFINE_BYTES_ENTRIES(neon)
 
-const gck_kernel_table gck_kernels_neon = {
-    .isa = GCK_ISA_NEON,
-    .name = "neon",
-    .sumsq_f64_block = gck_sumsq_f64_block_neon,
-    .sumsq_f32_block = gck_sumsq_f32_block_neon,
-    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_neon,
-    .dist2_f64_block = gck_dist2_f64_block_neon,
-    .dist2_f32_block = gck_dist2_f32_block_neon,
-    .asum_f64_block = gck_asum_f64_block_neon,
-    .asum_f32_block = gck_asum_f32_block_neon,
-    .powsum_f64_block = gck_powsum_f64_block_neon,
-    .powsum_f32_block = gck_powsum_f32_block_neon,
-    .div_sumsq_f64_block = gck_div_sumsq_f64_block_neon,
-    .div_sumsq_f32_block = gck_div_sumsq_f32_block_neon,
-    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_neon,
-    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_neon,
-    .amax_f64 = gck_amax_f64_neon,
-    .amax_f32 = gck_amax_f32_neon,
-    .add_f64 = gck_add_f64_neon,
-    .add_f32 = gck_add_f32_neon,
-    .axpy_f64 = gck_axpy_f64_neon,
-    .axpy_f32 = gck_axpy_f32_neon,
-    .scale_f64 = gck_scale_f64_neon,
-    .scale_f32 = gck_scale_f32_neon,
-    .add_f32_to_f64 = gck_add_f32_to_f64_neon,
-    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_neon,
-    .add_f64_to_f32 = gck_add_f64_to_f32_neon,
-    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_neon,
-    .axpy_init_f64 = gck_axpy_init_f64_neon,
-    .axpy_init_f32 = gck_axpy_init_f32_neon,
-    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_neon,
-    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_neon,
-    .xor_shuffle = gck_xor_shuffle_neon,
-    .unshuffle_xor = gck_unshuffle_xor_neon,
-};
+GCK_DEFINE_KERNEL_TABLE(GCK_ISA_NEON);

@@ -5,13 +5,15 @@
  * the shape). Each lane update is written lane = lane + term so the operation
  * order is visible; the build's -ffp-contract=off keeps multiply and add
  * separate. */
+#define GCK_ISA scalar
+
 #include <math.h>
 #include <stdint.h>
 
 #include <sleef.h>
 
-#include "cpu.h"
 #include "kernels_internal.h"
+#include "ops_scalar.h"
 
 #if defined(__AVX__) && !defined(GRADCKPT_NATIVE)
 #error "scalar.c must be built without ISA flags: it is the baseline reference"
@@ -85,7 +87,8 @@ double Sleef_powd1_u10purecfma(double, double);
 static gck_pow_fn gck_pow_reference(void)
 {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    return gck_cpu_has_fma() ? (gck_pow_fn)Sleef_powd1_u10purecfma : (gck_pow_fn)Sleef_pow_u10;
+    /* the features dispatch.c probed once, not CPUID on every block */
+    return gck_cpu_features_get()->fma ? (gck_pow_fn)Sleef_powd1_u10purecfma : (gck_pow_fn)Sleef_pow_u10;
 #else
     return Sleef_powd1_u10purecfma;
 #endif
@@ -153,111 +156,10 @@ static double gck_scale_sumsq_f32_block_scalar(float *dst, const float *x, float
     GCK_LANE_REDUCE(n, gck_scale_store_sq_f32(&dst[i], &x[i], s));
 }
 
-/* Largest |x[i]|; a NaN anywhere makes the result NaN (once m is NaN no
- * comparison replaces it). max is exact, so any order gives the same value. */
-static double gck_amax_f64_scalar(const double *x, size_t n)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double v = fabs(x[i]);
-        m = (v > m || isnan(v)) ? v : m;
-    }
-    return m;
-}
-
-static double gck_amax_f32_scalar(const float *x, size_t n)
-{
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double v = fabs((double)x[i]);
-        m = (v > m || isnan(v)) ? v : m;
-    }
-    return m;
-}
-
-static void gck_add_f64_scalar(double *acc, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + x[i];
-}
-
-static void gck_add_f32_scalar(float *acc, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + x[i];
-}
-
-static void gck_axpy_f64_scalar(double *acc, double w, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + w * x[i];
-}
-
-static void gck_axpy_f32_scalar(float *acc, float w, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + w * x[i];
-}
-
-static void gck_scale_f64_scalar(double *x, double s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = x[i] * s;
-}
-
-static void gck_scale_f32_scalar(float *x, float s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = x[i] * s;
-}
-
-static void gck_add_f32_to_f64_scalar(double *acc, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + (double)x[i];
-}
-
-static void gck_axpy_f32_to_f64_scalar(double *acc, double w, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + (double)x[i] * w;
-}
-
-static void gck_add_f64_to_f32_scalar(float *acc, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + (float)x[i];
-}
-
-static void gck_axpy_f64_to_f32_scalar(float *acc, float w, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        acc[i] = acc[i] + (float)x[i] * w;
-}
-
-static void gck_axpy_init_f64_scalar(double *dst, double w, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = 0.0 + x[i] * w;
-}
-
-static void gck_axpy_init_f32_scalar(float *dst, float w, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = 0.0f + x[i] * w;
-}
-
-static void gck_axpy_init_f32_to_f64_scalar(double *dst, double w, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = 0.0 + (double)x[i] * w;
-}
-
-static void gck_axpy_init_f64_to_f32_scalar(float *dst, float w, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        dst[i] = 0.0f + (float)x[i] * w;
-}
+/* The elementwise kernels and amax: the template instantiated on plain C
+ * (ops_scalar.h), one element per step, so each is the loop of its C
+ * expression (kernel_list.h). */
+#include "elementwise.h"
 
 /* Byte planes. One loop per constant element size (the compiler unrolls the
  * k loop) and per b NULL or not; BODY is the plain definition. */
@@ -300,38 +202,4 @@ static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *src, const void *
 #undef BODY
 }
 
-const gck_kernel_table gck_kernels_scalar = {
-    .isa = GCK_ISA_SCALAR,
-    .name = "scalar",
-    .sumsq_f64_block = gck_sumsq_f64_block_scalar,
-    .sumsq_f32_block = gck_sumsq_f32_block_scalar,
-    .sumsq_scaled_f64_block = gck_sumsq_scaled_f64_block_scalar,
-    .dist2_f64_block = gck_dist2_f64_block_scalar,
-    .dist2_f32_block = gck_dist2_f32_block_scalar,
-    .asum_f64_block = gck_asum_f64_block_scalar,
-    .asum_f32_block = gck_asum_f32_block_scalar,
-    .powsum_f64_block = gck_powsum_f64_block_scalar,
-    .powsum_f32_block = gck_powsum_f32_block_scalar,
-    .div_sumsq_f64_block = gck_div_sumsq_f64_block_scalar,
-    .div_sumsq_f32_block = gck_div_sumsq_f32_block_scalar,
-    .scale_sumsq_f64_block = gck_scale_sumsq_f64_block_scalar,
-    .scale_sumsq_f32_block = gck_scale_sumsq_f32_block_scalar,
-    .amax_f64 = gck_amax_f64_scalar,
-    .amax_f32 = gck_amax_f32_scalar,
-    .add_f64 = gck_add_f64_scalar,
-    .add_f32 = gck_add_f32_scalar,
-    .axpy_f64 = gck_axpy_f64_scalar,
-    .axpy_f32 = gck_axpy_f32_scalar,
-    .scale_f64 = gck_scale_f64_scalar,
-    .scale_f32 = gck_scale_f32_scalar,
-    .add_f32_to_f64 = gck_add_f32_to_f64_scalar,
-    .axpy_f32_to_f64 = gck_axpy_f32_to_f64_scalar,
-    .add_f64_to_f32 = gck_add_f64_to_f32_scalar,
-    .axpy_f64_to_f32 = gck_axpy_f64_to_f32_scalar,
-    .axpy_init_f64 = gck_axpy_init_f64_scalar,
-    .axpy_init_f32 = gck_axpy_init_f32_scalar,
-    .axpy_init_f32_to_f64 = gck_axpy_init_f32_to_f64_scalar,
-    .axpy_init_f64_to_f32 = gck_axpy_init_f64_to_f32_scalar,
-    .xor_shuffle = gck_xor_shuffle_scalar,
-    .unshuffle_xor = gck_unshuffle_xor_scalar,
-};
+GCK_DEFINE_KERNEL_TABLE(GCK_ISA_SCALAR);

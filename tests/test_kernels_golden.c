@@ -1,16 +1,25 @@
-/* tests/test_kernels_golden.c - a pinned digest of kernel outputs on a fixed input set.
+/* tests/test_kernels_golden.c - pinned digests of kernel outputs on a fixed input set.
  *
  * Catches the reference itself drifting (compiler, FP contraction, another
- * architecture): the digest must be the same on x86-64, AArch64 (qemu) and
+ * architecture): the digests must be the same on x86-64, AArch64 (qemu) and
  * big-endian s390x (qemu), and on every ISA. Inputs come from splitmix64 and
  * exact conversions; outputs are hashed as little-endian bytes with NaNs
- * canonicalized (their sign and payload are not part of the contract). */
+ * canonicalized (their sign and payload are not part of the contract).
+ *
+ * test_golden_digest is the original digest over the norms and add/axpy/scale;
+ * test_golden_every_kernel pins one digest per public kernel of api_list.h,
+ * so adding a kernel adds a pin and leaves the others alone, and
+ * test_api_list_complete checks that kernels.h declares no kernel the list
+ * (and so this test and the benchmarks) leaves out. */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "support/gck_test.h"
+
+#include "api_list.h"
 
 #define GCK_GOLDEN_DIGEST UINT64_C(0x441aa50aeacf75eb)
 
@@ -86,5 +95,212 @@ static void test_golden_digest(void **state)
                  (unsigned long long)got, (unsigned long long)GCK_GOLDEN_DIGEST);
 }
 
+/* ---- one digest per public kernel ------------------------------------------ */
+
+/* The pins, one per entry of GCK_API_KERNEL_LIST (same values on every ISA
+ * and architecture). A new kernel's pin is the value the failure message
+ * prints, after checking that every architecture prints the same. */
+static const struct golden_pin {
+    const char *name;
+    uint64_t digest;
+} golden_pins[] = {
+    {"sumsq_f64", UINT64_C(0x66a00c12012df9c2)},
+    {"sumsq_f32", UINT64_C(0xa6e511d8a366aeb0)},
+    {"l2norm_f64", UINT64_C(0x0d9a25b31c936889)},
+    {"l2norm_f32", UINT64_C(0x0c491b949bd14d4c)},
+    {"dist2_f64", UINT64_C(0x30ec7ce9bf45edd2)},
+    {"dist2_f32", UINT64_C(0x43bb892d68dd8197)},
+    {"pnorm_f64", UINT64_C(0xd90bd3b09537dc53)},
+    {"pnorm_f32", UINT64_C(0x40eb9e6b5cca12cb)},
+    {"div_sumsq_f64", UINT64_C(0x7490d8838790f0ca)},
+    {"div_sumsq_f32", UINT64_C(0x20f8c17594b81225)},
+    {"scale_sumsq_f64", UINT64_C(0x8f2c6fce576cb9ea)},
+    {"scale_sumsq_f32", UINT64_C(0x05d96cec56218515)},
+    {"add_f64", UINT64_C(0xe8f80d5a661f5f85)},
+    {"add_f32", UINT64_C(0x3963fd68960182dd)},
+    {"add_f32_to_f64", UINT64_C(0x497eb5de0ebd7afd)},
+    {"add_f64_to_f32", UINT64_C(0x403890c34b17bd13)},
+    {"axpy_f64", UINT64_C(0xdfe9adb7a2db36d6)},
+    {"axpy_f32", UINT64_C(0x01b94682ef4beddf)},
+    {"axpy_f32_to_f64", UINT64_C(0x0e6bc1982ac6914d)},
+    {"axpy_f64_to_f32", UINT64_C(0xed5ff182d5570a44)},
+    {"axpy_init_f64", UINT64_C(0xefdbc70d12869179)},
+    {"axpy_init_f32", UINT64_C(0x9464a99295d65619)},
+    {"axpy_init_f32_to_f64", UINT64_C(0x761bbad8e5a8003c)},
+    {"axpy_init_f64_to_f32", UINT64_C(0x7cbb1a2b34d43f53)},
+    {"scale_f64", UINT64_C(0x7e637e5f7e5903ca)},
+    {"scale_f32", UINT64_C(0x7ad2e0ae9f51b022)},
+    {"xor_shuffle", UINT64_C(0x72220b6895cf0236)},
+    {"unshuffle_xor", UINT64_C(0xf89ffece726d07c5)},
+    {"fnv1a64", UINT64_C(0x1330705258b52d96)},
+};
+
+enum {
+#define GOLDEN_ENUM(name, shape, A, X) K_##name,
+    GCK_API_KERNEL_LIST(GOLDEN_ENUM)
+#undef GOLDEN_ENUM
+    K_COUNT
+};
+
+static const char *const golden_names[K_COUNT] = {
+#define GOLDEN_NAME(name, shape, A, X) #name,
+    GCK_API_KERNEL_LIST(GOLDEN_NAME)
+#undef GOLDEN_NAME
+};
+
+static uint64_t hash_u64(uint64_t h, uint64_t v)
+{
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (unsigned char)(v >> (8 * i));
+    return gck_fnv1a64(le, 8, h);
+}
+
+/* About 512 samples of an output array (all of a short one). */
+#define GOLDEN_SAMPLE(h, T, out, n)                                            \
+    for (size_t i_ = 0; i_ < (n); i_ += 1 + (n) / 512)                         \
+    (h) = hash_##T((h), (out)[i_])
+static uint64_t hash_u8(uint64_t h, uint8_t v)
+{
+    return gck_fnv1a64(&v, 1, h);
+}
+
+/* The inputs of one (size, family) case: a, b (and in_f32, in2_f32) are
+ * read-only, out_* receive results; bytes come from splitmix64, not from the
+ * floats, so they are the same on big- and little-endian machines. */
+typedef struct golden_in {
+    double *in_f64, *in2_f64, *out_f64;
+    float *in_f32, *in2_f32, *out_f32;
+    uint8_t *in_u8, *in2_u8, *out_u8;
+} golden_in;
+
+/* Each shape: call gck_<name> on the case's inputs, hash what it returns and
+ * writes. Accumulating kernels start from the second input. */
+#define G_REDUCE(name, A, X) h = hash_f64(h, gck_##name(g->in_##X, n));
+#define G_REDUCE2(name, A, X) h = hash_f64(h, gck_##name(g->in_##X, g->in2_##X, n));
+/* p = 1 (sum of |x|), inf (max |x|), 0 (not a norm: NaN); other p go through
+ * the scalar reference's pow, which depends on the CPU having FMA (scalar.c),
+ * and are compared across ISAs by test_kernels_pnorm instead. */
+#define G_PNORM(name, A, X)                                                    \
+    h = hash_f64(h, gck_##name(g->in_##X, n, 1.0));                            \
+    h = hash_f64(h, gck_##name(g->in_##X, n, INFINITY));                       \
+    h = hash_f64(h, gck_##name(g->in_##X, n, 0.0));
+#define G_FUSED(name, A, X)                                                    \
+    h = hash_f64(h, gck_##name(g->out_##A, g->in_##X, (GCK_CT(A))-1.3, n));    \
+    GOLDEN_SAMPLE(h, A, g->out_##A, n);
+#define G_ADD(name, A, X)                                                      \
+    memcpy(g->out_##A, g->in2_##A, n * sizeof(GCK_CT(A)));                     \
+    gck_##name(g->out_##A, g->in_##X, n);                                      \
+    GOLDEN_SAMPLE(h, A, g->out_##A, n);
+#define G_AXPY(name, A, X)                                                     \
+    memcpy(g->out_##A, g->in2_##A, n * sizeof(GCK_CT(A)));                     \
+    gck_##name(g->out_##A, (GCK_CT(A))0.7, g->in_##X, n);                      \
+    GOLDEN_SAMPLE(h, A, g->out_##A, n);
+#define G_AXPY_INIT(name, A, X) G_AXPY(name, A, X)
+#define G_SCALE(name, A, X)                                                    \
+    memcpy(g->out_##A, g->in_##A, n * sizeof(GCK_CT(A)));                      \
+    gck_##name(g->out_##A, (GCK_CT(A))-1.3, n);                                \
+    GOLDEN_SAMPLE(h, A, g->out_##A, n);
+#define G_SHUFFLE(name, A, X)                                                  \
+    for (size_t esz = 1; esz <= 8; esz *= 2) {                                 \
+        assert_int_equal(gck_##name(g->out_u8, g->in_u8, esz == 4 ? NULL : g->in2_u8, n, esz), GCK_OK); \
+        GOLDEN_SAMPLE(h, u8, g->out_u8, n * esz);                              \
+    }
+#define G_UNSHUFFLE(name, A, X) G_SHUFFLE(name, A, X)
+#define G_HASH(name, A, X) h = hash_u64(h, gck_##name(g->in_u8, 8 * n, GCK_FNV1A64_INIT));
+
+static void golden_case(const golden_in *g, size_t n, uint64_t h_[K_COUNT])
+{
+#define GOLDEN_RUN(name, shape, A, X)                                          \
+    {                                                                          \
+        uint64_t h = h_[K_##name];                                             \
+        G_##shape(name, A, X) h_[K_##name] = h;                                \
+    }
+    GCK_API_KERNEL_LIST(GOLDEN_RUN)
+#undef GOLDEN_RUN
+}
+
+static void test_golden_every_kernel(void **state)
+{
+    const gck_isa_pair *p = *state;
+    static const size_t sizes[] = {0, 1, 3, 64, 65, 1000, 8199, 24577, 262147};
+    const size_t nmax = 262147;
+    golden_in g = {
+        gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8),
+        gck_test_alloc(nmax * 4), gck_test_alloc(nmax * 4), gck_test_alloc(nmax * 4),
+        gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8),
+    };
+    uint64_t h[K_COUNT];
+    for (int k = 0; k < K_COUNT; k++)
+        h[k] = GCK_FNV1A64_INIT;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        const size_t n = sizes[si];
+        for (int k = 0; k < GCK_K_COUNT; k++) {
+            gck_test_fill_f64(g.in_f64, n, (gck_test_kind)k, 5000 + n);
+            gck_test_fill_f64(g.in2_f64, n, GCK_K_UNIFORM, 6000 + n);
+            gck_test_fill_f32(g.in_f32, n, (gck_test_kind)k, 7000 + n);
+            gck_test_fill_f32(g.in2_f32, n, GCK_K_UNIFORM, 8000 + n);
+            uint64_t st = 9000 + 16 * n + (uint64_t)k;
+            for (size_t i = 0; i < 8 * n; i++) {
+                g.in_u8[i] = (uint8_t)(gck_test_rand(&st) >> 56);
+                g.in2_u8[i] = (uint8_t)(k == GCK_K_ZERO ? g.in_u8[i] : gck_test_rand(&st) >> 56);
+            }
+            golden_case(&g, n, h);
+        }
+    }
+    free(g.in_f64), free(g.in2_f64), free(g.out_f64), free(g.in_f32), free(g.in2_f32), free(g.out_f32);
+    free(g.in_u8), free(g.in2_u8), free(g.out_u8);
+
+    int bad = 0;
+    assert_int_equal(sizeof golden_pins / sizeof golden_pins[0], K_COUNT);
+    for (int k = 0; k < K_COUNT; k++) {
+        assert_string_equal(golden_pins[k].name, golden_names[k]); /* the pins follow the list's order */
+        if (h[k] != golden_pins[k].digest) {
+            print_error("%s: %s digest 0x%016llx, pinned 0x%016llx\n", p->isa->name, golden_names[k],
+                        (unsigned long long)h[k], (unsigned long long)golden_pins[k].digest);
+            bad++;
+        }
+    }
+    if (bad)
+        fail_msg("%s: %d kernels' results differ from their pinned digests", p->isa->name, bad);
+}
+
+/* Every GCK_API function declared in kernels.h is a kernel of the list, so
+ * none goes without its signature check, digest and benchmark. */
+static void test_api_list_complete(void **state)
+{
+    (void)state;
+    FILE *f = fopen(GCK_KERNELS_H, "rb");
+    assert_non_null(f);
+    static char text[1 << 16];
+    const size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    assert_true(len > 0 && len < sizeof text - 1);
+    text[len] = '\0';
+    int declared = 0;
+    for (const char *q = strstr(text, "\nGCK_API "); q != NULL; q = strstr(q + 1, "\nGCK_API ")) {
+        /* the identifier right before the first '(' */
+        const char *paren = strchr(q, '('), *fn = paren;
+        assert_non_null(paren);
+        while (fn > q && (fn[-1] == '_' || isalnum((unsigned char)fn[-1])))
+            fn--;
+        assert_true(strncmp(fn, "gck_", 4) == 0);
+        char name[64];
+        const size_t nlen = (size_t)(paren - (fn + 4));
+        assert_true(nlen > 0 && nlen < sizeof name);
+        memcpy(name, fn + 4, nlen);
+        name[nlen] = '\0';
+        int listed = 0;
+        for (int k = 0; k < K_COUNT; k++)
+            listed |= strcmp(name, golden_names[k]) == 0;
+        if (!listed)
+            fail_msg("kernels.h declares gck_%s, which kernels/api_list.h does not list", name);
+        declared++;
+    }
+    assert_int_equal(declared, K_COUNT);
+}
+
 GCK_PER_ISA_MAIN(NULL, NULL,
-                 GCK_ISA_TEST(test_golden_digest))
+                 GCK_ISA_TEST(test_golden_digest),
+                 GCK_ISA_TEST(test_golden_every_kernel),
+                 GCK_ISA_TEST(test_api_list_complete))

@@ -1,0 +1,204 @@
+/* kernels/elementwise.h - the elementwise kernels and amax, written once over an ISA's ops header.
+ *
+ * Every ISA file (scalar.c, avx2.c, avx512.c, neon.c) includes its ops
+ * header (ops_<isa>.h) and then this file, so each instance below is
+ * compiled with that file's flags and becomes its gck_<slot>_<isa>. Only
+ * macros and static functions, like every header an ISA file includes.
+ *
+ * The ops header describes one "step" of a loop in two widths, and the
+ * operations on the vectors of a step:
+ *   GCK_W64, GCK_W32      width tokens: a step of as many elements as one
+ *                         vector holds doubles (w64), or floats (w32); the
+ *                         scalar header maps both to one element (w1)
+ *   GCK_LANES_<w>         elements per step
+ *   gck_<w>_<t>           the vector of one step's elements of type t
+ *                         (f64, f32) as computed with
+ *   gck_<w>_load_<t>(p), gck_<w>_store_<t>(p, v)          a full step
+ *   gck_<w>_load_tail_<t>(p, k), ..._store_tail_<t>(p, v, k)
+ *                         the first k < lanes elements (loads give +0.0 in
+ *                         the other lanes and read nothing there)
+ *   gck_<w>_cvt_<s>_<t>(v)   type s to type t, as the C conversion rounds
+ *                         (widening is exact; same type: unchanged)
+ *   add, mul, set1, zero  one IEEE operation per lane
+ *   abs, max, hmax        |v|; a lane max (exact); the largest lane
+ *   gck_<w>_nan_<t>, nan_none, nan_pair(acc, a, b), nan_any(acc)
+ *                         whether a NaN was seen in a or b, for ISAs whose
+ *                         max drops NaNs (x86); no-ops where max keeps them
+ *   GCK_EW_UNROLL         steps per main-loop iteration
+ *   GCK_EW_TAILS          1 if a step has more than one element
+ *
+ * Storage and compute types are separate: an instance names the type of each
+ * array and the type it computes in, and the loads and stores convert. A new
+ * input type (bf16, f16) is a new load and conversion in each ops header and
+ * a new line in the instance list at the end of this file, not a new loop.
+ *
+ * Each kernel is the C expression of its comment in kernel_list.h, one
+ * rounding per operation (the build's -ffp-contract=off keeps a multiply
+ * and an add apart), on every element independently: the step width, the
+ * unrolling and the tail handling cannot change a bit.
+ */
+#ifndef GCK_ELEMENTWISE_H
+#define GCK_ELEMENTWISE_H
+
+#include <math.h>
+#include <stddef.h>
+
+#include "kernels_internal.h"
+
+#if !defined(GCK_W64) || !defined(GCK_W32) || !defined(GCK_EW_UNROLL) || !defined(GCK_EW_TAILS)
+#error "include the ISA's ops header (ops_<isa>.h) before elementwise.h"
+#endif
+
+/* ---- names of the ops: width token w, type tokens t, s ---------------------- */
+#define GCK_OP_(w, op, t) gck_##w##_##op##_##t
+#define GCK_OP(w, op, t) GCK_OP_(w, op, t)
+#define GCK_V_(w, t) gck_##w##_##t
+#define GCK_V(w, t) GCK_V_(w, t)
+#define GCK_CVT_(w, s, t) gck_##w##_cvt_##s##_##t
+#define GCK_CVT(w, s, t) GCK_CVT_(w, s, t)
+#define GCK_STEP_LANES_(w) GCK_LANES_##w
+#define GCK_STEP_LANES(w) GCK_STEP_LANES_(w)
+
+/* Array p of storage type s, read as compute type c, or written from it; m is
+ * the step kind: full (k ignored) or tail (the first k elements). */
+#define GCK_LD_full(w, s, p, k) GCK_OP(w, load, s)(p)
+#define GCK_LD_tail(w, s, p, k) GCK_OP(w, load_tail, s)(p, k)
+#define GCK_ST_full(w, s, p, v, k) GCK_OP(w, store, s)(p, v)
+#define GCK_ST_tail(w, s, p, v, k) GCK_OP(w, store_tail, s)(p, v, k)
+#define GCK_LD(w, m, s, c, p, k) GCK_CVT(w, s, c)(GCK_LD_##m(w, s, p, k))
+#define GCK_ST(w, m, s, c, p, v, k) GCK_ST_##m(w, s, p, GCK_CVT(w, c, s)(v), k)
+
+#if GCK_EW_TAILS
+#define GCK_EW_IF_TAILS(...) __VA_ARGS__
+#else
+#define GCK_EW_IF_TAILS(...)
+#endif
+
+/* ---- the one loop ------------------------------------------------------------
+ * STEP(w, m, j, k, A, X, C) updates elements [j, j + lanes) (a tail step: the
+ * k elements [j, j + k)). GCK_EW_UNROLL steps per iteration, then single
+ * steps, then at most one tail step. */
+#define GCK_EW_LOOP(W, STEP, A, X, C)                                          \
+    do {                                                                       \
+        const size_t l_ = GCK_STEP_LANES(W);                                        \
+        size_t i_ = 0;                                                         \
+        for (; i_ + GCK_EW_UNROLL * l_ <= n; i_ += GCK_EW_UNROLL * l_) {       \
+            _Pragma("GCC unroll 8")                                            \
+            for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \
+                STEP(W, full, i_ + u_ * l_, l_, A, X, C);                      \
+        }                                                                      \
+        for (; i_ + l_ <= n; i_ += l_)                                         \
+            STEP(W, full, i_, l_, A, X, C);                                    \
+        GCK_EW_IF_TAILS(if (i_ < n) STEP(W, tail, i_, n - i_, A, X, C);)       \
+    } while (0)
+
+/* ---- the steps: each is its kernel's C expression --------------------------- */
+/* acc = acc + x */
+#define GCK_EW_STEP_ADD(w, m, j, k, A, X, C)                                   \
+    GCK_ST(w, m, A, C, acc + (j),                                              \
+           GCK_OP(w, add, C)(GCK_LD(w, m, A, C, acc + (j), k), GCK_LD(w, m, X, C, x + (j), k)), k)
+/* acc = acc + (w * x) */
+#define GCK_EW_STEP_AXPY(w, m, j, k, A, X, C)                                  \
+    GCK_ST(w, m, A, C, acc + (j),                                              \
+           GCK_OP(w, add, C)(GCK_LD(w, m, A, C, acc + (j), k),                 \
+                             GCK_OP(w, mul, C)(wv_, GCK_LD(w, m, X, C, x + (j), k))), k)
+/* dst = 0 + (w * x): the +0 turns a -0 product into +0 (never folded away:
+ * without -ffast-math signed zeros are kept) */
+#define GCK_EW_STEP_AXPY_INIT(w, m, j, k, A, X, C)                             \
+    GCK_ST(w, m, A, C, dst + (j),                                              \
+           GCK_OP(w, add, C)(zv_, GCK_OP(w, mul, C)(wv_, GCK_LD(w, m, X, C, x + (j), k))), k)
+/* x = x * s */
+#define GCK_EW_STEP_SCALE(w, m, j, k, A, X, C)                                 \
+    GCK_ST(w, m, A, C, x + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, A, C, x + (j), k), sv_), k)
+
+/* ---- the kernels: slot, step width, acc/dst storage, x storage, compute ---- */
+#define GCK_EW_ADD(slot, W, A, X, C)                                           \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        GCK_EW_LOOP(W, GCK_EW_STEP_ADD, A, X, C);                              \
+    }
+#define GCK_EW_AXPY(slot, W, A, X, C)                                          \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w);                         \
+        GCK_EW_LOOP(W, GCK_EW_STEP_AXPY, A, X, C);                             \
+    }
+#define GCK_EW_AXPY_INIT(slot, W, A, X, C)                                     \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w), zv_ = GCK_OP(W, zero, C)(); \
+        GCK_EW_LOOP(W, GCK_EW_STEP_AXPY_INIT, A, X, C);                        \
+    }
+#define GCK_EW_SCALE(slot, W, A, C)                                            \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * x, GCK_CT(C) s, size_t n)         \
+    {                                                                          \
+        const GCK_V(W, C) sv_ = GCK_OP(W, set1, C)(s);                         \
+        GCK_EW_LOOP(W, GCK_EW_STEP_SCALE, A, A, C);                            \
+    }
+
+/* ---- amax: max |x| as a double, NaN if any element is NaN --------------------
+ * max is exact, so any grouping gives the reference's value; GCK_EW_UNROLL
+ * running maxima keep the loop off the max latency. Lanes a tail step does
+ * not load are +0.0, which no |x| max can be below. */
+#define GCK_EW_AMAX_TAKE(W, X, C, v, mk)                                       \
+    do {                                                                       \
+        GCK_V(W, C) v_ = GCK_OP(W, abs, C)(v);                                 \
+        nan_ = GCK_OP(W, nan_pair, C)(nan_, v_, v_);                           \
+        m_[mk] = GCK_OP(W, max, C)(m_[mk], v_);                                \
+    } while (0)
+#define GCK_EW_AMAX(slot, W, X, C)                                             \
+    static double GCK_ISA_FN(slot)(const GCK_CT(X) *x, size_t n)               \
+    {                                                                          \
+        const size_t l_ = GCK_STEP_LANES(W);                                        \
+        GCK_V(W, C) m_[GCK_EW_UNROLL];                                         \
+        GCK_OP(W, nan, C) nan_ = GCK_OP(W, nan_none, C)();                     \
+        for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                          \
+            m_[u_] = GCK_OP(W, zero, C)();                                     \
+        size_t i_ = 0;                                                         \
+        for (; i_ + GCK_EW_UNROLL * l_ <= n; i_ += GCK_EW_UNROLL * l_) {       \
+            GCK_V(W, C) v_[GCK_EW_UNROLL];                                     \
+            _Pragma("GCC unroll 8")                                            \
+            for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \
+                v_[u_] = GCK_OP(W, abs, C)(GCK_LD(W, full, X, C, x + i_ + u_ * l_, l_)); \
+            _Pragma("GCC unroll 8")                                            \
+            for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_ += 2)                   \
+                nan_ = GCK_OP(W, nan_pair, C)(nan_, v_[u_], v_[u_ + 1 < GCK_EW_UNROLL ? u_ + 1 : u_]); \
+            _Pragma("GCC unroll 8")                                            \
+            for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \
+                m_[u_] = GCK_OP(W, max, C)(m_[u_], v_[u_]);                    \
+        }                                                                      \
+        for (; i_ + l_ <= n; i_ += l_)                                         \
+            GCK_EW_AMAX_TAKE(W, X, C, GCK_LD(W, full, X, C, x + i_, l_), 0);   \
+        GCK_EW_IF_TAILS(if (i_ < n) GCK_EW_AMAX_TAKE(W, X, C, GCK_LD(W, tail, X, C, x + i_, n - i_), 0);) \
+        if (GCK_OP(W, nan_any, C)(nan_))                                       \
+            return NAN;                                                        \
+        _Pragma("GCC unroll 8")                                                \
+        for (size_t h_ = GCK_EW_UNROLL / 2; h_ >= 1; h_ /= 2)                  \
+            for (size_t u_ = 0; u_ < h_; u_++)                                 \
+                m_[u_] = GCK_OP(W, max, C)(m_[u_], m_[u_ + h_]);               \
+        return (double)GCK_OP(W, hmax, C)(m_[0]);                              \
+    }
+
+/* ---- the instances: every ISA's elementwise slots and amax ------------------
+ * Mixed f64 <-> f32 kernels step as wide as an f64 vector and hold the f32
+ * side in a half-width vector; amax_f32 takes the max in f32, where |x| is
+ * exact, and widens once (widening is exact and monotonic). */
+/*         slot                  width    acc  x    compute */
+GCK_EW_ADD(add_f64,              GCK_W64, f64, f64, f64)
+GCK_EW_ADD(add_f32,              GCK_W32, f32, f32, f32)
+GCK_EW_ADD(add_f32_to_f64,       GCK_W64, f64, f32, f64)
+GCK_EW_ADD(add_f64_to_f32,       GCK_W64, f32, f64, f32)
+GCK_EW_AXPY(axpy_f64,            GCK_W64, f64, f64, f64)
+GCK_EW_AXPY(axpy_f32,            GCK_W32, f32, f32, f32)
+GCK_EW_AXPY(axpy_f32_to_f64,     GCK_W64, f64, f32, f64)
+GCK_EW_AXPY(axpy_f64_to_f32,     GCK_W64, f32, f64, f32)
+GCK_EW_AXPY_INIT(axpy_init_f64,        GCK_W64, f64, f64, f64)
+GCK_EW_AXPY_INIT(axpy_init_f32,        GCK_W32, f32, f32, f32)
+GCK_EW_AXPY_INIT(axpy_init_f32_to_f64, GCK_W64, f64, f32, f64)
+GCK_EW_AXPY_INIT(axpy_init_f64_to_f32, GCK_W64, f32, f64, f32)
+GCK_EW_SCALE(scale_f64,          GCK_W64, f64,      f64)
+GCK_EW_SCALE(scale_f32,          GCK_W32, f32,      f32)
+GCK_EW_AMAX(amax_f64,            GCK_W64,      f64, f64)
+GCK_EW_AMAX(amax_f32,            GCK_W32,      f32, f32)
+
+#endif /* GCK_ELEMENTWISE_H */

@@ -1,0 +1,44 @@
+/* kernels/ops_common.h - macros that write the regular part of an ops header (see elementwise.h).
+ *
+ * Each defines, for the step width w and the type token t with vector type
+ * V, the operations elementwise.h calls gck_<w>_<op>_<t>. Only macros and
+ * static inline functions: every ISA file expands them with its own flags. */
+#ifndef GCK_OPS_COMMON_H
+#define GCK_OPS_COMMON_H
+
+#include <stddef.h>
+
+#include "attributes.h"
+#include "kernel_list.h"
+
+/* Conversion to the same type: unchanged. */
+#define GCK_OPS_CVT_SAME(w, t, V)                                              \
+    GCK_ALWAYS_INLINE V gck_##w##_cvt_##t##_##t(V v) { return v; }
+
+/* NaN tracking for ISAs whose max keeps a NaN once seen: nothing to track. */
+#define GCK_OPS_NAN_KEPT_BY_MAX(w, t, V)                                       \
+    typedef int gck_##w##_nan_##t;                                             \
+    GCK_ALWAYS_INLINE int gck_##w##_nan_none_##t(void) { return 0; }           \
+    GCK_ALWAYS_INLINE int gck_##w##_nan_pair_##t(int acc, V a, V b)            \
+    {                                                                          \
+        (void)a, (void)b;                                                      \
+        return acc;                                                            \
+    }                                                                          \
+    GCK_ALWAYS_INLINE int gck_##w##_nan_any_##t(int acc) { return acc; }
+
+/* x86 intrinsics are named <P>_<op>_<S> at every width (P = _mm, _mm256,
+ * _mm512; S = pd, ps): the vector type, full loads and stores, add, mul,
+ * set1, zero and max. Tails, conversions, abs and the NaN tracking differ
+ * per ISA and are written in its header. */
+#define GCK_OPS_X86(w, t, V, P, S)                                             \
+    typedef V gck_##w##_##t;                                                   \
+    GCK_ALWAYS_INLINE V gck_##w##_load_##t(const GCK_CT(t) *p) { return P##_loadu_##S(p); } \
+    GCK_ALWAYS_INLINE void gck_##w##_store_##t(GCK_CT(t) *p, V v) { P##_storeu_##S(p, v); } \
+    GCK_ALWAYS_INLINE V gck_##w##_add_##t(V a, V b) { return P##_add_##S(a, b); } \
+    GCK_ALWAYS_INLINE V gck_##w##_mul_##t(V a, V b) { return P##_mul_##S(a, b); } \
+    GCK_ALWAYS_INLINE V gck_##w##_set1_##t(GCK_CT(t) v) { return P##_set1_##S(v); } \
+    GCK_ALWAYS_INLINE V gck_##w##_zero_##t(void) { return P##_setzero_##S(); } \
+    GCK_ALWAYS_INLINE V gck_##w##_max_##t(V m, V v) { return P##_max_##S(m, v); } \
+    GCK_OPS_CVT_SAME(w, t, V)
+
+#endif /* GCK_OPS_COMMON_H */

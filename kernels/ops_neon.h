@@ -1,0 +1,63 @@
+/* kernels/ops_neon.h - elementwise.h's operations for AArch64 Advanced SIMD: 2 doubles or 4 floats a step.
+ *
+ * w64 steps hold 2 doubles in a q register and 2 floats in a d register;
+ * w32 steps hold 4 floats in a q register. NEON has no masked loads, so a
+ * tail goes through a zero-padded stack copy. FMAX (vmaxq) and FMAXV return
+ * NaN when an operand is NaN, so amax needs no separate NaN tracking. Built
+ * with -ffp-contract=off: no vmul + vadd pair ever becomes an FMA. Included
+ * by neon.c only. */
+#ifndef GCK_OPS_NEON_H
+#define GCK_OPS_NEON_H
+
+#include <arm_neon.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "ops_common.h"
+
+#define GCK_W64 w64
+#define GCK_W32 w32
+#define GCK_LANES_w64 2
+#define GCK_LANES_w32 4
+#define GCK_EW_UNROLL 4
+#define GCK_EW_TAILS 1
+
+/* The intrinsics are named v<op><Q>_<T> (Q = q for a q register, empty for
+ * a d register; T = f64, f32), L lanes. */
+#define GCK_OPS_NEON(w, t, V, Q, L)                                            \
+    typedef V gck_##w##_##t;                                                   \
+    GCK_ALWAYS_INLINE V gck_##w##_load_##t(const GCK_CT(t) *p) { return vld1##Q##_##t(p); } \
+    GCK_ALWAYS_INLINE void gck_##w##_store_##t(GCK_CT(t) *p, V v) { vst1##Q##_##t(p, v); } \
+    GCK_ALWAYS_INLINE V gck_##w##_load_tail_##t(const GCK_CT(t) *p, size_t k)  \
+    {                                                                          \
+        GCK_CT(t) b[L] = {0};                                                  \
+        memcpy(b, p, k * sizeof *p);                                           \
+        return vld1##Q##_##t(b);                                               \
+    }                                                                          \
+    GCK_ALWAYS_INLINE void gck_##w##_store_tail_##t(GCK_CT(t) *p, V v, size_t k) \
+    {                                                                          \
+        GCK_CT(t) b[L];                                                        \
+        vst1##Q##_##t(b, v);                                                   \
+        memcpy(p, b, k * sizeof *p);                                           \
+    }                                                                          \
+    GCK_ALWAYS_INLINE V gck_##w##_add_##t(V a, V b) { return vadd##Q##_##t(a, b); } \
+    GCK_ALWAYS_INLINE V gck_##w##_mul_##t(V a, V b) { return vmul##Q##_##t(a, b); } \
+    GCK_ALWAYS_INLINE V gck_##w##_set1_##t(GCK_CT(t) v) { return vdup##Q##_n_##t(v); } \
+    GCK_ALWAYS_INLINE V gck_##w##_zero_##t(void) { return vdup##Q##_n_##t(0); } \
+    GCK_ALWAYS_INLINE V gck_##w##_abs_##t(V v) { return vabs##Q##_##t(v); }     \
+    GCK_ALWAYS_INLINE V gck_##w##_max_##t(V m, V v) { return vmax##Q##_##t(m, v); } \
+    GCK_OPS_CVT_SAME(w, t, V)                                                  \
+    GCK_OPS_NAN_KEPT_BY_MAX(w, t, V)
+GCK_OPS_NEON(w64, f64, float64x2_t, q, 2)
+GCK_OPS_NEON(w64, f32, float32x2_t, , 2)
+GCK_OPS_NEON(w32, f32, float32x4_t, q, 4)
+
+/* f32 <-> f64 at w64: widening is exact; FCVTN rounds in the FPCR mode,
+ * nearest even by default, as the C conversion does */
+GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_f32_f64(float32x2_t v) { return vcvt_f64_f32(v); }
+GCK_ALWAYS_INLINE float32x2_t gck_w64_cvt_f64_f32(float64x2_t v) { return vcvt_f32_f64(v); }
+
+GCK_ALWAYS_INLINE double gck_w64_hmax_f64(float64x2_t m) { return vmaxvq_f64(m); }
+GCK_ALWAYS_INLINE float gck_w32_hmax_f32(float32x4_t m) { return vmaxvq_f32(m); }
+
+#endif /* GCK_OPS_NEON_H */

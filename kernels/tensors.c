@@ -48,8 +48,8 @@ typedef struct gck_tl_job {
     double w;                   /* axpy weight, scale factor, divisor */
     double p;                   /* POWSUM: exponent */
     const gck_pnorm_plan *plan; /* POWSUM: per tensor; s == 0 skips the tensor */
-    double recip64;             /* DIV_SUMSQ: 1/d when x * (1/d) == x / d for all x, else 0 */
-    float recip32;              /* the same for (float)d */
+    gck_reduce_op div_op[2];    /* DIV_SUMSQ: the fused op for F64 [0] and F32 [1] tensors */
+    double div_s[2];            /* and its factor (gck_div_sumsq_op) */
     double *res;                /* reductions: per-tensor results */
 } gck_tl_job;
 
@@ -65,7 +65,8 @@ static size_t gck_tl_esz(gck_dtype d)
 
 /* One item: elements [lo, lo + len) of tensor i (lo a multiple of the
  * item size, which is a power of two of blocks). Reductions return the
- * pairwise result of those blocks; elementwise kinds return 0. */
+ * pairwise result of those blocks; elementwise kinds return 0 (and may run
+ * on past tensor i's end into the adjacent tensors of a span). */
 static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
 {
     const gck_kernel_table *t = j->t;
@@ -88,13 +89,8 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
     case GCK_TL_AMAX:
         return f32 ? t->amax_f32((const float *)a + lo, len) : t->amax_f64((const double *)a + lo, len);
     case GCK_TL_DIV_SUMSQ:
-        /* x * (1/d) rounds as x / d when 1/d is exact: the cheaper scale kernel */
-        if (f32)
-            r.op = j->recip32 != 0.0f ? GCK_R_SCALE_SUMSQ_F32 : GCK_R_DIV_SUMSQ_F32;
-        else
-            r.op = j->recip64 != 0.0 ? GCK_R_SCALE_SUMSQ_F64 : GCK_R_DIV_SUMSQ_F64;
-        r.s = f32 ? (j->recip32 != 0.0f ? (double)j->recip32 : (double)(float)j->w)
-                  : (j->recip64 != 0.0 ? j->recip64 : j->w);
+        r.op = j->div_op[f32];
+        r.s = j->div_s[f32];
         return gck_reduce_range(&r, lo, len);
     default:
         break;
@@ -257,11 +253,64 @@ static size_t gck_tl_first_item(const gck_tl_item *it, size_t nitems, size_t b)
 }
 #endif
 
+/* ---- elementwise passes over adjacent tensors --------------------------------------
+ * Tensors that are pieces of one buffer (a trainer's contiguous gradients)
+ * are updated by one kernel call per run of adjacent pieces: elementwise
+ * results do not depend on the split, and one long call saves the per-call
+ * and tail cost of every piece. A span is elements [lo, lo + len) counted
+ * from tensor i's start, possibly running on into the tensors after it. */
+typedef struct gck_tl_span {
+    size_t i, lo, len;
+} gck_tl_span;
+
+static const char *gck_tl_addr(const gck_tensor_list *t, size_t i, size_t e)
+{
+    return (const char *)t->data[i] + e * gck_tl_esz(gck_tl_dtype(t, i));
+}
+
+/* 1 when piece (i2, lo2) starts right where span s ends, in a and in x,
+ * with the same dtypes. */
+static int gck_tl_adjacent(const gck_tl_job *j, const gck_tl_span *s, size_t i2, size_t lo2)
+{
+    if (gck_tl_dtype(j->a, i2) != gck_tl_dtype(j->a, s->i) ||
+        gck_tl_addr(j->a, s->i, s->lo + s->len) != gck_tl_addr(j->a, i2, lo2))
+        return 0;
+    return j->x == NULL || (gck_tl_dtype(j->x, i2) == gck_tl_dtype(j->x, s->i) &&
+                            gck_tl_addr(j->x, s->i, s->lo + s->len) == gck_tl_addr(j->x, i2, lo2));
+}
+
+/* Adds piece (i, lo, len) to span s, running s first when it cannot extend. */
+static void gck_tl_span_add(const gck_tl_job *j, gck_tl_span *s, size_t i, size_t lo, size_t len)
+{
+    if (s->len > 0 && gck_tl_adjacent(j, s, i, lo)) {
+        s->len += len;
+        return;
+    }
+    if (s->len > 0)
+        gck_tl_run(j, s->i, s->lo, s->len);
+    *s = (gck_tl_span){i, lo, len};
+}
+
+static void gck_tl_span_end(const gck_tl_job *j, const gck_tl_span *s)
+{
+    if (s->len > 0)
+        gck_tl_run(j, s->i, s->lo, s->len);
+}
+
 /* Runs job j over every tensor of j->a; reductions leave tensor i's result
  * in j->res[i], exactly the single kernel's. */
 static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
 {
     const size_t count = j->a->count;
+    const int elementwise = j->kind >= GCK_TL_ADD;
+    if (c->items == NULL && elementwise) {
+        gck_tl_span s = {0, 0, 0};
+        for (size_t i = 0; i < count; i++)
+            if (j->a->lens[i] > 0)
+                gck_tl_span_add(j, &s, i, 0, j->a->lens[i]);
+        gck_tl_span_end(j, &s);
+        return;
+    }
     if (c->items == NULL) {
         for (size_t i = 0; i < count; i++) {
             double r = gck_tl_run(j, i, 0, j->a->lens[i]);
@@ -283,11 +332,18 @@ static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
     {
         const size_t nth = (size_t)omp_get_num_threads(), tid = (size_t)omp_get_thread_num();
         const size_t hi = gck_tl_share(bytes, nth, tid + 1);
-        for (size_t k = gck_tl_first_item(it, nitems, gck_tl_share(bytes, nth, tid)); k < nitems && it[k].b0 < hi;
-             k++)
-            it[k].r = gck_tl_run(j, it[k].tensor, it[k].lo, it[k].len);
+        size_t k = gck_tl_first_item(it, nitems, gck_tl_share(bytes, nth, tid));
+        if (elementwise) {
+            gck_tl_span s = {0, 0, 0};
+            for (; k < nitems && it[k].b0 < hi; k++)
+                gck_tl_span_add(j, &s, it[k].tensor, it[k].lo, it[k].len);
+            gck_tl_span_end(j, &s);
+        } else {
+            for (; k < nitems && it[k].b0 < hi; k++)
+                it[k].r = gck_tl_run(j, it[k].tensor, it[k].lo, it[k].len);
+        }
     }
-    if (j->res == NULL || j->kind >= GCK_TL_ADD)
+    if (j->res == NULL || elementwise)
         return;
     for (size_t i = 0; i < count; i++)
         j->res[i] = 0.0; /* empty tensors have no items */
@@ -594,13 +650,9 @@ gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per
     gck_tl_ctx c;
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, per_tensor == NULL));
-    const gck_tl_job j = {.t = c.t,
-                          .kind = GCK_TL_DIV_SUMSQ,
-                          .a = t,
-                          .w = d,
-                          .recip64 = gck_exact_recip_f64(d),
-                          .recip32 = gck_exact_recip_f32((float)d),
-                          .res = per_tensor != NULL ? per_tensor : c.scratch};
+    gck_tl_job j = {.t = c.t, .kind = GCK_TL_DIV_SUMSQ, .a = t, .res = per_tensor != NULL ? per_tensor : c.scratch};
+    j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
+    j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
     gck_tl_exec(&j, &c);
     if (total != NULL)
         *total = gck_l2_sum(j.res, sizeof(double), t->count);

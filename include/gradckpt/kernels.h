@@ -157,8 +157,10 @@ GCK_API double gck_pnorm_f32(const float *x, size_t n, double p);
 /**
  * dst[i] = x[i] / d for i in [0..n), then returns the sum of squares of the
  * stored values: exactly gck_sumsq_f64(dst, n) afterwards, in one pass over
- * memory. A true division, not a multiplication by 1/d. dst may equal x
- * (in place) but may not partially overlap it.
+ * memory. Rounded as the true division (when d is a power of two whose
+ * reciprocal is a normal number it multiplies by 1/d instead, which rounds
+ * identically, faster). dst may equal x (in place) but may not partially
+ * overlap it.
  *
  * Ownership: writes dst, reads x; keeps no reference.  Errors: none.
  * Thread-safety: see the common rules above.

@@ -18,7 +18,13 @@
  * Both make k + 2 passes over the gradient and read the input k times;
  * bytes_per_second counts that traffic (traffic_bytes). Models: gpt120k,
  * small2k, resnet50 and gpt2s of bench_models.c; k = 1 and 4. Nothing is
- * allocated per step beyond the library's scratch for long lists. */
+ * allocated per step beyond the library's scratch for long lists.
+ *
+ * "tensors_call/<op>/1t/<count>": the per-call cost of the list functions on
+ * count tiny tensors (16 floats each, not adjacent, so no run merges them),
+ * what a binding pays per call and per tensor: norm (p = 2), add,
+ * div_sumsq (by 4) and scale (by -1); items_per_second is tensors per
+ * second. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,8 +86,12 @@ static double traffic_bytes(int k)
     return 4.0 * (k + 1 + 2.0 * (k - 1) + (k > 1 ? 2 : 1) + 2);
 }
 
+static void register_tensor_calls(void);
+
 void gck_bench_register_trainer(int threads)
 {
+    if (threads == 1)
+        register_tensor_calls();
     static const char *const names[] = {"gpt120k", "small2k", "resnet50", "gpt2s"};
     static const int ks[] = {1, 4};
     static const char *const paths[] = {"hand", "tensors"};
@@ -102,4 +112,93 @@ void gck_bench_register_trainer(int threads)
                     .sizes = &size, .nsizes = 1});
             }
         }
+}
+
+/* ---- per-call cost ------------------------------------------------------------- */
+
+enum { CALL_MAX = 4096, CALL_LEN = 16, CALL_STRIDE = 32 };
+
+typedef struct call_ctx {
+    float *a, *b;
+    void *pa[CALL_MAX], *pb[CALL_MAX];
+    size_t lens[CALL_MAX];
+} call_ctx;
+
+static call_ctx *g_call;
+
+static const char *call_prepare(void *ctx, int64_t n, int threads)
+{
+    (void)ctx, (void)n, (void)threads;
+    if (g_call != NULL)
+        return NULL;
+    call_ctx *c = calloc(1, sizeof *c);
+    float *a = c != NULL ? aligned_alloc(64, CALL_MAX * CALL_STRIDE * sizeof(float)) : NULL;
+    float *b = a != NULL ? aligned_alloc(64, CALL_MAX * CALL_STRIDE * sizeof(float)) : NULL;
+    if (b == NULL) {
+        free(a), free(c);
+        return "cannot allocate the per-call buffers";
+    }
+    for (size_t i = 0; i < (size_t)CALL_MAX * CALL_STRIDE; i++)
+        a[i] = b[i] = (float)(i % 7) * 0.25f - 0.75f;
+    for (size_t t = 0; t < CALL_MAX; t++) {
+        c->pa[t] = a + t * CALL_STRIDE;
+        c->pb[t] = b + t * CALL_STRIDE;
+        c->lens[t] = CALL_LEN;
+    }
+    c->a = a, c->b = b;
+    g_call = c;
+    return NULL;
+}
+
+#define CALL_LISTS(n)                                                                      \
+    const gck_tensor_list la = {(size_t)(n), g_call->pa, g_call->lens, GCK_DTYPE_F32, NULL}; \
+    const gck_tensor_list lb = {(size_t)(n), g_call->pb, g_call->lens, GCK_DTYPE_F32, NULL}; \
+    (void)lb
+
+static double call_norm(void *ctx, int64_t n)
+{
+    (void)ctx;
+    CALL_LISTS(n);
+    double total = 0.0;
+    gck_tensors_norm(&la, 2.0, NULL, &total);
+    return total;
+}
+
+static double call_add(void *ctx, int64_t n)
+{
+    (void)ctx;
+    CALL_LISTS(n);
+    return gck_tensors_add(&la, &lb);
+}
+
+static double call_div_sumsq(void *ctx, int64_t n)
+{
+    (void)ctx;
+    CALL_LISTS(n);
+    double total = 0.0;
+    gck_tensors_div_sumsq(&la, 4.0, NULL, &total);
+    gck_tensors_scale(&la, 4.0); /* keep the values where they were */
+    return total;
+}
+
+static double call_scale(void *ctx, int64_t n)
+{
+    (void)ctx;
+    CALL_LISTS(n);
+    return gck_tensors_scale(&la, -1.0);
+}
+
+static void register_tensor_calls(void)
+{
+    static const int64_t counts[] = {1, 16, 256, CALL_MAX};
+    static const struct { const char *name; gck_bench_body body; } ops[] = {
+        {"norm", call_norm}, {"add", call_add}, {"div_sumsq", call_div_sumsq}, {"scale", call_scale}};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "tensors_call/%s/1t", ops[i].name);
+        gck_bench_register(&(gck_bench_spec){
+            .name = name, .body = ops[i].body, .prepare = call_prepare, .ctx = NULL, .threads = 1,
+            .bytes_per_elem = CALL_LEN * sizeof(float), .label = "f32 tensors of 16", .sizes = counts,
+            .nsizes = sizeof counts / sizeof counts[0]});
+    }
 }

@@ -297,33 +297,51 @@ static void gck_tl_span_end(const gck_tl_job *j, const gck_tl_span *s)
         gck_tl_run(j, s->i, s->lo, s->len);
 }
 
-/* Runs job j over every tensor of j->a; reductions leave tensor i's result
- * in j->res[i], exactly the single kernel's. */
-static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
+/* The fold of per-tensor results into a call's total, in list order: a
+ * left-to-right sum, or for AMAX the largest (NaN if any is NaN). */
+typedef struct gck_tl_fold {
+    double v;
+    int nan;
+} gck_tl_fold;
+
+static void gck_tl_fold_in(const gck_tl_job *j, gck_tl_fold *f, size_t i, double r)
+{
+    if (j->res != NULL)
+        j->res[i] = r;
+    if (j->kind == GCK_TL_AMAX)
+        gck_amax_fold(&f->v, &f->nan, r);
+    else
+        f->v = f->v + r;
+}
+
+/* Runs job j over every tensor of j->a. Reductions leave tensor i's result,
+ * exactly the single kernel's, in j->res[i] (when not NULL) and return the
+ * fold of all of them; elementwise kinds return 0. */
+static double gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
 {
     const size_t count = j->a->count;
     const int elementwise = j->kind >= GCK_TL_ADD;
+    gck_tl_fold f = {0.0, 0};
     if (c->items == NULL && elementwise) {
         gck_tl_span s = {0, 0, 0};
         for (size_t i = 0; i < count; i++)
             if (j->a->lens[i] > 0)
                 gck_tl_span_add(j, &s, i, 0, j->a->lens[i]);
         gck_tl_span_end(j, &s);
-        return;
+        return 0.0;
     }
     if (c->items == NULL) {
         for (size_t i = 0; i < count; i++) {
             double r = gck_tl_run(j, i, 0, j->a->lens[i]);
-            if (j->kind == GCK_TL_AMAX) {
+            if (j->kind == GCK_TL_AMAX) { /* as gck_amax folds its chunks */
                 double m = 0.0;
                 int nan = 0;
                 gck_amax_fold(&m, &nan, r);
                 r = nan ? NAN : m;
             }
-            if (j->res != NULL)
-                j->res[i] = r;
+            gck_tl_fold_in(j, &f, i, r);
         }
-        return;
+        return f.nan ? NAN : f.v;
     }
 #if GCK_HAVE_OPENMP
     gck_tl_item *it = c->items;
@@ -343,27 +361,32 @@ static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
                 it[k].r = gck_tl_run(j, it[k].tensor, it[k].lo, it[k].len);
         }
     }
-    if (j->res == NULL || elementwise)
-        return;
-    for (size_t i = 0; i < count; i++)
-        j->res[i] = 0.0; /* empty tensors have no items */
+    if (elementwise)
+        return 0.0;
+    /* each tensor's items, in order, by the rule of its single kernel; empty
+     * tensors have no items: their result is +0, which changes no fold */
+    for (size_t i = 0; j->res != NULL && i < count; i++)
+        j->res[i] = 0.0;
     for (size_t k = 0; k < nitems;) {
         const size_t i = it[k].tensor;
+        double r;
         if (j->kind == GCK_TL_AMAX) {
             double m = 0.0;
             int nan = 0;
             for (; k < nitems && it[k].tensor == i; k++)
                 gck_amax_fold(&m, &nan, it[k].r);
-            j->res[i] = nan ? NAN : m;
+            r = nan ? NAN : m;
         } else {
             gck_pairwise p;
             p.top = 0;
             for (; k < nitems && it[k].tensor == i; k++)
                 gck_pairwise_push(&p, it[k].r, gck_blocks_of(it[k].len));
-            j->res[i] = gck_pairwise_finish(&p);
+            r = gck_pairwise_finish(&p);
         }
+        gck_tl_fold_in(j, &f, i, r);
     }
 #endif
+    return f.nan ? NAN : f.v;
 }
 
 /* ---- argument checks ------------------------------------------------------------ */
@@ -434,76 +457,90 @@ static gck_status gck_tl_check_p(const char *fn, double p)
 
 /* ---- norms ----------------------------------------------------------------------- */
 
-/* The total of per-tensor p-norms (p != 2), as tensors.h states. */
-static double gck_tl_total_p(const double *norm, size_t count, double p)
+/* The total p-norm of t (checked; c prepared with GCK_TL_SCRATCH doubles
+ * per tensor for general p, none otherwise), and the per-tensor norms into
+ * per_tensor when it is not NULL. The only failure: GCK_ERR_NO_MEMORY for
+ * the rare rescaled p = 2 total of a long list (nothing is written). */
+static gck_status gck_tl_norm(const char *fn, const gck_tl_ctx *c, const gck_tensor_list *t, double p,
+                              double *per_tensor, double *total)
 {
-    if (p == 1.0) {
-        double s = 0.0;
-        for (size_t i = 0; i < count; i++)
-            s = s + norm[i];
-        return s;
+    const size_t count = t->count;
+    gck_tl_job j = {.t = c->t, .a = t, .p = p, .res = per_tensor};
+    if (p == 1.0 || isinf(p)) {
+        /* the norms are the sums of |x| / the largest |x|; so is the fold */
+        j.kind = p == 1.0 ? GCK_TL_ASUM : GCK_TL_AMAX;
+        *total = gck_tl_exec(&j, c);
+        return GCK_OK;
     }
+    if (p == 2.0) {
+        /* per-tensor sums of squares (into per_tensor, or c's stack scratch
+         * for a short list), folded into the total's sum on the way */
+        void *heap = NULL;
+        if (j.res == NULL && count <= GCK_TL_STACK_TENSORS)
+            j.res = c->scratch;
+        j.kind = GCK_TL_SUMSQ;
+        const double s = gck_tl_exec(&j, c);
+        if (gck_l2_sum_ok(s) && per_tensor == NULL) {
+            *total = sqrt(s);
+            return GCK_OK;
+        }
+        if (j.res == NULL) { /* rescaled total of a long list: the sums again, kept this time */
+            if ((heap = gck_malloc(count * sizeof(double))) == NULL)
+                return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu tensors", fn, count);
+            j.res = heap;
+            gck_tl_exec(&j, c);
+        }
+        for (size_t i = 0; i < count; i++) /* sums of squares -> norms, in place */
+            j.res[i] = gck_tl_dtype(t, i) == GCK_DTYPE_F32
+                           ? sqrt(j.res[i])
+                           : gck_l2norm_f64_from(c->t, t->data[i], t->lens[i], j.res[i]);
+        *total = gck_l2_sum_ok(s) ? sqrt(s) : gck_l2_rescaled(j.res, sizeof(double), count);
+        free(heap);
+        return GCK_OK;
+    }
+    /* general p: the largest |x| of each tensor, then its power sum scaled by it */
+    double *norm = per_tensor != NULL ? per_tensor : c->scratch;
+    gck_pnorm_plan *plan = (gck_pnorm_plan *)(void *)(c->scratch + count); /* two doubles per tensor */
+    double *sums = c->scratch + 3 * count;
+    j.kind = GCK_TL_AMAX;
+    j.res = norm;
+    gck_tl_exec(&j, c);
+    int any = 0;
+    for (size_t i = 0; i < count; i++) {
+        const int skip = isnan(norm[i]) || norm[i] == 0.0 || isinf(norm[i]);
+        plan[i] = skip ? (gck_pnorm_plan){0.0, 0} : gck_pnorm_plan_for(norm[i], p);
+        any |= !skip;
+    }
+    if (any) {
+        j.kind = GCK_TL_POWSUM;
+        j.plan = plan;
+        j.res = sums;
+        gck_tl_exec(&j, c);
+        for (size_t i = 0; i < count; i++)
+            if (plan[i].s != 0.0)
+                norm[i] = gck_pnorm_root(plan[i], norm[i], sums[i], p);
+    }
+    /* m * pow(sum (n_i / m)^p, 1/p), m the largest norm (NaN if any is NaN) */
     double m = 0.0;
     int nan = 0;
     for (size_t i = 0; i < count; i++)
         gck_amax_fold(&m, &nan, norm[i]);
-    if (nan)
-        return NAN;
-    if (isinf(p) || m == 0.0 || isinf(m))
-        return m;
+    if (nan || m == 0.0 || isinf(m)) {
+        *total = nan ? NAN : m;
+        return GCK_OK;
+    }
     const gck_pow_fn pw = gck_pow_ref();
-    double s = 0.0;
+    double sp = 0.0;
     for (size_t i = 0; i < count; i++)
-        s = s + pw(norm[i] / m, p);
-    return m * pw(s, 1.0 / p);
+        sp = sp + pw(norm[i] / m, p);
+    *total = m * pw(sp, 1.0 / p);
+    return GCK_OK;
 }
 
-/* The total p-norm of t (checked, c prepared with GCK_TL_SCRATCH), and the
- * per-tensor norms into per_tensor when it is not NULL. */
-static double gck_tl_norm(const gck_tl_ctx *c, const gck_tensor_list *t, double p, double *per_tensor)
+/* Scratch doubles per tensor gck_tl_norm needs for p. */
+static size_t gck_tl_norm_scratch(double p)
 {
-    const size_t count = t->count;
-    double *norm = per_tensor != NULL ? per_tensor : c->scratch;
-    double *aux = c->scratch + count;
-    gck_tl_job j = {.t = c->t, .a = t, .p = p};
-    if (p == 2.0) {
-        j.kind = GCK_TL_SUMSQ;
-        j.res = aux;
-        gck_tl_exec(&j, c);
-        const double s = gck_l2_sum(aux, sizeof(double), count);
-        const int ok = gck_l2_sum_ok(s);
-        if (per_tensor != NULL || !ok)
-            for (size_t i = 0; i < count; i++)
-                norm[i] = gck_tl_dtype(t, i) == GCK_DTYPE_F32
-                              ? sqrt(aux[i])
-                              : gck_l2norm_f64_from(c->t, t->data[i], t->lens[i], aux[i]);
-        return ok ? sqrt(s) : gck_l2_rescaled(norm, sizeof(double), count);
-    }
-    j.kind = p == 1.0 ? GCK_TL_ASUM : GCK_TL_AMAX;
-    j.res = norm;
-    gck_tl_exec(&j, c);
-    if (p != 1.0 && !isinf(p)) {
-        /* general p: the power sums, scaled per tensor by its largest |x| */
-        gck_pnorm_plan *plan = (gck_pnorm_plan *)(void *)aux; /* two doubles per tensor */
-        double *sums = aux + 2 * count;
-        int any = 0;
-        for (size_t i = 0; i < count; i++) {
-            const double m = norm[i];
-            const int skip = isnan(m) || m == 0.0 || isinf(m);
-            plan[i] = skip ? (gck_pnorm_plan){0.0, 0} : gck_pnorm_plan_for(m, p);
-            any |= !skip;
-        }
-        if (any) {
-            j.kind = GCK_TL_POWSUM;
-            j.plan = plan;
-            j.res = sums;
-            gck_tl_exec(&j, c);
-            for (size_t i = 0; i < count; i++)
-                if (plan[i].s != 0.0)
-                    norm[i] = gck_pnorm_root(plan[i], norm[i], sums[i], p);
-        }
-    }
-    return gck_tl_total_p(norm, count, p);
+    return p == 1.0 || p == 2.0 || isinf(p) ? 0 : GCK_TL_SCRATCH;
 }
 
 gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total)
@@ -512,11 +549,11 @@ gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, doubl
     size_t elems;
     gck_tl_ctx c;
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, per_tensor == NULL));
-    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SUMSQ, .a = t, .res = per_tensor != NULL ? per_tensor : c.scratch};
-    gck_tl_exec(&j, &c);
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
+    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SUMSQ, .a = t, .res = per_tensor};
+    const double s = gck_tl_exec(&j, &c);
     if (total != NULL)
-        *total = gck_l2_sum(j.res, sizeof(double), t->count);
+        *total = s;
     gck_tl_release(&c);
     return GCK_OK;
 }
@@ -529,10 +566,10 @@ gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tens
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_CHECK_ARG(total != NULL, "%s: total is NULL", fn);
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, GCK_TL_SCRATCH));
-    *total = gck_tl_norm(&c, t, p, per_tensor);
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
+    const gck_status s = gck_tl_norm(fn, &c, t, p, per_tensor, total);
     gck_tl_release(&c);
-    return GCK_OK;
+    return s;
 }
 
 /* ---- clipping -------------------------------------------------------------------- */
@@ -578,8 +615,11 @@ gck_status gck_tensors_clip_by_norm(const gck_tensor_list *t, double max_norm, d
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_TRY(gck_tl_check_clip(fn, max_norm, eps, flags));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, GCK_TL_SCRATCH));
-    const gck_status s = gck_tl_clip(fn, &c, t, gck_tl_norm(&c, t, p, NULL), max_norm, eps, flags, info);
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
+    double total;
+    gck_status s = gck_tl_norm(fn, &c, t, p, NULL, &total);
+    if (s == GCK_OK)
+        s = gck_tl_clip(fn, &c, t, total, max_norm, eps, flags, info);
     gck_tl_release(&c);
     return s;
 }
@@ -649,13 +689,13 @@ gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per
     size_t elems;
     gck_tl_ctx c;
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, per_tensor == NULL));
-    gck_tl_job j = {.t = c.t, .kind = GCK_TL_DIV_SUMSQ, .a = t, .res = per_tensor != NULL ? per_tensor : c.scratch};
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
+    gck_tl_job j = {.t = c.t, .kind = GCK_TL_DIV_SUMSQ, .a = t, .res = per_tensor};
     j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
     j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
-    gck_tl_exec(&j, &c);
+    const double s = gck_tl_exec(&j, &c);
     if (total != NULL)
-        *total = gck_l2_sum(j.res, sizeof(double), t->count);
+        *total = s;
     gck_tl_release(&c);
     return GCK_OK;
 }

@@ -45,6 +45,7 @@ typedef struct tlist {
     size_t *offs; /* byte offset of each tensor in the arena */
     unsigned char *arena;
     size_t bytes;
+    int packed; /* tensors back to back, as pieces of one buffer */
     gck_tensor_list l;
 } tlist;
 
@@ -53,11 +54,14 @@ static size_t esz_of(gck_dtype d)
     return d == GCK_DTYPE_F32 ? 4 : 8;
 }
 
-/* kinds[] (nkinds of them) cycle over the tensors; dtypes NULL: all F32. */
-static void tl_make(tlist *t, size_t count, const size_t *lens, const gck_dtype *dtypes, const gck_test_kind *kinds,
-                    size_t nkinds, uint64_t seed)
+/* kinds[] (nkinds of them) cycle over the tensors; dtypes NULL: all F32.
+ * packed: each tensor starts where the one before ends (aligned to its
+ * element size), as the pieces of a trainer's one buffer. */
+static void tl_make_ex(tlist *t, size_t count, const size_t *lens, const gck_dtype *dtypes,
+                       const gck_test_kind *kinds, size_t nkinds, uint64_t seed, int packed)
 {
     memset(t, 0, sizeof *t);
+    t->packed = packed;
     t->count = count;
     t->data = calloc(count + 1, sizeof *t->data);
     t->lens = calloc(count + 1, sizeof *t->lens);
@@ -67,7 +71,10 @@ static void tl_make(tlist *t, size_t count, const size_t *lens, const gck_dtype 
     for (size_t i = 0; i < count; i++) {
         const gck_dtype d = dtypes != NULL ? dtypes[i] : GCK_DTYPE_F32;
         const size_t e = esz_of(d);
-        b = (b + 63) / 64 * 64 + e * (i % 3); /* misaligned by 0, 1 or 2 elements */
+        if (packed)
+            b = (b + e - 1) / e * e + (i == 0 ? 4 : 0); /* misaligned start */
+        else
+            b = (b + 63) / 64 * 64 + e * (i % 3); /* misaligned by 0, 1 or 2 elements */
         t->offs[i] = b;
         t->lens[i] = lens[i];
         t->dtypes[i] = d;
@@ -87,11 +94,17 @@ static void tl_make(tlist *t, size_t count, const size_t *lens, const gck_dtype 
     t->l = (gck_tensor_list){count, t->data, t->lens, GCK_DTYPE_F32, t->dtypes};
 }
 
+static void tl_make(tlist *t, size_t count, const size_t *lens, const gck_dtype *dtypes, const gck_test_kind *kinds,
+                    size_t nkinds, uint64_t seed)
+{
+    tl_make_ex(t, count, lens, dtypes, kinds, nkinds, seed, 0);
+}
+
 /* A second list of the same shapes and contents. */
 static void tl_clone(tlist *dst, const tlist *src)
 {
     static const gck_test_kind z[] = {GCK_K_ZERO};
-    tl_make(dst, src->count, src->lens, src->dtypes, z, 1, 0);
+    tl_make_ex(dst, src->count, src->lens, src->dtypes, z, 1, 0, src->packed);
     memcpy(dst->arena, src->arena, src->bytes);
 }
 
@@ -195,8 +208,9 @@ static double ref_total(const double *sumsq, const double *norm, size_t n, doubl
 
 /* ---- the lists every test walks -------------------------------------------------- */
 
-enum { NLISTS = 6 };
-static const char *const g_list_names[NLISTS] = {"short", "many-small", "long-serial", "one-huge", "mixed", "extremes"};
+enum { NLISTS = 7 };
+static const char *const g_list_names[NLISTS] = {"short",  "many-small", "long-serial", "one-huge",
+                                                 "mixed", "extremes",   "packed"};
 
 static const gck_test_kind g_kinds_all[] = {GCK_K_UNIFORM, GCK_K_ILL_SCALED, GCK_K_TINY,     GCK_K_DENORMAL,
                                             GCK_K_ZERO,    GCK_K_UNIFORM,    GCK_K_WITH_NAN, GCK_K_UNIFORM,
@@ -251,13 +265,21 @@ static void make_list(tlist *t, int k, int finite, uint64_t seed)
                 lens[i] = l[i], dt[i] = d[i];
         }
         break;
-    default: /* extremes: huge F64 squares overflowing, tiny ones underflowing */
+    case 5: /* extremes: huge F64 squares overflowing, tiny ones underflowing */
         count = 4;
         for (size_t i = 0; i < count; i++) {
             lens[i] = 40 + i;
             dt[i] = GCK_DTYPE_F64;
         }
         break;
+    default: /* packed: pieces of one buffer, runs of F32 and F64, empty pieces between */
+        count = 60;
+        for (size_t i = 0; i < count; i++) {
+            lens[i] = i % 9 == 4 ? 0 : (size_t)(gck_test_rand(&st) % 5000);
+            dt[i] = (i / 20) % 2 ? GCK_DTYPE_F64 : GCK_DTYPE_F32;
+        }
+        tl_make_ex(t, count, lens, dt, kinds, nk, seed, 1);
+        return;
     }
     if (k == 5) {
         static const gck_test_kind ek[] = {GCK_K_HUGE, GCK_K_TINY, GCK_K_DENORMAL, GCK_K_HUGE};
@@ -442,9 +464,13 @@ static void test_elementwise(void **state)
         make_list(&acc, k, 0, 5);
         /* x: the same lengths, mixed precision pairs (x's dtype flipped on every third tensor) */
         gck_dtype *xd = malloc((acc.count + 1) * sizeof *xd);
-        for (size_t i = 0; i < acc.count; i++)
-            xd[i] = i % 3 != 2 ? acc.dtypes[i] : acc.dtypes[i] == GCK_DTYPE_F32 ? GCK_DTYPE_F64 : GCK_DTYPE_F32;
-        tl_make(&x, acc.count, acc.lens, xd, g_kinds_all, sizeof g_kinds_all / sizeof g_kinds_all[0], 6);
+        for (size_t i = 0; i < acc.count; i++) {
+            /* packed: x packed too, same dtypes but for a few (runs merge, then break) */
+            const int flip = acc.packed ? (i >= 30 && i < 40 && i % 3 == 2) : i % 3 == 2;
+            xd[i] = !flip ? acc.dtypes[i] : acc.dtypes[i] == GCK_DTYPE_F32 ? GCK_DTYPE_F64 : GCK_DTYPE_F32;
+        }
+        tl_make_ex(&x, acc.count, acc.lens, xd, g_kinds_all, sizeof g_kinds_all / sizeof g_kinds_all[0], 6,
+                   acc.packed);
         free(xd);
         tl_clone(&want, &acc);
         tl_clone(&got, &acc);
@@ -965,13 +991,53 @@ static void test_allocation(void **state)
                 assert_true(u == UINT64_MAX);
                 failures++;
             }
-            /* long lists need scratch for per-tensor results; pairs only for a threaded work list */
-            const int must_fail = fn < 4 || fn == 7 || (k == 1 && GCK_HAVE_OPENMP);
+            /* a long list needs scratch for general p; a threaded one for its work list */
+            const int must_fail = fn == 1 || (k == 1 && GCK_HAVE_OPENMP);
             if (must_fail && failures == 0)
                 fail_msg("list %s function %d: no allocation failure was seen", g_list_names[k], fn);
         }
         tl_free(&a), tl_free(&x), tl_free(&orig), tl_free(&want);
     }
+
+    /* the rescaled p = 2 total of a long list (squares overflow) keeps the
+     * per-tensor sums it otherwise folds on the fly */
+    set_threads(1);
+    enum { NH = 100 };
+    size_t hl[NH];
+    gck_dtype hd[NH];
+    for (size_t i = 0; i < NH; i++)
+        hl[i] = 3 + i % 5, hd[i] = GCK_DTYPE_F64;
+    static const gck_test_kind huge[] = {GCK_K_HUGE};
+    tlist h;
+    tl_make(&h, NH, hl, hd, huge, 1, 5);
+    for (size_t i = 0; i < NH; i++)
+        for (size_t e = 0; e < hl[i]; e++)
+            ((double *)tl_ptr(&h, i))[e] *= 0x1p-20; /* squares overflow, the norm does not */
+    double want = -1;
+    assert_int_equal(gck_tensors_norm(&h.l, 2.0, per, &want), GCK_OK);
+    assert_true(isfinite(want));
+    int failures = 0;
+    for (long f = 0;; f++) {
+        total = -1;
+        gck_alloc_fail_after(f);
+        const gck_status st = gck_tensors_norm(&h.l, 2.0, NULL, &total);
+        gck_alloc_fail_after(-1);
+        if (st == GCK_OK) {
+            gck_assert_same_f64(want, total, "rescaled total after the failures");
+            break;
+        }
+        expect_fail(st, GCK_ERR_NO_MEMORY, "scratch", "rescaled total");
+        assert_true(total == -1);
+        failures++;
+    }
+    assert_int_equal(failures, 1);
+    gck_clip_info ci = {-1, -1, -1};
+    gck_alloc_fail_after(0);
+    expect_fail(gck_tensors_clip_by_norm(&h.l, 1.0, 2.0, 0.0, 0, &ci), GCK_ERR_NO_MEMORY, "scratch", "rescaled clip");
+    gck_alloc_fail_after(-1);
+    assert_true(ci.clipped == -1);
+    tl_free(&h);
+    set_threads(2);
 }
 
 GCK_PER_ISA_MAIN(NULL, NULL,

@@ -52,10 +52,14 @@ extern "C" {
  *   balanced by bytes, when built with OpenMP, called outside a parallel
  *   region and the list holds GCK_PARALLEL_MIN elements or more in all;
  *   smaller calls run on the calling thread.
- * - Scratch: a call on the calling thread over at most 64 tensors allocates
- *   nothing. Otherwise it allocates one block (about 40 bytes per 8192 to
- *   128 Ki elements of work and up to 32 bytes per tensor) and frees it
- *   before returning; if that fails: GCK_ERR_NO_MEMORY, nothing written.
+ * - Scratch: a call that runs on the calling thread allocates nothing,
+ *   except for more than 64 tensors in gck_tensors_norm /
+ *   gck_tensors_clip_by_norm with p other than 1, 2 and INFINITY (32 bytes
+ *   per tensor), or with p = 2 when the summed squares overflow or
+ *   underflow (8 bytes per tensor). A call on threads allocates its work
+ *   list (about 40 bytes per 8 Ki - 128 Ki elements and per tensor). All of
+ *   it is freed before returning; if an allocation fails:
+ *   GCK_ERR_NO_MEMORY, and nothing was written.
  * - Flush-to-zero / denormals-are-zero set by the process: see kernels.h
  *   (results stay bit-identical across ISAs).
  *

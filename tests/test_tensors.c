@@ -324,8 +324,11 @@ static void test_sumsq_and_norms(void **state)
                 gck_assert_same_f64(total, total2, "sumsq total without per_tensor");
                 assert_int_equal(gck_tensors_sumsq(&t.l, NULL, NULL), GCK_OK);
             }
+            const int big = k == 1 || k == 3 || k == 4;
             for (size_t pi = 0; pi < NPS; pi++) {
                 const double p = g_ps[pi];
+                if (big && finite && (p == 3.0 || p == 0.5))
+                    continue; /* SLEEF's scalar pow is slow; the non-finite variant covers these */
                 for (size_t i = 0; i < n; i++)
                     want_n[i] = ref_pnorm(&t, i, p);
                 const double want_total = ref_total(want_s, want_n, n, p);
@@ -342,8 +345,10 @@ static void test_sumsq_and_norms(void **state)
                                             pr->isa->name, p, g_list_names[k], i, th);
                     gck_assert_same_f64(want_total, total, "%s total p=%g list %s threads %d", pr->isa->name, p,
                                         g_list_names[k], th);
-                    assert_int_equal(gck_tensors_norm(&t.l, p, NULL, &total2), GCK_OK);
-                    gck_assert_same_f64(total, total2, "total without per_tensor p=%g", p);
+                    if (th == 2 || p == 2.0) { /* without per_tensor: another scratch path */
+                        assert_int_equal(gck_tensors_norm(&t.l, p, NULL, &total2), GCK_OK);
+                        gck_assert_same_f64(total, total2, "total without per_tensor p=%g", p);
+                    }
                 }
             }
             free(want_s), free(want_n), free(got);
@@ -682,13 +687,14 @@ static void test_clip(void **state)
             make_list(&t, k, finite, 21);
             tl_clone(&want, &t);
             tl_clone(&got, &t);
-            for (size_t pi = 0; pi < NPS; pi++) {
+            /* the big lists: fewer combinations (they test the split, not the formula;
+             * test_sumsq_and_norms covers their general-p norms) */
+            const int big = t.count > 200 || t.lens[0] > GCK_PARALLEL_MIN || (t.count > 1 && t.lens[1] > 1000);
+            for (size_t pi = 0; pi < (big ? 1 : NPS); pi++) {
                 const double p = g_ps[pi];
                 double total;
                 assert_int_equal(gck_tensors_norm(&t.l, p, NULL, &total), GCK_OK);
                 const double maxes[] = {total / 2, total * 2, 0.0, INFINITY, 1.0};
-                /* the big lists: fewer combinations (they test the split, not the formula) */
-                const int big = t.count > 200 || t.lens[0] > GCK_PARALLEL_MIN || (t.count > 1 && t.lens[1] > 1000);
                 for (size_t mi = 0; mi < (big ? 2 : sizeof maxes / sizeof maxes[0]); mi++) {
                     const double max_norm = isnan(maxes[mi]) ? 1.0 : maxes[mi];
                     for (size_t ei = 0; ei < (big ? 1 : sizeof eps_v / sizeof eps_v[0]); ei++) {

@@ -543,19 +543,27 @@ static size_t gck_tl_norm_scratch(double p)
     return p == 1.0 || p == 2.0 || isinf(p) ? 0 : GCK_TL_SCRATCH;
 }
 
-gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total)
+/* One pass of job j (kind, operands and res set) over list t: checks t,
+ * runs j and stores its total (when total is not NULL). */
+static gck_status gck_tl_pass(const char *fn, const gck_tensor_list *t, gck_tl_job *j, double *total)
 {
-    static const char fn[] = "gck_tensors_sumsq";
     size_t elems;
     gck_tl_ctx c;
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
-    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SUMSQ, .a = t, .res = per_tensor};
-    const double s = gck_tl_exec(&j, &c);
+    j->t = c.t;
+    j->a = t;
+    const double s = gck_tl_exec(j, &c);
     if (total != NULL)
         *total = s;
     gck_tl_release(&c);
     return GCK_OK;
+}
+
+gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total)
+{
+    gck_tl_job j = {.kind = GCK_TL_SUMSQ, .res = per_tensor};
+    return gck_tl_pass("gck_tensors_sumsq", t, &j, total);
 }
 
 gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tensor, double *total)
@@ -672,30 +680,14 @@ gck_status gck_tensors_axpy_init(const gck_tensor_list *dst, double w, const gck
 
 gck_status gck_tensors_scale(const gck_tensor_list *t, double s)
 {
-    static const char fn[] = "gck_tensors_scale";
-    size_t elems;
-    gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
-    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SCALE, .a = t, .w = s};
-    gck_tl_exec(&j, &c);
-    gck_tl_release(&c);
-    return GCK_OK;
+    gck_tl_job j = {.kind = GCK_TL_SCALE, .w = s};
+    return gck_tl_pass("gck_tensors_scale", t, &j, NULL);
 }
 
 gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total)
 {
-    static const char fn[] = "gck_tensors_div_sumsq";
-    size_t elems;
-    gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
-    gck_tl_job j = {.t = c.t, .kind = GCK_TL_DIV_SUMSQ, .a = t, .res = per_tensor};
+    gck_tl_job j = {.kind = GCK_TL_DIV_SUMSQ, .res = per_tensor};
     j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
     j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
-    const double s = gck_tl_exec(&j, &c);
-    if (total != NULL)
-        *total = s;
-    gck_tl_release(&c);
-    return GCK_OK;
+    return gck_tl_pass("gck_tensors_div_sumsq", t, &j, total);
 }

@@ -24,9 +24,6 @@
 #define FTZ_MODE 0
 #endif
 
-#if GCK_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 static void ftz_this_thread(int on)
 {
@@ -51,15 +48,6 @@ static void ftz_all_threads(int on)
 #if GCK_HAVE_OPENMP
 #pragma omp parallel num_threads(4)
     ftz_this_thread(on);
-#endif
-}
-
-static void set_threads(int t)
-{
-#if GCK_HAVE_OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
 #endif
 }
 
@@ -249,7 +237,7 @@ static void test_public_match_scalar(void **state)
         uint64_t want_acc = 0;
         for (int run = 0; run < 3; run++) { /* 0: scalar 1 thread; 1, 2: the ISA on 1 and 3 threads */
             assert_int_equal(gck_isa_select(run == 0 ? GCK_ISA_SCALAR : p->isa->isa), GCK_OK);
-            set_threads(run == 2 ? 3 : 1);
+            gck_test_set_threads(run == 2 ? 3 : 1);
             void *data[2] = {x, xf};
             size_t lens[2] = {n, n};
             gck_dtype dt[2] = {GCK_DTYPE_F64, GCK_DTYPE_F32};
@@ -296,7 +284,7 @@ static void test_public_match_scalar(void **state)
         }
     }
     assert_int_equal(gck_isa_select(p->isa->isa), GCK_OK);
-    set_threads(2);
+    gck_test_set_threads(2);
     free(x), free(y), free(acc), free(xf), free(yf);
 }
 

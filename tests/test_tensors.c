@@ -20,18 +20,6 @@
 #include "alloc_internal.h"
 #include "reduce_internal.h"
 
-#if GCK_HAVE_OPENMP
-#include <omp.h>
-#endif
-
-static void set_threads(int t)
-{
-#if GCK_HAVE_OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
 
 /* ---- test lists ------------------------------------------------------------------
  * A list's tensors live in one arena (so a copy or a comparison is one
@@ -311,7 +299,7 @@ static void test_sumsq_and_norms(void **state)
                 want_s[i] = ref_sumsq(&t, i);
             const double want_total_s = ref_sum(want_s, n);
             for (int th = 1; th <= 3; th++) {
-                set_threads(th);
+                gck_test_set_threads(th);
                 double total = -1.0;
                 assert_int_equal(gck_tensors_sumsq(&t.l, got, &total), GCK_OK);
                 for (size_t i = 0; i < n; i++)
@@ -337,7 +325,7 @@ static void test_sumsq_and_norms(void **state)
                 gck_assert_same_f64(want_total, scalar_total, "%s total p=%g list %s on scalar", pr->isa->name, p,
                                     g_list_names[k]);
                 for (int th = 1; th <= 3; th++) {
-                    set_threads(th);
+                    gck_test_set_threads(th);
                     double total = -1.0, total2 = -1.0;
                     assert_int_equal(gck_tensors_norm(&t.l, p, got, &total), GCK_OK);
                     for (size_t i = 0; i < n; i++)
@@ -355,7 +343,7 @@ static void test_sumsq_and_norms(void **state)
             tl_free(&t);
         }
     }
-    set_threads(2);
+    gck_test_set_threads(2);
 }
 
 /* The p = 2 total's fallback: summed squares overflow (or underflow) while
@@ -490,7 +478,7 @@ static void test_elementwise(void **state)
                     if (th == 0) {
                         ON_SCALAR(pr, assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK));
                     } else {
-                        set_threads(th);
+                        gck_test_set_threads(th);
                         assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK);
                     }
                     char what[128];
@@ -509,13 +497,13 @@ static void test_elementwise(void **state)
                 ref_ew((ew_op)op, &want, &xs, i, 0.75);
             tl_free(&xs);
             tl_copy_values(&got, &acc);
-            set_threads(2);
+            gck_test_set_threads(2);
             assert_int_equal(run_ew((ew_op)op, &got, &got, 0.75), GCK_OK);
             assert_same_values(&want, &got, g_ew_names[op]);
         }
         tl_free(&acc), tl_free(&x), tl_free(&want), tl_free(&got);
     }
-    set_threads(2);
+    gck_test_set_threads(2);
 }
 
 /* ---- div_sumsq ----------------------------------------------------------------------- */
@@ -560,7 +548,7 @@ static void test_div_sumsq(void **state)
                 if (th == 0) {
                     ON_SCALAR(pr, assert_int_equal(gck_tensors_div_sumsq(&got.l, d, gs, &total), GCK_OK));
                 } else {
-                    set_threads(th);
+                    gck_test_set_threads(th);
                     assert_int_equal(gck_tensors_div_sumsq(&got.l, d, gs, &total), GCK_OK);
                 }
                 char what[128];
@@ -584,7 +572,7 @@ static void test_div_sumsq(void **state)
         free(ws), free(gs);
         tl_free(&t), tl_free(&want), tl_free(&got);
     }
-    set_threads(2);
+    gck_test_set_threads(2);
 }
 
 /* x * (1/d) == x / d for the divisors the list and single kernels multiply
@@ -712,7 +700,7 @@ static void test_clip(void **state)
                                 ON_SCALAR(pr, assert_int_equal(
                                                   gck_tensors_clip_by_norm(&got.l, max_norm, p, eps, 0, &info), GCK_OK));
                             } else {
-                                set_threads(th);
+                                gck_test_set_threads(th);
                                 assert_int_equal(gck_tensors_clip_by_norm(&got.l, max_norm, p, eps, 0, &info), GCK_OK);
                             }
                             assert_same_values(&want, &got, what);
@@ -767,7 +755,7 @@ static void test_clip(void **state)
             tl_free(&t), tl_free(&want), tl_free(&got);
         }
     }
-    set_threads(2);
+    gck_test_set_threads(2);
 }
 
 /* ---- errors: nothing written, the message names the index ------------------------- */
@@ -948,7 +936,7 @@ static void test_allocation(void **state)
         tl_make(&x, a.count, a.lens, a.dtypes, g_kinds_finite, sizeof g_kinds_finite / sizeof g_kinds_finite[0], 12);
         tl_clone(&orig, &a);
         tl_clone(&want, &a);
-        set_threads(2);
+        gck_test_set_threads(2);
         for (int fn = 0; fn < 8; fn++) {
             /* the result without failures */
             tl_copy_values(&want, &orig);
@@ -1007,7 +995,7 @@ static void test_allocation(void **state)
 
     /* the rescaled p = 2 total of a long list (squares overflow) keeps the
      * per-tensor sums it otherwise folds on the fly */
-    set_threads(1);
+    gck_test_set_threads(1);
     enum { NH = 100 };
     size_t hl[NH];
     gck_dtype hd[NH];
@@ -1043,7 +1031,7 @@ static void test_allocation(void **state)
     gck_alloc_fail_after(-1);
     assert_true(ci.clipped == -1);
     tl_free(&h);
-    set_threads(2);
+    gck_test_set_threads(2);
 }
 
 GCK_PER_ISA_MAIN(NULL, NULL,

@@ -17,7 +17,9 @@ extern "C" {
  * What a trainer holds: its parameters' gradients as separate buffers (or
  * pieces of one contiguous buffer). These functions work on them in place,
  * one call per list, with no copy of the data and no allocation the caller
- * has to manage.
+ * has to manage. The elementwise functions update a run of adjacent pieces
+ * of one buffer (same dtypes, in every list of the call) as one array, so
+ * a split buffer costs them no more than the whole one.
  *
  * Common rules for every function below.
  *

@@ -109,8 +109,10 @@ void gck_bench_model_free_buffers(gck_bench_model *m);
 
 /* The hand loop of bench_trainer_hand.c: one step over a trainer's
  * contiguous gradient g of n floats with k micro-batches of input x;
- * returns the (float) global norm before clipping to max_norm. */
+ * returns the (float) global norm before clipping to max_norm. The f64sum
+ * variant sums the squares in double. */
 double gck_bench_hand_step(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
+double gck_bench_hand_step_f64sum(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
 
 /* Each bench file registers its benchmarks for 1 or 2 threads. */
 void gck_bench_register_kernels(int threads);

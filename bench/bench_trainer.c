@@ -1,9 +1,11 @@
 /* bench/bench_trainer.c - the trainer path (gck_tensors_* on a trainer's buffers) beside the hand loop.
  *
  * Names: "trainer_<path>/<model>/k<k>/<threads>t/<params>", path "hand"
- * (bench_trainer_hand.c: plain C over the contiguous gradient buffer) or
- * "tensors" (one gck_tensors_* call per step over the model's tensor list,
- * pointing into the same buffers). One iteration is one optimizer step's
+ * (bench_trainer_hand.c: plain C over the contiguous gradient buffer),
+ * "hand_f64sum" (the same with the squares summed in double: the hand
+ * loop's cost for the norm the library computes) or "tensors" (one
+ * gck_tensors_* call per step over the model's tensor list, pointing into
+ * the same buffers). One iteration is one optimizer step's
  * gradient bookkeeping in f32: k micro-batch gradients accumulated in place
  * into the trainer's buffer (the first written, the rest added), their mean
  * and global 2-norm, and a clip by that norm (max_norm 0.1, below the
@@ -60,6 +62,13 @@ static double hand_body(void *ctx, int64_t n)
     return gck_bench_hand_step(c->m->grad_buf, c->m->in_buf, c->m->params, c->k, (float)TRAINER_MAX_NORM);
 }
 
+static double hand64_body(void *ctx, int64_t n)
+{
+    (void)n;
+    const trainer_ctx *c = ctx;
+    return gck_bench_hand_step_f64sum(c->m->grad_buf, c->m->in_buf, c->m->params, c->k, (float)TRAINER_MAX_NORM);
+}
+
 static double tensors_body(void *ctx, int64_t n)
 {
     (void)n;
@@ -94,20 +103,21 @@ void gck_bench_register_trainer(int threads)
         register_tensor_calls();
     static const char *const names[] = {"gpt120k", "small2k", "resnet50", "gpt2s"};
     static const int ks[] = {1, 4};
-    static const char *const paths[] = {"hand", "tensors"};
+    static const char *const paths[] = {"hand", "tensors", "hand_f64sum"};
+    static const gck_bench_body bodies[] = {hand_body, tensors_body, hand64_body};
     enum { NM = sizeof names / sizeof names[0], NK = sizeof ks / sizeof ks[0] };
     static trainer_ctx ctx[2][NM][NK];
     for (int mi = 0; mi < NM; mi++)
         for (int ki = 0; ki < NK; ki++) {
             trainer_ctx *c = &ctx[threads - 1][mi][ki];
             *c = (trainer_ctx){.m = gck_bench_model_named(names[mi]), .k = ks[ki]};
-            for (int pi = 0; pi < 2; pi++) {
+            for (int pi = 0; pi < 3; pi++) {
                 char name[96], label[64];
                 snprintf(name, sizeof name, "trainer_%s/%s/k%d/%dt", paths[pi], names[mi], ks[ki], threads);
                 snprintf(label, sizeof label, "%s f32, %zu tensors", paths[pi], c->m->nt);
                 const int64_t size = (int64_t)c->m->params;
                 gck_bench_register(&(gck_bench_spec){
-                    .name = name, .body = pi ? tensors_body : hand_body, .prepare = trainer_prepare, .ctx = c,
+                    .name = name, .body = bodies[pi], .prepare = trainer_prepare, .ctx = c,
                     .threads = threads, .bytes_per_elem = traffic_bytes(ks[ki]), .label = label,
                     .sizes = &size, .nsizes = 1});
             }

@@ -122,10 +122,11 @@ def peer_rows(bw, small, big):
 TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def load_times(path):
-    """{(name, threads, n): (seconds per iteration, label)}: medians of real_time."""
+def load_times(path, field="real_time"):
+    """{(name, threads, n): (seconds per iteration, label)}: medians of real_time
+    (or of another time field, e.g. cpu_time)."""
     def secs(b):
-        return b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if "real_time" in b else None
+        return b[field] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if field in b else None
     labels = {}
     ctx, times = read_runs(path, secs, labels)
     return ctx, {k: (t, labels.get(k[0], "")) for k, t in times.items()}
@@ -268,6 +269,9 @@ def main():
                     help="elements for the in-cache columns (default 64 Ki)")
     ap.add_argument("--out-of-cache", type=int, default=67108864, metavar="N",
                     help="elements for the out-of-cache columns (default 64 Mi)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="trainer and per-call tables from cpu_time (the main thread's: on a loaded "
+                         "machine it leaves out time given to other processes; 1-thread rows only)")
     ap.add_argument("--peers", metavar="PEERS.json",
                     help="bench/peers.py output: add a table of NumPy/PyTorch time ÷ gradckpt time")
     args = ap.parse_args()
@@ -293,10 +297,11 @@ def main():
     print("\n## Peers and references (GB/s)\n")
     print(table(["benchmark", "in cache 1t", "out of cache 1t", "out of cache 2t"],
                 peer_rows(bw, small, big)))
-    _, times = load_times(args.json)
+    _, times = load_times(args.json, "cpu_time" if args.cpu_time else "real_time")
     trainer = trainer_table(times)
     if trainer:
-        print("\n## Trainer step: gradckpt paths ÷ the hand loop (time, same run)\n")
+        print(f"\n## Trainer step: gradckpt paths ÷ the hand loop ({'cpu' if args.cpu_time else 'real'} "
+              "time, same run)\n")
         print("One optimizer step's gradient bookkeeping in f32 (bench/bench_trainer.c): k micro-batches "
               "accumulated in place, mean, global 2-norm, clip that triggers. hand: plain C over the "
               "contiguous buffer, -O3 -march=native -ffast-math; tensors: gck_tensors_* on the same "

@@ -401,6 +401,52 @@ static void test_norm_total_rules(void **state)
     }
 }
 
+/* The p = 2 total is the checkpointer's global norm: one rule, in common/. */
+static void test_total_is_checkpointer_global_norm(void **state)
+{
+    (void)state;
+    for (int f32 = 0; f32 < 2; f32++)
+        for (int kind = 0; kind < 3; kind++) { /* ordinary, squares overflowing, squares underflowing */
+            gck_config cfg;
+            gck_config_init(&cfg);
+            cfg.dtype = f32 ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+            gck_checkpointer *cp = NULL;
+            assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+            static const gck_test_kind kinds[3] = {GCK_K_ILL_SCALED, GCK_K_HUGE, GCK_K_TINY};
+            double v[5000];
+            for (int l = 0; l < 12; l++) {
+                char id[16];
+                snprintf(id, sizeof id, "layer%02d", l);
+                const size_t n = (size_t)(l * 397 % 5000);
+                gck_test_fill_f64(v, n, kinds[kind], (uint64_t)l + 1);
+                for (size_t i = 0; kind == 1 && i < n; i++)
+                    v[i] *= 0x1p-20; /* squares overflow, the norm does not */
+                assert_int_equal(gck_accumulate_f64(cp, id, v, n, 1), GCK_OK);
+            }
+            gck_checkpoint *c = NULL;
+            assert_int_equal(gck_flush(cp, 1, &c), GCK_OK);
+            const size_t nl = gck_checkpoint_num_layers(c);
+            void *data[12];
+            size_t lens[12];
+            double norms[12];
+            for (size_t i = 0; i < nl; i++) {
+                gck_tensor_view tv;
+                assert_int_equal(gck_checkpoint_layer(c, i, &tv), GCK_OK);
+                data[i] = (void *)(uintptr_t)tv.values;
+                lens[i] = tv.n;
+                norms[i] = tv.norm;
+            }
+            const gck_tensor_list l = {nl, data, lens, cfg.dtype, NULL};
+            double per[12], total = -1;
+            assert_int_equal(gck_tensors_norm(&l, 2.0, per, &total), GCK_OK);
+            gck_assert_same_f64(gck_checkpoint_global_norm(c), total, "global norm, f32 %d kind %d", f32, kind);
+            for (size_t i = 0; i < nl; i++)
+                gck_assert_same_f64(norms[i], per[i], "layer %zu norm, f32 %d kind %d", i, f32, kind);
+            gck_checkpoint_release(c);
+            gck_checkpointer_destroy(cp);
+        }
+}
+
 /* ---- elementwise ------------------------------------------------------------------- */
 
 typedef enum { OP_ADD, OP_AXPY, OP_AXPY_INIT, OP_SCALE } ew_op;
@@ -1037,6 +1083,7 @@ static void test_allocation(void **state)
 GCK_PER_ISA_MAIN(NULL, NULL,
                  GCK_ISA_TEST(test_sumsq_and_norms),
                  GCK_ISA_TEST(test_norm_total_rules),
+                 GCK_ISA_TEST(test_total_is_checkpointer_global_norm),
                  GCK_ISA_TEST(test_elementwise),
                  GCK_ISA_TEST(test_div_sumsq),
                  GCK_ISA_TEST(test_exact_reciprocal),

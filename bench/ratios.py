@@ -308,6 +308,14 @@ def main():
               "buffers. Targets: tensors ÷ hand <= 1.0 at 1 thread; 2 threads ÷ the 1-thread hand "
               f"loop <= 0.6 from {TRAINER_2T_MIN / 1e6:g} M parameters.\n")
         print(trainer)
+        # the machine's own 2-thread scaling of a read-modify-write stream, if the run has it
+        sizes = sorted(n for (name, t, n) in times if name == "ref_rmw2_f32" and t == 2
+                       and ("ref_rmw2_f32", 1, n) in times)
+        if sizes:
+            n = sizes[-1]
+            print(f"\nCeiling for the 2-thread column: ref_rmw2_f32 (acc += x) at {n} elements takes "
+                  f"{ratio(times[('ref_rmw2_f32', 2, n)][0], times[('ref_rmw2_f32', 1, n)][0])} × "
+                  "its 1-thread time on 2 threads in this run.")
     calls = call_table(times)
     if calls:
         print("\n## Per-call cost of the list functions (16-float tensors, 1 thread)\n")

@@ -107,13 +107,13 @@ gck_pow_fn gck_pow_ref(void)
 
 static double gck_powsum_f64_block_scalar(const double *x, double p, double s, size_t n)
 {
-    const gck_pow_fn pw = gck_pow_reference();
+    const gck_pow_fn pw = gck_pow_ref();
     GCK_LANE_REDUCE(n, pw(fabs(x[i]) * s, p));
 }
 
 static double gck_powsum_f32_block_scalar(const float *x, double p, double s, size_t n)
 {
-    const gck_pow_fn pw = gck_pow_reference();
+    const gck_pow_fn pw = gck_pow_ref();
     GCK_LANE_REDUCE(n, pw(fabs((double)x[i]) * s, p));
 }
 

@@ -116,6 +116,8 @@ static void *tl_ptr(const tlist *t, size_t i)
 /* Fails unless the arenas hold the same values (NaN equals any NaN). */
 static void assert_same_values(const tlist *want, const tlist *got, const char *what)
 {
+    if (memcmp(want->arena, got->arena, want->bytes) == 0)
+        return; /* the same bytes; else look for a difference other than NaN payloads */
     for (size_t i = 0; i < want->count; i++)
         for (size_t j = 0; j < want->lens[i]; j++) {
             if (want->dtypes[i] == GCK_DTYPE_F32) {
@@ -569,8 +571,8 @@ static void test_div_sumsq(void **state)
         double *ws = calloc(n + 1, 8), *gs = calloc(n + 1, 8);
         for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
             const double d = ds[di];
-            if (k == 3 && di > 3)
-                continue; /* the huge list: a few divisors are enough */
+            if ((k == 1 || k == 3 || k == 4) && di > 3)
+                continue; /* the big lists: a few divisors are enough */
             tl_copy_values(&want, &t);
             /* the definition: plain division, then the single kernel's sum of squares */
             for (size_t i = 0; i < n; i++) {
@@ -723,7 +725,10 @@ static void test_clip(void **state)
             tl_clone(&got, &t);
             /* the big lists: fewer combinations (they test the split, not the formula;
              * test_sumsq_and_norms covers their general-p norms) */
-            const int big = t.count > 200 || t.lens[0] > GCK_PARALLEL_MIN || (t.count > 1 && t.lens[1] > 1000);
+            size_t elems = 0;
+            for (size_t i = 0; i < t.count; i++)
+                elems += t.lens[i];
+            const int big = elems > 50000;
             for (size_t pi = 0; pi < (big ? 1 : NPS); pi++) {
                 const double p = g_ps[pi];
                 double total;

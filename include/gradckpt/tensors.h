@@ -122,7 +122,8 @@ GCK_API gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tenso
  *   p = Inf: the largest per-tensor norm;
  *   other p: m * pow(sum (n_i / m)^p, 1/p), m the largest per-tensor norm
  *            (PyTorch's norm of the per-tensor norms), with the kernels'
- *            reference pow, so it is the same on every CPU.
+ *            reference pow (SLEEF's), not libm's, so it is the same
+ *            wherever gck_pnorm_f64 is (every CPU with FMA, see kernels.h).
  * A NaN anywhere gives a NaN total; count 0 gives 0. p <= 0 or NaN is
  * GCK_ERR_INVALID_ARGUMENT.
  *

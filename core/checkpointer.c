@@ -542,9 +542,12 @@ static double gck_clip_layer(gck_dtype dt, gck_ckpt_layer *l, double s)
     return gck_scale_sumsq_f32(l->values, l->values, (float)s, l->n);
 }
 
+/* Serial: a square root per layer, but for sums that over- or underflowed
+ * (rare), whose rescaled pass gck_l2norm spreads over threads itself. */
 static void gck_set_norms(gck_ckpt_layer *L, size_t n, gck_dtype dt)
 {
-    GCK_FOR_EACH_LAYER(n, L[i].n, L[i].norm = gck_layer_norm(L[i].values, L[i].n, dt, L[i].sumsq));
+    for (size_t i = 0; i < n; i++)
+        L[i].norm = gck_layer_norm(L[i].values, L[i].n, dt, L[i].sumsq);
 }
 
 static void gck_clear_pending(gck_checkpointer *cp)
@@ -630,15 +633,25 @@ static double gck_finish_all(const gck_checkpointer *cp, const gck_pending *p, g
 }
 
 /* Clips L in place when configured and norm exceeds clip_norm (one more
- * pass, only then). Returns the factor (1.0: not clipped); *after receives
- * the global norm of the stored values. */
-static double gck_clip_all(const gck_checkpointer *cp, gck_ckpt_layer *L, size_t np, double norm, double *after)
+ * pass, only then). Returns the factor (1.0: not clipped). With `norms`,
+ * the layers' sums of squares and norms are those of the clipped values and
+ * *after their global norm (a checkpoint records them); without, the pass
+ * only scales (nobody will see them) and *after is NaN. */
+static double gck_clip_all(const gck_checkpointer *cp, gck_ckpt_layer *L, size_t np, double norm, int norms,
+                           double *after)
 {
-    *after = norm;
+    *after = norms ? norm : NAN;
     if (!(cp->cfg.clip_enabled && norm > cp->cfg.clip_norm && norm > 0.0))
         return 1.0;
     const gck_dtype dt = cp->cfg.dtype;
     const double s = cp->cfg.clip_norm / norm;
+    if (!norms) {
+        if (dt == GCK_DTYPE_F64)
+            GCK_FOR_EACH_LAYER(np, L[i].n, gck_scale_f64(L[i].values, s, L[i].n));
+        else
+            GCK_FOR_EACH_LAYER(np, L[i].n, gck_scale_f32(L[i].values, (float)s, L[i].n));
+        return s;
+    }
     GCK_FOR_EACH_LAYER(np, L[i].n, L[i].sumsq = gck_clip_layer(dt, &L[i], s));
     gck_set_norms(L, np, dt);
     *after = gck_global_norm_of(L, np);
@@ -671,7 +684,7 @@ static gck_status gck_finish_checkpoint(const gck_checkpointer *cp, const gck_pe
         return gck_nonfinite(norm, fn);
     }
     c->norm_before_clip = norm;
-    c->clip_coef = gck_clip_all(cp, c->layers, p->np, norm, &c->global_norm);
+    c->clip_coef = gck_clip_all(cp, c->layers, p->np, norm, 1, &c->global_norm);
     gck_set_info(info, norm, c->clip_coef);
     return GCK_OK;
 }
@@ -866,7 +879,7 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
     /* one fused pass into dst, a clip pass in place only when it triggers */
     const double norm = gck_finish_all(cp, &p, p.L);
     double after;
-    const double coef = gck_clip_all(cp, p.L, p.np, norm, &after);
+    const double coef = gck_clip_all(cp, p.L, p.np, norm, c != NULL, &after);
     gck_set_info(info, norm, coef);
     if (c != NULL) {
         gck_checkpoint_fill_seal(c, (const void *const *)p.dst, cp->cfg.checksum);

@@ -12,6 +12,7 @@
  * checksums what it records: the accumulation buffers are never modified by
  * a flush, so a failing flush changes nothing. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,8 @@ struct gck_checkpointer {
     size_t scratch_bytes;
     void *spare;          /* gck_flush_into's staging arena (error_if_nonfinite), kept for reuse */
     size_t spare_bytes;
+    gck_layer **hint;     /* list calls: the layer entry i named last time (or NULL) */
+    size_t hint_cap;
 };
 
 void gck_config_init(gck_config *cfg)
@@ -143,6 +146,7 @@ void gck_checkpointer_destroy(gck_checkpointer *cp)
     free(cp->weights);
     free(cp->scratch);
     free(cp->spare);
+    free(cp->hint);
     free(cp);
 }
 
@@ -176,6 +180,39 @@ static size_t gck_layer_search(const gck_checkpointer *cp, const char *id, int *
     }
     *found = 0;
     return lo;
+}
+
+/* Trainers pass the same ids in the same order every call, so entry i of a
+ * list call is first compared with the layer entry i named last time: one
+ * comparison instead of a binary search. */
+static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+{
+    if (count <= cp->hint_cap)
+        return GCK_OK;
+    size_t bytes;
+    gck_layer **h = gck_mul_size(count, sizeof *h, &bytes) ? gck_realloc(cp->hint, bytes) : NULL;
+    if (h == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu entries", fn, count);
+    memset(h + cp->hint_cap, 0, (count - cp->hint_cap) * sizeof *h);
+    cp->hint = h;
+    cp->hint_cap = count;
+    return GCK_OK;
+}
+
+/* The layer named id, or NULL; through hint slot `slot` (or none: SIZE_MAX),
+ * which then remembers the answer. *at is where id is or would be inserted
+ * (valid only when the answer came from the search: NULL result). */
+static gck_layer *gck_layer_lookup(gck_checkpointer *cp, const char *id, size_t slot, size_t *at)
+{
+    gck_layer *h = slot != SIZE_MAX ? cp->hint[slot] : NULL;
+    if (h != NULL && strcmp(h->id, id) == 0)
+        return h;
+    int found;
+    *at = gck_layer_search(cp, id, &found);
+    h = found ? cp->layers[*at] : NULL;
+    if (slot != SIZE_MAX)
+        cp->hint[slot] = h;
+    return h;
 }
 
 static size_t gck_storage_size(const gck_checkpointer *cp)
@@ -252,14 +289,13 @@ static gck_status gck_check_entry(const char *id, const void *values, size_t n, 
  * checks the length against the window's (or the call's first entry of the
  * layer) and makes the buffer ready for n values. A created layer is flagged
  * so that a failing call can drop it again. */
-static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t n, gck_layer **out)
+static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t n, size_t slot, gck_layer **out)
 {
-    int found;
-    const size_t at = gck_layer_search(cp, id, &found);
+    size_t at = 0;
+    gck_layer *l = gck_layer_lookup(cp, id, slot, &at);
     const size_t esz = gck_storage_size(cp);
     size_t bytes;
-    if (found) {
-        gck_layer *l = cp->layers[at];
+    if (l != NULL) {
         if (l->mark != cp->serial) {
             l->mark = cp->serial;
             l->occ = 0;
@@ -290,7 +326,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
         cp->layers = nl;
         cp->cap_layers = ncap;
     }
-    gck_layer *l = gck_calloc(1, sizeof *l);
+    l = gck_calloc(1, sizeof *l);
     char *cid = gck_strdup(id);
     void *buf = gck_aligned_alloc(bytes);
     if (l == NULL || cid == NULL || buf == NULL) {
@@ -301,13 +337,18 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
     memmove(&cp->layers[at + 1], &cp->layers[at], (cp->n_layers - at) * sizeof *cp->layers);
     cp->layers[at] = l;
     cp->n_layers++;
+    if (slot != SIZE_MAX)
+        cp->hint[slot] = l;
     *out = l;
     return GCK_OK;
 }
 
-/* Undoes a failing call's layer creations (they hold nothing yet). */
+/* Undoes a failing call's layer creations (they hold nothing yet); the
+ * hints may name them, so they are forgotten. */
 static void gck_drop_created(gck_checkpointer *cp)
 {
+    if (cp->hint_cap > 0)
+        memset(cp->hint, 0, cp->hint_cap * sizeof *cp->hint);
     size_t k = 0;
     for (size_t i = 0; i < cp->n_layers; i++) {
         gck_layer *l = cp->layers[i];
@@ -394,6 +435,8 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
         for (size_t i = 0; i < count; i++)
             GCK_TRY(gck_check_entry(ids[i], values[i], lens[i], (long long)i));
     }
+    if (!single)
+        GCK_TRY(gck_hints_reserve(cp, count, "gck_accumulate_many"));
     gck_layer *few[GCK_FEW_ENTRIES];
     size_t few_round[GCK_FEW_ENTRIES];
     gck_layer **ent = few;
@@ -411,7 +454,7 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
     cp->serial++;
     size_t rounds = 1;
     for (size_t i = 0; i < count; i++) {
-        const gck_status st = gck_layer_resolve(cp, ids[i], lens[i], &ent[i]);
+        const gck_status st = gck_layer_resolve(cp, ids[i], lens[i], single ? SIZE_MAX : i, &ent[i]);
         if (st != GCK_OK) {
             gck_drop_created(cp);
             return st;
@@ -777,13 +820,13 @@ static gck_status gck_dst_map(gck_checkpointer *cp, const gck_flush_dst *dst, gc
         }
         return GCK_OK;
     }
+    GCK_TRY(gck_hints_reserve(cp, cnt, "gck_flush_into"));
     cp->serial++;
     for (size_t j = 0; j < cnt; j++) {
         const char *id = dst->layer_ids[j];
         GCK_CHECK_ARG(id != NULL, "gck_flush_into: dst layer_ids[%zu] is NULL", j);
-        int found;
-        const size_t at = gck_layer_search(cp, id, &found);
-        gck_layer *l = found ? cp->layers[at] : NULL;
+        size_t at;
+        gck_layer *l = gck_layer_lookup(cp, id, j, &at);
         if (l == NULL || l->count == 0)
             return gck_fail(GCK_ERR_NOT_FOUND, "gck_flush_into: dst tensor %zu is for layer '%.200s', which has nothing pending",
                             j, id);

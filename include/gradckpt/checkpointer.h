@@ -193,9 +193,11 @@ GCK_API gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint 
  * tensors.data[i] receives tensors.lens[i] values of the checkpointer's
  * storage dtype (tensors.dtype, or every tensors.dtypes[i], must equal
  * gck_config.dtype: no conversion). layer_ids NULL: buffer i is for the
- * i-th pending layer in bytewise layer-id order (gck_pending_layers'
- * order); otherwise buffer i is for layer layer_ids[i], in any order. Either
- * way every pending layer gets exactly one buffer of exactly its length.
+ * i-th pending layer in bytewise layer-id order (gck_pending_layers' order,
+ * not the order the layers were accumulated in: a model's tensor order
+ * needs layer_ids); otherwise buffer i is for layer layer_ids[i], in any
+ * order (a binary search per id). Either way every pending layer gets
+ * exactly one buffer of exactly its length.
  * Buffers may not overlap each other (a trainer's contiguous gradient buffer
  * cut into its tensors is the intended case).
  */

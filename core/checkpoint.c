@@ -84,12 +84,9 @@ void gck_checkpoint_take_arena(gck_checkpoint *c)
     c->arena_bytes = 0;
 }
 
-/* Same threshold as the kernels' l2norm: below it squares may have lost bits. */
-#define GCK_NRM2_TINY 0x1p-900
-
 double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sumsq)
 {
-    if (isnan(sumsq) || (sumsq >= GCK_NRM2_TINY && sumsq < INFINITY))
+    if (gck_l2_sum_ok(sumsq))
         return sqrt(sumsq);
     return dtype == GCK_DTYPE_F32 ? gck_l2norm_f32(values, n) : gck_l2norm_f64(values, n);
 }

@@ -232,10 +232,23 @@ static int gck_threads_useful(void)
 #endif
 }
 
+/* Small items per dynamic work unit: about 8 units per thread, at most 16
+ * items (2000 tiny layers: few atomic grabs; 16 layers: one each). */
+static int gck_small_chunk(size_t nsmall)
+{
+#ifdef _OPENMP
+    const size_t c = nsmall / (8 * (size_t)omp_get_max_threads());
+#else
+    const size_t c = nsmall / 8;
+#endif
+    return c < 1 ? 1 : c > 16 ? 16 : (int)c;
+}
+
 /* Runs BODY for i in [0, nl): items of LEN >= GCK_PARALLEL_MIN elements one
  * at a time (the kernels split them over threads in fixed blocks), smaller
  * ones spread over threads. Each item's result is the same whichever thread
- * computes it, so nothing depends on the thread count. */
+ * computes it, so nothing depends on the thread count. For reductions,
+ * whose per-item result is the kernel's over the whole item. */
 #define GCK_FOR_EACH_LAYER(nl, LEN, BODY)                                            \
     do {                                                                             \
         size_t nsmall_ = 0;                                                          \
@@ -248,7 +261,8 @@ static int gck_threads_useful(void)
         }                                                                            \
         if (nsmall_ > 1 && gck_threads_useful()) {                                   \
             long long i_;                                                            \
-            GCK_OMP("omp parallel for schedule(dynamic, 4)")                         \
+            const int chunk_ = gck_small_chunk(nsmall_);                             \
+            GCK_OMP("omp parallel for schedule(dynamic, chunk_)")                    \
             for (i_ = 0; i_ < (long long)(nl); i_++) {                               \
                 const size_t i = (size_t)i_;                                         \
                 if ((LEN) < GCK_PARALLEL_MIN) {                                      \
@@ -263,6 +277,70 @@ static int gck_threads_useful(void)
             }                                                                        \
         }                                                                            \
     } while (0)
+
+/* Element boundaries of the per-thread ranges below are multiples of this
+ * (64 bytes of f32), so two threads do not write one cache line. */
+#define GCK_PIECE_ALIGN 16
+
+/* Runs OP for pieces [lo, lo + len) of every item i (LEN elements, 0 for
+ * items not taking part) such that together they cover every element once.
+ * With threads, the items' elements, taken one after the other, are cut
+ * into one contiguous range per thread of equal size, as a hand-written
+ * loop over one buffer would be: one fork per pass however many items,
+ * balanced by elements. For elementwise kernels only, which give the same
+ * bits however an array is cut (and run serially inside the region). */
+#ifdef _OPENMP
+#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
+    do {                                                                                    \
+        size_t total_ = 0;                                                                  \
+        for (size_t i = 0; i < (nl); i++)                                                   \
+            total_ += (LEN);                                                                \
+        if (total_ < GCK_PARALLEL_MIN || !gck_threads_useful()) {                           \
+            for (size_t i = 0; i < (nl); i++) {                                             \
+                const size_t lo = 0, len = (LEN);                                           \
+                if (len > 0) {                                                              \
+                    OP;                                                                     \
+                }                                                                           \
+            }                                                                               \
+            break;                                                                          \
+        }                                                                                   \
+        _Pragma("omp parallel")                                                             \
+        {                                                                                   \
+            const size_t nt_ = (size_t)omp_get_num_threads(), t_ = (size_t)omp_get_thread_num(); \
+            const size_t b_ = gck_piece_bound(total_, t_, nt_), e_ = gck_piece_bound(total_, t_ + 1, nt_); \
+            size_t base_ = 0;                                                               \
+            for (size_t i = 0; i < (nl) && base_ < e_; i++) {                               \
+                const size_t n_ = (LEN);                                                    \
+                const size_t s_ = base_ > b_ ? base_ : b_;                                  \
+                const size_t f_ = base_ + n_ < e_ ? base_ + n_ : e_;                        \
+                if (s_ < f_) {                                                              \
+                    const size_t lo = s_ - base_, len = f_ - s_;                            \
+                    OP;                                                                     \
+                }                                                                           \
+                base_ += n_;                                                                \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+/* Where range t of nt over total elements starts. */
+static size_t gck_piece_bound(size_t total, size_t t, size_t nt)
+{
+    if (t >= nt)
+        return total;
+    const size_t b = total / nt * t + total % nt * t / nt;
+    return b - b % GCK_PIECE_ALIGN;
+}
+#else
+#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
+    do {                                                                                    \
+        for (size_t i = 0; i < (nl); i++) {                                                 \
+            const size_t lo = 0, len = (LEN);                                               \
+            if (len > 0) {                                                                  \
+                OP;                                                                         \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+#endif
 
 /* ---- accumulate ---------------------------------------------------------------- */
 
@@ -371,17 +449,19 @@ static double gck_weight(const gck_checkpointer *cp, size_t j)
     return j < cp->cfg.n_weights ? cp->weights[j] : 1.0;
 }
 
-/* Adds the j-th tensor of its window to l's buffer: r = r + (t * w), or
- * r = r + t; the window's first tensor gives 0 + (t * w) (t * 1 = t exactly)
- * without reading the buffer. in_dtype: the type of values. */
-static void gck_accumulate_one(const gck_checkpointer *cp, gck_layer *l, const void *values, size_t n,
-                               gck_dtype in_dtype, size_t j)
+/* Adds elements [lo, lo + n) of the j-th tensor of its window to l's
+ * buffer: r = r + (t * w), or r = r + t; the window's first tensor gives
+ * 0 + (t * w) (t * 1 = t exactly) without reading the buffer. in_dtype: the
+ * type of values (the whole tensor). */
+static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const void *values, size_t lo, size_t n,
+                                 gck_dtype in_dtype, size_t j)
 {
     const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
     const double w = gck_weight(cp, j);
     const int first = j == 0;
+    values = (const char *)values + lo * gck_dtype_size(in_dtype);
     if (cp->cfg.dtype == GCK_DTYPE_F64) {
-        double *r = l->buf;
+        double *r = (double *)l->buf + lo;
         if (in_dtype == GCK_DTYPE_F64) {
             if (first)
                 gck_axpy_init_f64(r, w, values, n);
@@ -394,7 +474,7 @@ static void gck_accumulate_one(const gck_checkpointer *cp, gck_layer *l, const v
                 weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
         }
     } else {
-        float *r = l->buf;
+        float *r = (float *)l->buf + lo;
         if (in_dtype == GCK_DTYPE_F32) {
             if (first)
                 gck_axpy_init_f32(r, (float)w, values, n);
@@ -466,10 +546,8 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
     /* 2. From here on nothing can fail. The kernels: the tensor of round r
      * is its layer's (count + r)-th of the window. */
     for (size_t r = 0; r < rounds; r++)
-        GCK_FOR_EACH_LAYER(count, lens[i], {
-            if (round[i] == r)
-                gck_accumulate_one(cp, ent[i], values[i], lens[i], in_dtype, ent[i]->count + r);
-        });
+        GCK_FOR_EACH_PIECE(count, round[i] == r ? lens[i] : 0,
+                           gck_accumulate_piece(cp, ent[i], values[i], lo, len, in_dtype, ent[i]->count + r));
 
     /* 3. bookkeeping, in list order as separate calls would do it */
     const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
@@ -690,9 +768,9 @@ static double gck_clip_all(const gck_checkpointer *cp, gck_ckpt_layer *L, size_t
     const double s = cp->cfg.clip_norm / norm;
     if (!norms) {
         if (dt == GCK_DTYPE_F64)
-            GCK_FOR_EACH_LAYER(np, L[i].n, gck_scale_f64(L[i].values, s, L[i].n));
+            GCK_FOR_EACH_PIECE(np, L[i].n, gck_scale_f64((double *)L[i].values + lo, s, len));
         else
-            GCK_FOR_EACH_LAYER(np, L[i].n, gck_scale_f32(L[i].values, (float)s, L[i].n));
+            GCK_FOR_EACH_PIECE(np, L[i].n, gck_scale_f32((float *)L[i].values + lo, (float)s, len));
         return s;
     }
     GCK_FOR_EACH_LAYER(np, L[i].n, L[i].sumsq = gck_clip_layer(dt, &L[i], s));
@@ -881,10 +959,8 @@ static gck_status gck_flush_into_staged(gck_checkpointer *cp, uint64_t now, gck_
         return st;
     }
     const size_t esz = gck_storage_size(cp);
-    GCK_FOR_EACH_LAYER(p->np, c->layers[i].n, {
-        if (c->layers[i].n > 0)
-            memcpy(p->dst[i], c->layers[i].values, c->layers[i].n * esz);
-    });
+    GCK_FOR_EACH_PIECE(p->np, c->layers[i].n,
+                       memcpy((char *)p->dst[i] + lo * esz, (const char *)c->layers[i].values + lo * esz, len * esz));
     if (out != NULL) {
         gck_checkpoint_seal(c, cp->cfg.checksum);
         gck_record(cp, c, now, out);

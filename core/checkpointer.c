@@ -289,39 +289,6 @@ static int gck_small_chunk(size_t nsmall)
  * loop over one buffer would be: one fork per pass however many items,
  * balanced by elements. For elementwise kernels only, which give the same
  * bits however an array is cut (and run serially inside the region). */
-#ifdef _OPENMP
-#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
-    do {                                                                                    \
-        size_t total_ = 0;                                                                  \
-        for (size_t i = 0; i < (nl); i++)                                                   \
-            total_ += (LEN);                                                                \
-        if (total_ < GCK_PARALLEL_MIN || !gck_threads_useful()) {                           \
-            for (size_t i = 0; i < (nl); i++) {                                             \
-                const size_t lo = 0, len = (LEN);                                           \
-                if (len > 0) {                                                              \
-                    OP;                                                                     \
-                }                                                                           \
-            }                                                                               \
-            break;                                                                          \
-        }                                                                                   \
-        _Pragma("omp parallel")                                                             \
-        {                                                                                   \
-            const size_t nt_ = (size_t)omp_get_num_threads(), t_ = (size_t)omp_get_thread_num(); \
-            const size_t b_ = gck_piece_bound(total_, t_, nt_), e_ = gck_piece_bound(total_, t_ + 1, nt_); \
-            size_t base_ = 0;                                                               \
-            for (size_t i = 0; i < (nl) && base_ < e_; i++) {                               \
-                const size_t n_ = (LEN);                                                    \
-                const size_t s_ = base_ > b_ ? base_ : b_;                                  \
-                const size_t f_ = base_ + n_ < e_ ? base_ + n_ : e_;                        \
-                if (s_ < f_) {                                                              \
-                    const size_t lo = s_ - base_, len = f_ - s_;                            \
-                    OP;                                                                     \
-                }                                                                           \
-                base_ += n_;                                                                \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
-
 /* Where range t of nt over total elements starts. */
 static size_t gck_piece_bound(size_t total, size_t t, size_t nt)
 {
@@ -330,17 +297,55 @@ static size_t gck_piece_bound(size_t total, size_t t, size_t nt)
     const size_t b = total / nt * t + total % nt * t / nt;
     return b - b % GCK_PIECE_ALIGN;
 }
+
+static size_t gck_thread_num(void)
+{
+#ifdef _OPENMP
+    return (size_t)omp_get_thread_num();
 #else
-#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
+    return 0;
+#endif
+}
+
+static size_t gck_num_threads(void)
+{
+#ifdef _OPENMP
+    return (size_t)omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* OP for the pieces of range t of nt of the items' elements taken one after
+ * the other (the whole of every item when nt is 1). */
+#define GCK_PIECES_OF_RANGE(nl, LEN, OP, total, t, nt)                                      \
     do {                                                                                    \
-        for (size_t i = 0; i < (nl); i++) {                                                 \
-            const size_t lo = 0, len = (LEN);                                               \
-            if (len > 0) {                                                                  \
+        const size_t b_ = gck_piece_bound(total, t, nt), e_ = gck_piece_bound(total, (t) + 1, nt); \
+        size_t base_ = 0;                                                                   \
+        for (size_t i = 0; i < (nl) && base_ < e_; i++) {                                   \
+            const size_t n_ = (LEN);                                                        \
+            const size_t s_ = base_ > b_ ? base_ : b_;                                      \
+            const size_t f_ = base_ + n_ < e_ ? base_ + n_ : e_;                            \
+            if (s_ < f_) {                                                                  \
+                const size_t lo = s_ - base_, len = f_ - s_;                                \
                 OP;                                                                         \
             }                                                                               \
+            base_ += n_;                                                                    \
         }                                                                                   \
     } while (0)
-#endif
+
+#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
+    do {                                                                                    \
+        size_t total_ = 0;                                                                  \
+        for (size_t i = 0; i < (nl); i++)                                                   \
+            total_ += (LEN);                                                                \
+        if (total_ >= GCK_PARALLEL_MIN && gck_threads_useful()) {                           \
+            GCK_OMP("omp parallel")                                                         \
+            GCK_PIECES_OF_RANGE(nl, LEN, OP, total_, gck_thread_num(), gck_num_threads());  \
+        } else {                                                                            \
+            GCK_PIECES_OF_RANGE(nl, LEN, OP, total_, 0, 1);                                 \
+        }                                                                                   \
+    } while (0)
 
 /* ---- accumulate ---------------------------------------------------------------- */
 

@@ -262,6 +262,7 @@ static int gck_small_chunk(size_t nsmall)
         if (nsmall_ > 1 && gck_threads_useful()) {                                   \
             long long i_;                                                            \
             const int chunk_ = gck_small_chunk(nsmall_);                             \
+            (void)chunk_; /* unused without OpenMP */                                \
             GCK_OMP("omp parallel for schedule(dynamic, chunk_)")                    \
             for (i_ = 0; i_ < (long long)(nl); i_++) {                               \
                 const size_t i = (size_t)i_;                                         \

@@ -113,7 +113,7 @@ def kernel_rows(bw, small, big):
 
 
 def peer_rows(bw, small, big):
-    kernel = tuple(f"{k}_" for k in KERNELS)
+    kernel = tuple(f"{k}_" for k in KERNELS) + ("trainer_", "tensors_call/")
     names = sorted({name for name, _, _ in bw if not name.startswith(kernel)})
     return [[name, gbs(bw.get((name, 1, small))), gbs(bw.get((name, 1, big))),
              gbs(bw.get((name, 2, big)))] for name in names]
@@ -198,6 +198,69 @@ def peer_tables(times, peers, isas):
     return out
 
 
+TRAINER_MODELS = ["gpt120k", "small147", "small2k", "resnet50", "gpt2s"]
+TRAINER_2T_MIN = 4_000_000  # the 2-thread target applies from 4 M parameters
+
+
+def trainer_table(times):
+    """One step's time per model, k and thread count for trainer_hand and every
+    other trainer_<path>/<model>/k<k>[/<variant>] of the run (the trainer path
+    "tensors", the checkpointer path "ckpt/<checksum>"), and path ÷ hand of the
+    same thread count; for 2 threads also ÷ the 1-thread hand loop."""
+    hand, paths, cols = {}, {}, []
+    for (name, t, n), (sec, _) in times.items():
+        parts = name.split("/")
+        if not parts[0].startswith("trainer_") or len(parts) < 3 or not parts[2].startswith("k"):
+            continue
+        path = "/".join([parts[0][len("trainer_"):]] + parts[3:])
+        key = (parts[1], int(parts[2][1:]), t, n)
+        if path == "hand":
+            hand[key] = sec
+        else:
+            paths.setdefault(key, {})[path] = sec
+            if path not in cols:
+                cols.append(path)
+    if not hand:
+        return None
+    cols.sort(key=lambda c: (c != "tensors", c))
+    header = ["model", "params", "k", "threads", "hand"]
+    for c in cols:
+        header += [c, "÷ hand"]
+    header += [f"{c} ÷ hand 1t" for c in cols]
+    rows = []
+    for key in sorted(hand, key=lambda x: (TRAINER_MODELS.index(x[0]) if x[0] in TRAINER_MODELS else 99,
+                                           x[0], x[1], x[2])):
+        m, k, t, n = key
+        row = [m, f"{n / 1e6:.3g} M", str(k), str(t), fmt_time(hand[key])]
+        got = paths.get(key, {})
+        for c in cols:
+            row += [fmt_time(got.get(c)), ratio(got.get(c), hand[key])]
+        h1 = hand.get((m, k, 1, n))
+        row += [ratio(got.get(c), h1) if t > 1 else "–" for c in cols]
+        rows.append(row)
+    return table(header, rows)
+
+
+def call_table(times):
+    """tensors_call/<op>/1t/<count>: time per call at each count, and the
+    per-call and per-extra-tensor costs (the smallest and largest count)."""
+    by_op = {}
+    for (name, t, n), (sec, _) in times.items():
+        parts = name.split("/")
+        if parts[0] == "tensors_call" and len(parts) == 2 and t == 1:
+            by_op.setdefault(parts[1], {})[n] = sec
+    if not by_op:
+        return None
+    counts = sorted({n for v in by_op.values() for n in v})
+    rows = []
+    for op in sorted(by_op):
+        v = by_op[op]
+        lo, hi = min(v), max(v)
+        extra = (v[hi] - v[lo]) / (hi - lo) if hi > lo else None
+        rows.append([op] + [fmt_time(v.get(c)) for c in counts] + [fmt_time(v[lo]), fmt_time(extra)])
+    return table(["list function"] + [f"{c} tensors" for c in counts] + ["per call", "per extra tensor"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="google-benchmark JSON (--benchmark_out_format=json)")
@@ -230,8 +293,21 @@ def main():
     print("\n## Peers and references (GB/s)\n")
     print(table(["benchmark", "in cache 1t", "out of cache 1t", "out of cache 2t"],
                 peer_rows(bw, small, big)))
+    _, times = load_times(args.json)
+    trainer = trainer_table(times)
+    if trainer:
+        print("\n## Trainer step: gradckpt paths ÷ the hand loop (time, same run)\n")
+        print("One optimizer step's gradient bookkeeping in f32 (bench/bench_trainer.c): k micro-batches "
+              "accumulated in place, mean, global 2-norm, clip that triggers. hand: plain C over the "
+              "contiguous buffer, -O3 -march=native -ffast-math; tensors: gck_tensors_* on the same "
+              "buffers. Targets: tensors ÷ hand <= 1.0 at 1 thread; 2 threads ÷ the 1-thread hand "
+              f"loop <= 0.6 from {TRAINER_2T_MIN / 1e6:g} M parameters.\n")
+        print(trainer)
+    calls = call_table(times)
+    if calls:
+        print("\n## Per-call cost of the list functions (16-float tensors, 1 thread)\n")
+        print(calls)
     if args.peers:
-        _, times = load_times(args.json)
         pctx, peers = load_times(args.peers)
         versions = ", ".join(f"{k.split('_')[0]} {pctx[k]}" for k in ("numpy_version", "torch_version") if k in pctx)
         if "torch" in pctx:

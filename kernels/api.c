@@ -41,14 +41,20 @@ double gck_dist2_f32(const float *a, const float *b, size_t n)
     return gck_reduce_op_n(GCK_R_DIST2_F32, a, b, NULL, 0.0, 0.0, n);
 }
 
+/* x / d rounds as x * (1/d) when 1/d is exact, and a multiply is cheaper
+ * than a division: gck_div_sumsq_op picks it. */
 double gck_div_sumsq_f64(double *dst, const double *x, double d, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F64, x, NULL, dst, d, 0.0, n);
+    double s;
+    const gck_reduce_op op = gck_div_sumsq_op(0, d, &s);
+    return gck_reduce_op_n(op, x, NULL, dst, s, 0.0, n);
 }
 
 double gck_div_sumsq_f32(float *dst, const float *x, float d, size_t n)
 {
-    return gck_reduce_op_n(GCK_R_DIV_SUMSQ_F32, x, NULL, dst, (double)d, 0.0, n);
+    double s;
+    const gck_reduce_op op = gck_div_sumsq_op(1, (double)d, &s);
+    return gck_reduce_op_n(op, x, NULL, dst, s, 0.0, n);
 }
 
 double gck_scale_sumsq_f64(double *dst, const double *x, double s, size_t n)

@@ -190,3 +190,15 @@ float gck_exact_recip_f32(float d)
         return 0.0f;
     return 1.0f / d;
 }
+
+gck_reduce_op gck_div_sumsq_op(int is_f32, double d, double *s)
+{
+    if (is_f32) {
+        const float r = gck_exact_recip_f32((float)d);
+        *s = r != 0.0f ? (double)r : (double)(float)d;
+        return r != 0.0f ? GCK_R_SCALE_SUMSQ_F32 : GCK_R_DIV_SUMSQ_F32;
+    }
+    const double r = gck_exact_recip_f64(d);
+    *s = r != 0.0 ? r : d;
+    return r != 0.0 ? GCK_R_SCALE_SUMSQ_F64 : GCK_R_DIV_SUMSQ_F64;
+}

@@ -129,6 +129,10 @@ GCK_INTERNAL double gck_pnorm_root(gck_pnorm_plan plan, double m, double sum, do
 GCK_INTERNAL double gck_exact_recip_f64(double d);
 GCK_INTERNAL float gck_exact_recip_f32(float d);
 
+/* The fused op computing dst = x / d (F32: (float)d) and its factor *s:
+ * SCALE_SUMSQ by the exact reciprocal when there is one, else DIV_SUMSQ. */
+GCK_INTERNAL gck_reduce_op gck_div_sumsq_op(int is_f32, double d, double *s);
+
 /* The kernels' reference pow (SLEEF's FMA variant where the CPU has FMA, see
  * scalar.c), for baseline code outside the blocks: the same bits on every
  * CPU with FMA, unlike libm's pow. Looked up once per process. */

@@ -48,8 +48,8 @@ typedef struct gck_tl_job {
     double w;                   /* axpy weight, scale factor, divisor */
     double p;                   /* POWSUM: exponent */
     const gck_pnorm_plan *plan; /* POWSUM: per tensor; s == 0 skips the tensor */
-    double recip64;             /* DIV_SUMSQ: 1/d when x * (1/d) == x / d for all x, else 0 */
-    float recip32;              /* the same for (float)d */
+    gck_reduce_op div_op[2];    /* DIV_SUMSQ: the fused op for F64 [0] and F32 [1] tensors */
+    double div_s[2];            /* and its factor (gck_div_sumsq_op) */
     double *res;                /* reductions: per-tensor results */
 } gck_tl_job;
 
@@ -65,7 +65,8 @@ static size_t gck_tl_esz(gck_dtype d)
 
 /* One item: elements [lo, lo + len) of tensor i (lo a multiple of the
  * item size, which is a power of two of blocks). Reductions return the
- * pairwise result of those blocks; elementwise kinds return 0. */
+ * pairwise result of those blocks; elementwise kinds return 0 (and may run
+ * on past tensor i's end into the adjacent tensors of a span). */
 static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
 {
     const gck_kernel_table *t = j->t;
@@ -88,13 +89,8 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
     case GCK_TL_AMAX:
         return f32 ? t->amax_f32((const float *)a + lo, len) : t->amax_f64((const double *)a + lo, len);
     case GCK_TL_DIV_SUMSQ:
-        /* x * (1/d) rounds as x / d when 1/d is exact: the cheaper scale kernel */
-        if (f32)
-            r.op = j->recip32 != 0.0f ? GCK_R_SCALE_SUMSQ_F32 : GCK_R_DIV_SUMSQ_F32;
-        else
-            r.op = j->recip64 != 0.0 ? GCK_R_SCALE_SUMSQ_F64 : GCK_R_DIV_SUMSQ_F64;
-        r.s = f32 ? (j->recip32 != 0.0f ? (double)j->recip32 : (double)(float)j->w)
-                  : (j->recip64 != 0.0 ? j->recip64 : j->w);
+        r.op = j->div_op[f32];
+        r.s = j->div_s[f32];
         return gck_reduce_range(&r, lo, len);
     default:
         break;
@@ -257,24 +253,95 @@ static size_t gck_tl_first_item(const gck_tl_item *it, size_t nitems, size_t b)
 }
 #endif
 
-/* Runs job j over every tensor of j->a; reductions leave tensor i's result
- * in j->res[i], exactly the single kernel's. */
-static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
+/* ---- elementwise passes over adjacent tensors --------------------------------------
+ * Tensors that are pieces of one buffer (a trainer's contiguous gradients)
+ * are updated by one kernel call per run of adjacent pieces: elementwise
+ * results do not depend on the split, and one long call saves the per-call
+ * and tail cost of every piece. A span is elements [lo, lo + len) counted
+ * from tensor i's start, possibly running on into the tensors after it. */
+typedef struct gck_tl_span {
+    size_t i, lo, len;
+} gck_tl_span;
+
+static const char *gck_tl_addr(const gck_tensor_list *t, size_t i, size_t e)
+{
+    return (const char *)t->data[i] + e * gck_tl_esz(gck_tl_dtype(t, i));
+}
+
+/* 1 when piece (i2, lo2) starts right where span s ends, in a and in x,
+ * with the same dtypes. */
+static int gck_tl_adjacent(const gck_tl_job *j, const gck_tl_span *s, size_t i2, size_t lo2)
+{
+    if (gck_tl_dtype(j->a, i2) != gck_tl_dtype(j->a, s->i) ||
+        gck_tl_addr(j->a, s->i, s->lo + s->len) != gck_tl_addr(j->a, i2, lo2))
+        return 0;
+    return j->x == NULL || (gck_tl_dtype(j->x, i2) == gck_tl_dtype(j->x, s->i) &&
+                            gck_tl_addr(j->x, s->i, s->lo + s->len) == gck_tl_addr(j->x, i2, lo2));
+}
+
+/* Adds piece (i, lo, len) to span s, running s first when it cannot extend. */
+static void gck_tl_span_add(const gck_tl_job *j, gck_tl_span *s, size_t i, size_t lo, size_t len)
+{
+    if (s->len > 0 && gck_tl_adjacent(j, s, i, lo)) {
+        s->len += len;
+        return;
+    }
+    if (s->len > 0)
+        gck_tl_run(j, s->i, s->lo, s->len);
+    *s = (gck_tl_span){i, lo, len};
+}
+
+static void gck_tl_span_end(const gck_tl_job *j, const gck_tl_span *s)
+{
+    if (s->len > 0)
+        gck_tl_run(j, s->i, s->lo, s->len);
+}
+
+/* The fold of per-tensor results into a call's total, in list order: a
+ * left-to-right sum, or for AMAX the largest (NaN if any is NaN). */
+typedef struct gck_tl_fold {
+    double v;
+    int nan;
+} gck_tl_fold;
+
+static void gck_tl_fold_in(const gck_tl_job *j, gck_tl_fold *f, size_t i, double r)
+{
+    if (j->res != NULL)
+        j->res[i] = r;
+    if (j->kind == GCK_TL_AMAX)
+        gck_amax_fold(&f->v, &f->nan, r);
+    else
+        f->v = f->v + r;
+}
+
+/* Runs job j over every tensor of j->a. Reductions leave tensor i's result,
+ * exactly the single kernel's, in j->res[i] (when not NULL) and return the
+ * fold of all of them; elementwise kinds return 0. */
+static double gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
 {
     const size_t count = j->a->count;
+    const int elementwise = j->kind >= GCK_TL_ADD;
+    gck_tl_fold f = {0.0, 0};
+    if (c->items == NULL && elementwise) {
+        gck_tl_span s = {0, 0, 0};
+        for (size_t i = 0; i < count; i++)
+            if (j->a->lens[i] > 0)
+                gck_tl_span_add(j, &s, i, 0, j->a->lens[i]);
+        gck_tl_span_end(j, &s);
+        return 0.0;
+    }
     if (c->items == NULL) {
         for (size_t i = 0; i < count; i++) {
             double r = gck_tl_run(j, i, 0, j->a->lens[i]);
-            if (j->kind == GCK_TL_AMAX) {
+            if (j->kind == GCK_TL_AMAX) { /* as gck_amax folds its chunks */
                 double m = 0.0;
                 int nan = 0;
                 gck_amax_fold(&m, &nan, r);
                 r = nan ? NAN : m;
             }
-            if (j->res != NULL)
-                j->res[i] = r;
+            gck_tl_fold_in(j, &f, i, r);
         }
-        return;
+        return f.nan ? NAN : f.v;
     }
 #if GCK_HAVE_OPENMP
     gck_tl_item *it = c->items;
@@ -283,31 +350,43 @@ static void gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
     {
         const size_t nth = (size_t)omp_get_num_threads(), tid = (size_t)omp_get_thread_num();
         const size_t hi = gck_tl_share(bytes, nth, tid + 1);
-        for (size_t k = gck_tl_first_item(it, nitems, gck_tl_share(bytes, nth, tid)); k < nitems && it[k].b0 < hi;
-             k++)
-            it[k].r = gck_tl_run(j, it[k].tensor, it[k].lo, it[k].len);
+        size_t k = gck_tl_first_item(it, nitems, gck_tl_share(bytes, nth, tid));
+        if (elementwise) {
+            gck_tl_span s = {0, 0, 0};
+            for (; k < nitems && it[k].b0 < hi; k++)
+                gck_tl_span_add(j, &s, it[k].tensor, it[k].lo, it[k].len);
+            gck_tl_span_end(j, &s);
+        } else {
+            for (; k < nitems && it[k].b0 < hi; k++)
+                it[k].r = gck_tl_run(j, it[k].tensor, it[k].lo, it[k].len);
+        }
     }
-    if (j->res == NULL || j->kind >= GCK_TL_ADD)
-        return;
-    for (size_t i = 0; i < count; i++)
-        j->res[i] = 0.0; /* empty tensors have no items */
+    if (elementwise)
+        return 0.0;
+    /* each tensor's items, in order, by the rule of its single kernel; empty
+     * tensors have no items: their result is +0, which changes no fold */
+    for (size_t i = 0; j->res != NULL && i < count; i++)
+        j->res[i] = 0.0;
     for (size_t k = 0; k < nitems;) {
         const size_t i = it[k].tensor;
+        double r;
         if (j->kind == GCK_TL_AMAX) {
             double m = 0.0;
             int nan = 0;
             for (; k < nitems && it[k].tensor == i; k++)
                 gck_amax_fold(&m, &nan, it[k].r);
-            j->res[i] = nan ? NAN : m;
+            r = nan ? NAN : m;
         } else {
             gck_pairwise p;
             p.top = 0;
             for (; k < nitems && it[k].tensor == i; k++)
                 gck_pairwise_push(&p, it[k].r, gck_blocks_of(it[k].len));
-            j->res[i] = gck_pairwise_finish(&p);
+            r = gck_pairwise_finish(&p);
         }
+        gck_tl_fold_in(j, &f, i, r);
     }
 #endif
+    return f.nan ? NAN : f.v;
 }
 
 /* ---- argument checks ------------------------------------------------------------ */
@@ -378,91 +457,113 @@ static gck_status gck_tl_check_p(const char *fn, double p)
 
 /* ---- norms ----------------------------------------------------------------------- */
 
-/* The total of per-tensor p-norms (p != 2), as tensors.h states. */
-static double gck_tl_total_p(const double *norm, size_t count, double p)
+/* The total p-norm of t (checked; c prepared with GCK_TL_SCRATCH doubles
+ * per tensor for general p, none otherwise), and the per-tensor norms into
+ * per_tensor when it is not NULL. The only failure: GCK_ERR_NO_MEMORY for
+ * the rare rescaled p = 2 total of a long list (nothing is written). */
+static gck_status gck_tl_norm(const char *fn, const gck_tl_ctx *c, const gck_tensor_list *t, double p,
+                              double *per_tensor, double *total)
 {
-    if (p == 1.0) {
-        double s = 0.0;
-        for (size_t i = 0; i < count; i++)
-            s = s + norm[i];
-        return s;
+    const size_t count = t->count;
+    gck_tl_job j = {.t = c->t, .a = t, .p = p, .res = per_tensor};
+    if (p == 1.0 || isinf(p)) {
+        /* the norms are the sums of |x| / the largest |x|; so is the fold */
+        j.kind = p == 1.0 ? GCK_TL_ASUM : GCK_TL_AMAX;
+        *total = gck_tl_exec(&j, c);
+        return GCK_OK;
     }
+    if (p == 2.0) {
+        /* per-tensor sums of squares (into per_tensor, or c's stack scratch
+         * for a short list), folded into the total's sum on the way */
+        void *heap = NULL;
+        if (j.res == NULL && count <= GCK_TL_STACK_TENSORS)
+            j.res = c->scratch;
+        j.kind = GCK_TL_SUMSQ;
+        const double s = gck_tl_exec(&j, c);
+        if (gck_l2_sum_ok(s) && per_tensor == NULL) {
+            *total = sqrt(s);
+            return GCK_OK;
+        }
+        if (j.res == NULL) { /* rescaled total of a long list: the sums again, kept this time */
+            if ((heap = gck_malloc(count * sizeof(double))) == NULL)
+                return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu tensors", fn, count);
+            j.res = heap;
+            gck_tl_exec(&j, c);
+        }
+        for (size_t i = 0; i < count; i++) /* sums of squares -> norms, in place */
+            j.res[i] = gck_tl_dtype(t, i) == GCK_DTYPE_F32
+                           ? sqrt(j.res[i])
+                           : gck_l2norm_f64_from(c->t, t->data[i], t->lens[i], j.res[i]);
+        *total = gck_l2_sum_ok(s) ? sqrt(s) : gck_l2_rescaled(j.res, sizeof(double), count);
+        free(heap);
+        return GCK_OK;
+    }
+    /* general p: the largest |x| of each tensor, then its power sum scaled by it */
+    double *norm = per_tensor != NULL ? per_tensor : c->scratch;
+    gck_pnorm_plan *plan = (gck_pnorm_plan *)(void *)(c->scratch + count); /* two doubles per tensor */
+    double *sums = c->scratch + 3 * count;
+    j.kind = GCK_TL_AMAX;
+    j.res = norm;
+    gck_tl_exec(&j, c);
+    int any = 0;
+    for (size_t i = 0; i < count; i++) {
+        const int skip = isnan(norm[i]) || norm[i] == 0.0 || isinf(norm[i]);
+        plan[i] = skip ? (gck_pnorm_plan){0.0, 0} : gck_pnorm_plan_for(norm[i], p);
+        any |= !skip;
+    }
+    if (any) {
+        j.kind = GCK_TL_POWSUM;
+        j.plan = plan;
+        j.res = sums;
+        gck_tl_exec(&j, c);
+        for (size_t i = 0; i < count; i++)
+            if (plan[i].s != 0.0)
+                norm[i] = gck_pnorm_root(plan[i], norm[i], sums[i], p);
+    }
+    /* m * pow(sum (n_i / m)^p, 1/p), m the largest norm (NaN if any is NaN) */
     double m = 0.0;
     int nan = 0;
     for (size_t i = 0; i < count; i++)
         gck_amax_fold(&m, &nan, norm[i]);
-    if (nan)
-        return NAN;
-    if (isinf(p) || m == 0.0 || isinf(m))
-        return m;
+    if (nan || m == 0.0 || isinf(m)) {
+        *total = nan ? NAN : m;
+        return GCK_OK;
+    }
     const gck_pow_fn pw = gck_pow_ref();
-    double s = 0.0;
+    double sp = 0.0;
     for (size_t i = 0; i < count; i++)
-        s = s + pw(norm[i] / m, p);
-    return m * pw(s, 1.0 / p);
+        sp = sp + pw(norm[i] / m, p);
+    *total = m * pw(sp, 1.0 / p);
+    return GCK_OK;
 }
 
-/* The total p-norm of t (checked, c prepared with GCK_TL_SCRATCH), and the
- * per-tensor norms into per_tensor when it is not NULL. */
-static double gck_tl_norm(const gck_tl_ctx *c, const gck_tensor_list *t, double p, double *per_tensor)
+/* Scratch doubles per tensor gck_tl_norm needs for p. */
+static size_t gck_tl_norm_scratch(double p)
 {
-    const size_t count = t->count;
-    double *norm = per_tensor != NULL ? per_tensor : c->scratch;
-    double *aux = c->scratch + count;
-    gck_tl_job j = {.t = c->t, .a = t, .p = p};
-    if (p == 2.0) {
-        j.kind = GCK_TL_SUMSQ;
-        j.res = aux;
-        gck_tl_exec(&j, c);
-        const double s = gck_l2_sum(aux, sizeof(double), count);
-        const int ok = gck_l2_sum_ok(s);
-        if (per_tensor != NULL || !ok)
-            for (size_t i = 0; i < count; i++)
-                norm[i] = gck_tl_dtype(t, i) == GCK_DTYPE_F32
-                              ? sqrt(aux[i])
-                              : gck_l2norm_f64_from(c->t, t->data[i], t->lens[i], aux[i]);
-        return ok ? sqrt(s) : gck_l2_rescaled(norm, sizeof(double), count);
-    }
-    j.kind = p == 1.0 ? GCK_TL_ASUM : GCK_TL_AMAX;
-    j.res = norm;
-    gck_tl_exec(&j, c);
-    if (p != 1.0 && !isinf(p)) {
-        /* general p: the power sums, scaled per tensor by its largest |x| */
-        gck_pnorm_plan *plan = (gck_pnorm_plan *)(void *)aux; /* two doubles per tensor */
-        double *sums = aux + 2 * count;
-        int any = 0;
-        for (size_t i = 0; i < count; i++) {
-            const double m = norm[i];
-            const int skip = isnan(m) || m == 0.0 || isinf(m);
-            plan[i] = skip ? (gck_pnorm_plan){0.0, 0} : gck_pnorm_plan_for(m, p);
-            any |= !skip;
-        }
-        if (any) {
-            j.kind = GCK_TL_POWSUM;
-            j.plan = plan;
-            j.res = sums;
-            gck_tl_exec(&j, c);
-            for (size_t i = 0; i < count; i++)
-                if (plan[i].s != 0.0)
-                    norm[i] = gck_pnorm_root(plan[i], norm[i], sums[i], p);
-        }
-    }
-    return gck_tl_total_p(norm, count, p);
+    return p == 1.0 || p == 2.0 || isinf(p) ? 0 : GCK_TL_SCRATCH;
+}
+
+/* One pass of job j (kind, operands and res set) over list t: checks t,
+ * runs j and stores its total (when total is not NULL). */
+static gck_status gck_tl_pass(const char *fn, const gck_tensor_list *t, gck_tl_job *j, double *total)
+{
+    size_t elems;
+    gck_tl_ctx c;
+    GCK_TRY(gck_tl_check(fn, "", t, &elems));
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
+    j->t = c.t;
+    j->a = t;
+    const double s = gck_tl_exec(j, &c);
+    if (total != NULL)
+        *total = s;
+    gck_tl_release(&c);
+    return GCK_OK;
 }
 
 gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total)
 {
-    static const char fn[] = "gck_tensors_sumsq";
-    size_t elems;
-    gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, per_tensor == NULL));
-    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SUMSQ, .a = t, .res = per_tensor != NULL ? per_tensor : c.scratch};
-    gck_tl_exec(&j, &c);
-    if (total != NULL)
-        *total = gck_l2_sum(j.res, sizeof(double), t->count);
-    gck_tl_release(&c);
-    return GCK_OK;
+    gck_tl_job j = {.kind = GCK_TL_SUMSQ, .res = per_tensor};
+    return gck_tl_pass("gck_tensors_sumsq", t, &j, total);
 }
 
 gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tensor, double *total)
@@ -473,10 +574,10 @@ gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tens
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_CHECK_ARG(total != NULL, "%s: total is NULL", fn);
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, GCK_TL_SCRATCH));
-    *total = gck_tl_norm(&c, t, p, per_tensor);
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
+    const gck_status s = gck_tl_norm(fn, &c, t, p, per_tensor, total);
     gck_tl_release(&c);
-    return GCK_OK;
+    return s;
 }
 
 /* ---- clipping -------------------------------------------------------------------- */
@@ -522,8 +623,11 @@ gck_status gck_tensors_clip_by_norm(const gck_tensor_list *t, double max_norm, d
     GCK_TRY(gck_tl_check(fn, "", t, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_TRY(gck_tl_check_clip(fn, max_norm, eps, flags));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, GCK_TL_SCRATCH));
-    const gck_status s = gck_tl_clip(fn, &c, t, gck_tl_norm(&c, t, p, NULL), max_norm, eps, flags, info);
+    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
+    double total;
+    gck_status s = gck_tl_norm(fn, &c, t, p, NULL, &total);
+    if (s == GCK_OK)
+        s = gck_tl_clip(fn, &c, t, total, max_norm, eps, flags, info);
     gck_tl_release(&c);
     return s;
 }
@@ -576,34 +680,14 @@ gck_status gck_tensors_axpy_init(const gck_tensor_list *dst, double w, const gck
 
 gck_status gck_tensors_scale(const gck_tensor_list *t, double s)
 {
-    static const char fn[] = "gck_tensors_scale";
-    size_t elems;
-    gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
-    const gck_tl_job j = {.t = c.t, .kind = GCK_TL_SCALE, .a = t, .w = s};
-    gck_tl_exec(&j, &c);
-    gck_tl_release(&c);
-    return GCK_OK;
+    gck_tl_job j = {.kind = GCK_TL_SCALE, .w = s};
+    return gck_tl_pass("gck_tensors_scale", t, &j, NULL);
 }
 
 gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total)
 {
-    static const char fn[] = "gck_tensors_div_sumsq";
-    size_t elems;
-    gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
-    GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, per_tensor == NULL));
-    const gck_tl_job j = {.t = c.t,
-                          .kind = GCK_TL_DIV_SUMSQ,
-                          .a = t,
-                          .w = d,
-                          .recip64 = gck_exact_recip_f64(d),
-                          .recip32 = gck_exact_recip_f32((float)d),
-                          .res = per_tensor != NULL ? per_tensor : c.scratch};
-    gck_tl_exec(&j, &c);
-    if (total != NULL)
-        *total = gck_l2_sum(j.res, sizeof(double), t->count);
-    gck_tl_release(&c);
-    return GCK_OK;
+    gck_tl_job j = {.kind = GCK_TL_DIV_SUMSQ, .res = per_tensor};
+    j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
+    j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
+    return gck_tl_pass("gck_tensors_div_sumsq", t, &j, total);
 }

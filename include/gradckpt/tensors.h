@@ -17,7 +17,9 @@ extern "C" {
  * What a trainer holds: its parameters' gradients as separate buffers (or
  * pieces of one contiguous buffer). These functions work on them in place,
  * one call per list, with no copy of the data and no allocation the caller
- * has to manage.
+ * has to manage. The elementwise functions update a run of adjacent pieces
+ * of one buffer (same dtypes, in every list of the call) as one array, so
+ * a split buffer costs them no more than the whole one.
  *
  * Common rules for every function below.
  *
@@ -52,10 +54,14 @@ extern "C" {
  *   balanced by bytes, when built with OpenMP, called outside a parallel
  *   region and the list holds GCK_PARALLEL_MIN elements or more in all;
  *   smaller calls run on the calling thread.
- * - Scratch: a call on the calling thread over at most 64 tensors allocates
- *   nothing. Otherwise it allocates one block (about 40 bytes per 8192 to
- *   128 Ki elements of work and up to 32 bytes per tensor) and frees it
- *   before returning; if that fails: GCK_ERR_NO_MEMORY, nothing written.
+ * - Scratch: a call that runs on the calling thread allocates nothing,
+ *   except for more than 64 tensors in gck_tensors_norm /
+ *   gck_tensors_clip_by_norm with p other than 1, 2 and INFINITY (32 bytes
+ *   per tensor), or with p = 2 when the summed squares overflow or
+ *   underflow (8 bytes per tensor). A call on threads allocates its work
+ *   list (about 40 bytes per 8 Ki - 128 Ki elements and per tensor). All of
+ *   it is freed before returning; if an allocation fails:
+ *   GCK_ERR_NO_MEMORY, and nothing was written.
  * - Flush-to-zero / denormals-are-zero set by the process: see kernels.h
  *   (results stay bit-identical across ISAs).
  *

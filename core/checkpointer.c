@@ -66,6 +66,7 @@ struct gck_checkpointer {
     size_t spare_bytes;
     gck_layer **hint;     /* list calls: the layer entry i named last time (or NULL) */
     size_t hint_cap;
+    int clip_expected;    /* clipping fired in the last flush window (or none yet) */
 };
 
 void gck_config_init(gck_config *cfg)
@@ -126,6 +127,7 @@ gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out
     cp->cfg = c;
     cp->weights = w;
     cp->history = hist;
+    cp->clip_expected = 1;
     *out = cp;
     return GCK_OK;
 }
@@ -797,21 +799,87 @@ static gck_status gck_nonfinite(double norm, const char *fn)
                     isnan(norm) ? "NaN" : "infinite");
 }
 
+/* 1 when every pending layer's finished values are its buffer's values
+ * exactly (no division, or a division by 1: a copy). */
+static int gck_finish_is_copy(const gck_checkpointer *cp, const gck_pending *p)
+{
+    for (size_t k = 0; k < p->np; k++) {
+        const gck_finish f = gck_finish_of(cp, p->layers[k]);
+        if (f.divide && (cp->cfg.dtype == GCK_DTYPE_F64 ? f.d != 1.0 : (float)f.d != 1.0f))
+            return 0;
+    }
+    return 1;
+}
+
+/* The finished, clipped values into L[k].values (L[k].n set): *norm the
+ * global norm before clipping, *coef the clip factor (1.0: not clipped);
+ * with `norms` each L[k]'s sum of squares and norm are those of the stored
+ * values and *after their global norm, else *after is NaN. With `check`, a
+ * non-finite norm fails with GCK_ERR_NONFINITE (*norm set; L may hold the
+ * unclipped values).
+ *
+ * When the finished values are a copy of the buffers and clipping is
+ * expected (it fired in the previous window; the first is assumed to clip),
+ * the norm is summed from the buffers (the same bits) and one pass writes
+ * x * s (or x * 1 when it did not fire) into L: a read pass and a copy pass,
+ * where finishing and then clipping in place take a copy pass and a
+ * read-write pass. The values are the same either way. */
+static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L, int norms, int check,
+                                  double *norm, double *coef, double *after, const char *fn)
+{
+    const gck_dtype dt = cp->cfg.dtype;
+    const size_t np = p->np;
+    if (!(cp->cfg.clip_enabled && cp->clip_expected && gck_finish_is_copy(cp, p))) {
+        *norm = gck_finish_all(cp, p, L);
+        if (check && !isfinite(*norm))
+            return gck_nonfinite(*norm, fn);
+        *coef = gck_clip_all(cp, L, np, *norm, norms, after);
+        cp->clip_expected = *coef != 1.0;
+        return GCK_OK;
+    }
+    GCK_FOR_EACH_LAYER(np, L[i].n, {
+        const void *b = p->layers[i]->buf;
+        L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_sumsq_f64(b, L[i].n) : gck_sumsq_f32(b, L[i].n);
+    });
+    for (size_t k = 0; k < np; k++)
+        L[k].norm = gck_layer_norm(p->layers[k]->buf, L[k].n, dt, L[k].sumsq);
+    *norm = gck_global_norm_of(L, np);
+    if (check && !isfinite(*norm))
+        return gck_nonfinite(*norm, fn);
+    const int clips = *norm > cp->cfg.clip_norm && *norm > 0.0;
+    const double s = clips ? cp->cfg.clip_norm / *norm : 1.0;
+    GCK_FOR_EACH_LAYER(np, L[i].n, {
+        const void *b = p->layers[i]->buf;
+        L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_scale_sumsq_f64(L[i].values, b, s, L[i].n)
+                                         : gck_scale_sumsq_f32(L[i].values, b, (float)s, L[i].n);
+    });
+    *after = NAN;
+    if (norms) {
+        if (clips)
+            gck_set_norms(L, np, dt);
+        *after = clips ? gck_global_norm_of(L, np) : *norm;
+    }
+    *coef = s;
+    cp->clip_expected = clips;
+    return GCK_OK;
+}
+
 /* Finishes the pending layers into c's own values (steps copied), fails on
  * a non-finite norm when configured (c is then the caller's to release),
  * and clips. */
-static gck_status gck_finish_checkpoint(const gck_checkpointer *cp, const gck_pending *p, gck_checkpoint *c,
+static gck_status gck_finish_checkpoint(gck_checkpointer *cp, const gck_pending *p, gck_checkpoint *c,
                                         const char *fn, gck_clip_info *info)
 {
     for (size_t k = 0; k < p->np; k++)
         c->layers[k].step = p->layers[k]->step;
-    const double norm = gck_finish_all(cp, p, c->layers);
-    if (cp->cfg.error_if_nonfinite && !isfinite(norm)) {
+    double norm;
+    const gck_status st = gck_finish_clip(cp, p, c->layers, 1, cp->cfg.error_if_nonfinite, &norm, &c->clip_coef,
+                                          &c->global_norm, fn);
+    if (st != GCK_OK) {
         gck_set_info(info, norm, 1.0);
-        return gck_nonfinite(norm, fn);
+        return st;
     }
     c->norm_before_clip = norm;
-    c->clip_coef = gck_clip_all(cp, c->layers, p->np, norm, 1, &c->global_norm);
     gck_set_info(info, norm, c->clip_coef);
     return GCK_OK;
 }
@@ -1002,9 +1070,8 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
     for (size_t k = 0; k < p.np; k++)
         p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->step};
     /* one fused pass into dst, a clip pass in place only when it triggers */
-    const double norm = gck_finish_all(cp, &p, p.L);
-    double after;
-    const double coef = gck_clip_all(cp, p.L, p.np, norm, c != NULL, &after);
+    double norm, coef, after;
+    (void)gck_finish_clip(cp, &p, p.L, c != NULL, 0, &norm, &coef, &after, "gck_flush_into"); /* cannot fail */
     gck_set_info(info, norm, coef);
     if (c != NULL) {
         gck_checkpoint_fill_seal(c, (const void *const *)p.dst, cp->cfg.checksum);

@@ -53,6 +53,22 @@ static void live_replace(gck_checkpointer **cp)
     g_live = cp;
 }
 
+/* The checkpointer as these benchmarks (and a trainer) configure it: F32,
+ * mean over the micro-batches, clipping at 0.1 (bench_trainer.c's max_norm,
+ * below the gradients' norm: it triggers every flush). After live_replace. */
+static const char *bench_checkpointer_new(gck_checkpointer **cp, gck_checksum checksum, size_t max_checkpoints)
+{
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.dtype = GCK_DTYPE_F32;
+    cfg.accumulation_mode = GCK_ACCUM_MEAN;
+    cfg.clip_enabled = 1;
+    cfg.clip_norm = 0.1;
+    cfg.checksum = checksum;
+    cfg.max_checkpoints = max_checkpoints;
+    return gck_checkpointer_create(&cfg, cp) == GCK_OK ? NULL : gck_last_error();
+}
+
 /* Creates the checkpointer once and runs three untimed flushes, so buffers
  * exist and the history is full (steady state: evicted checkpoints' memory
  * is reused, no page faults); the same object serves every timed run. */
@@ -64,18 +80,10 @@ static const char *flush_prepare(void *ctx, int64_t n, int threads)
         return NULL;
     live_replace(&f->cp);
     const char *err = gck_bench_model_buffers(f->m);
+    if (err == NULL)
+        err = bench_checkpointer_new(&f->cp, f->checksum, 2);
     if (err != NULL)
         return err;
-    gck_config cfg;
-    gck_config_init(&cfg);
-    cfg.dtype = GCK_DTYPE_F32;
-    cfg.accumulation_mode = GCK_ACCUM_MEAN;
-    cfg.clip_enabled = 1;
-    cfg.clip_norm = 0.1; /* below the gradients' norm: clipping triggers every flush */
-    cfg.checksum = f->checksum;
-    cfg.max_checkpoints = 2;
-    if (gck_checkpointer_create(&cfg, &f->cp) != GCK_OK)
-        return gck_last_error();
     for (int i = 0; i < 3; i++)
         flush_body(f, n);
     return NULL;
@@ -145,19 +153,11 @@ static const char *trainer_ckpt_prepare(void *ctx, int64_t n, int threads)
     if (f->cp != NULL)
         return NULL;
     live_replace(&f->cp);
-    const char *e = gck_bench_model_buffers(f->m);
-    if (e != NULL)
-        return e;
-    gck_config cfg;
-    gck_config_init(&cfg);
-    cfg.dtype = GCK_DTYPE_F32;
-    cfg.accumulation_mode = GCK_ACCUM_MEAN;
-    cfg.clip_enabled = 1;
-    cfg.clip_norm = 0.1; /* bench_trainer.c's max_norm: clipping triggers every step */
-    cfg.checksum = f->checksum;
-    cfg.max_checkpoints = 1;
-    if (gck_checkpointer_create(&cfg, &f->cp) != GCK_OK)
-        return gck_last_error();
+    const char *err = gck_bench_model_buffers(f->m);
+    if (err == NULL)
+        err = bench_checkpointer_new(&f->cp, f->checksum, 1);
+    if (err != NULL)
+        return err;
     /* the trainer's own tensor order, named */
     f->dst = (gck_flush_dst){.layer_ids = (const char *const *)f->m->ids,
                              .tensors = {.count = f->m->nt, .data = (void *const *)f->m->grad, .lens = f->m->len,

@@ -718,13 +718,16 @@ typedef struct gck_pending {
     size_t *lens;
     void **dst;          /* gck_flush_into: each layer's buffer */
     gck_ckpt_layer *L;   /* gck_flush_into: the layers as they are finished in dst */
+    void **bufs;         /* each layer's accumulation buffer (a gck_tensor_list's data) */
+    double *sums;        /* per-layer sums of squares from the list functions */
 } gck_pending;
 
 /* Fills p from the pending layers, on the checkpointer's scratch. */
 static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, const char *fn)
 {
     const size_t np = cp->pending_layers;
-    const size_t per = sizeof *p->layers + sizeof *p->ids + sizeof *p->lens + sizeof *p->dst + sizeof *p->L;
+    const size_t per = sizeof *p->layers + sizeof *p->ids + sizeof *p->lens + sizeof *p->dst + sizeof *p->L +
+                       sizeof *p->bufs + sizeof *p->sums;
     size_t bytes;
     char *mem = gck_mul_size(np, per, &bytes) ? gck_scratch(cp, bytes) : NULL;
     if (mem == NULL)
@@ -735,11 +738,14 @@ static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, cons
     p->ids = (const char **)(void *)((char *)p->layers + np * sizeof *p->layers);
     p->lens = (size_t *)(void *)((char *)p->ids + np * sizeof *p->ids);
     p->dst = (void **)(void *)((char *)p->lens + np * sizeof *p->lens);
+    p->bufs = (void **)(void *)((char *)p->dst + np * sizeof *p->dst);
+    p->sums = (double *)(void *)((char *)p->bufs + np * sizeof *p->bufs);
     for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
         const gck_layer *l = cp->layers[i];
         if (l->count == 0)
             continue;
         p->layers[k] = l;
+        p->bufs[k] = l->buf;
         p->ids[k] = l->id;
         p->lens[k] = l->n;
         k++;
@@ -799,16 +805,32 @@ static gck_status gck_nonfinite(double norm, const char *fn)
                     isnan(norm) ? "NaN" : "infinite");
 }
 
-/* 1 when every pending layer's finished values are its buffer's values
- * exactly (no division, or a division by 1: a copy). */
-static int gck_finish_is_copy(const gck_checkpointer *cp, const gck_pending *p)
+/* How the pending layers are finished: all a copy of their buffers (no
+ * division, or by 1), all divided by the same *d, or otherwise. */
+enum { GCK_FIN_COPY, GCK_FIN_COMMON, GCK_FIN_OTHER };
+
+static int gck_finish_kind(const gck_checkpointer *cp, const gck_pending *p, double *d)
 {
+    int kind = GCK_FIN_COPY;
     for (size_t k = 0; k < p->np; k++) {
         const gck_finish f = gck_finish_of(cp, p->layers[k]);
-        if (f.divide && (cp->cfg.dtype == GCK_DTYPE_F64 ? f.d != 1.0 : (float)f.d != 1.0f))
-            return 0;
+        const int copy = !f.divide || (cp->cfg.dtype == GCK_DTYPE_F64 ? f.d == 1.0 : (float)f.d == 1.0f);
+        if (copy && kind == GCK_FIN_COPY)
+            continue;
+        if (copy || !f.divide || (kind == GCK_FIN_COMMON && f.d != *d) || (kind == GCK_FIN_COPY && k > 0))
+            return GCK_FIN_OTHER;
+        kind = GCK_FIN_COMMON;
+        *d = f.d;
     }
-    return 1;
+    return kind;
+}
+
+/* A list function's failure (its only one: scratch) under this call's name. */
+static gck_status gck_list_failed(gck_status st, const char *fn)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", gck_last_error());
+    return gck_fail(st, "%s: %s", fn, why);
 }
 
 /* The finished, clipped values into L[k].values (L[k].n set): *norm the
@@ -816,20 +838,27 @@ static int gck_finish_is_copy(const gck_checkpointer *cp, const gck_pending *p)
  * with `norms` each L[k]'s sum of squares and norm are those of the stored
  * values and *after their global norm, else *after is NaN. With `check`, a
  * non-finite norm fails with GCK_ERR_NONFINITE (*norm set; L may hold the
- * unclipped values).
+ * unclipped values) and the buffers are left as they are; without, the
+ * buffers may be finished in place (the window closes after this). The
+ * other failure, GCK_ERR_NO_MEMORY from a list function's scratch, happens
+ * before anything is written (so a recycled arena is never half-written). 
  *
- * When the finished values are a copy of the buffers and clipping is
- * expected (it fired in the previous window; the first is assumed to clip),
- * the norm is summed from the buffers (the same bits) and one pass writes
- * x * s (or x * 1 when it did not fire) into L: a read pass and a copy pass,
- * where finishing and then clipping in place take a copy pass and a
- * read-write pass. The values are the same either way. */
+ * When clipping is expected (it fired in the previous window; the first is
+ * assumed to clip) and the finished values are a copy of the buffers (or,
+ * without `check`, all the buffers divide by one divisor), one list call
+ * sums the squares (finishing in place) in one OpenMP region, and one pass
+ * writes x * s (or copies x, when it did not fire) into L: a read (or
+ * read-write) pass and a copy pass, where finishing into L and then
+ * clipping in place take a copy pass and a read-write pass with a fork per
+ * big layer. The values are the same either way. */
 static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L, int norms, int check,
                                   double *norm, double *coef, double *after, const char *fn)
 {
     const gck_dtype dt = cp->cfg.dtype;
     const size_t np = p->np;
-    if (!(cp->cfg.clip_enabled && cp->clip_expected && gck_finish_is_copy(cp, p))) {
+    double d = 1.0;
+    const int kind = cp->cfg.clip_enabled && cp->clip_expected ? gck_finish_kind(cp, p, &d) : GCK_FIN_OTHER;
+    if (kind == GCK_FIN_OTHER || (kind == GCK_FIN_COMMON && check)) {
         *norm = gck_finish_all(cp, p, L);
         if (check && !isfinite(*norm))
             return gck_nonfinite(*norm, fn);
@@ -837,27 +866,44 @@ static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gc
         cp->clip_expected = *coef != 1.0;
         return GCK_OK;
     }
-    GCK_FOR_EACH_LAYER(np, L[i].n, {
-        const void *b = p->layers[i]->buf;
-        L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_sumsq_f64(b, L[i].n) : gck_sumsq_f32(b, L[i].n);
-    });
-    for (size_t k = 0; k < np; k++)
-        L[k].norm = gck_layer_norm(p->layers[k]->buf, L[k].n, dt, L[k].sumsq);
+    const gck_tensor_list bl = {.count = np, .data = p->bufs, .lens = p->lens, .dtype = dt};
+    const gck_status st = kind == GCK_FIN_COPY ? gck_tensors_sumsq(&bl, p->sums, NULL)
+                                               : gck_tensors_div_sumsq(&bl, d, p->sums, NULL);
+    if (st != GCK_OK)
+        return gck_list_failed(st, fn);
+    for (size_t k = 0; k < np; k++) {
+        L[k].sumsq = p->sums[k];
+        L[k].norm = gck_layer_norm(p->bufs[k], L[k].n, dt, L[k].sumsq);
+    }
     *norm = gck_global_norm_of(L, np);
     if (check && !isfinite(*norm))
         return gck_nonfinite(*norm, fn);
     const int clips = *norm > cp->cfg.clip_norm && *norm > 0.0;
     const double s = clips ? cp->cfg.clip_norm / *norm : 1.0;
-    GCK_FOR_EACH_LAYER(np, L[i].n, {
-        const void *b = p->layers[i]->buf;
-        L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_scale_sumsq_f64(L[i].values, b, s, L[i].n)
-                                         : gck_scale_sumsq_f32(L[i].values, b, (float)s, L[i].n);
-    });
+    const size_t esz = gck_storage_size(cp);
     *after = NAN;
-    if (norms) {
-        if (clips)
-            gck_set_norms(L, np, dt);
-        *after = clips ? gck_global_norm_of(L, np) : *norm;
+    if (clips && norms) {
+        /* the checkpoint records the clipped values' sums: per layer */
+        GCK_FOR_EACH_LAYER(np, L[i].n, {
+            L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_scale_sumsq_f64(L[i].values, p->bufs[i], s, L[i].n)
+                                             : gck_scale_sumsq_f32(L[i].values, p->bufs[i], (float)s, L[i].n);
+        });
+        gck_set_norms(L, np, dt);
+        *after = gck_global_norm_of(L, np);
+    } else {
+        /* elementwise (the pieces' sums are not wanted): one region */
+        GCK_FOR_EACH_PIECE(np, L[i].n, {
+            char *to = (char *)L[i].values + lo * esz;
+            const char *from = (const char *)p->bufs[i] + lo * esz;
+            if (!clips)
+                memcpy(to, from, len * esz);
+            else if (dt == GCK_DTYPE_F64)
+                (void)gck_scale_sumsq_f64((double *)(void *)to, (const double *)(const void *)from, s, len);
+            else
+                (void)gck_scale_sumsq_f32((float *)(void *)to, (const float *)(const void *)from, (float)s, len);
+        });
+        if (norms)
+            *after = *norm;
     }
     *coef = s;
     cp->clip_expected = clips;
@@ -865,8 +911,8 @@ static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gc
 }
 
 /* Finishes the pending layers into c's own values (steps copied), fails on
- * a non-finite norm when configured (c is then the caller's to release),
- * and clips. */
+ * a non-finite norm when configured (*info then gets the norm) or on
+ * scratch (c is then the caller's to release), and clips. */
 static gck_status gck_finish_checkpoint(gck_checkpointer *cp, const gck_pending *p, gck_checkpoint *c,
                                         const char *fn, gck_clip_info *info)
 {
@@ -876,7 +922,8 @@ static gck_status gck_finish_checkpoint(gck_checkpointer *cp, const gck_pending 
     const gck_status st = gck_finish_clip(cp, p, c->layers, 1, cp->cfg.error_if_nonfinite, &norm, &c->clip_coef,
                                           &c->global_norm, fn);
     if (st != GCK_OK) {
-        gck_set_info(info, norm, 1.0);
+        if (st == GCK_ERR_NONFINITE)
+            gck_set_info(info, norm, 1.0);
         return st;
     }
     c->norm_before_clip = norm;
@@ -1071,7 +1118,11 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
         p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->step};
     /* one fused pass into dst, a clip pass in place only when it triggers */
     double norm, coef, after;
-    (void)gck_finish_clip(cp, &p, p.L, c != NULL, 0, &norm, &coef, &after, "gck_flush_into"); /* cannot fail */
+    const gck_status st = gck_finish_clip(cp, &p, p.L, c != NULL, 0, &norm, &coef, &after, "gck_flush_into");
+    if (st != GCK_OK) { /* only before anything was written */
+        gck_checkpoint_release(c);
+        return st;
+    }
     gck_set_info(info, norm, coef);
     if (c != NULL) {
         gck_checkpoint_fill_seal(c, (const void *const *)p.dst, cp->cfg.checksum);

@@ -567,32 +567,37 @@ static void test_flush_into_nonfinite(void **state)
 #define NE 10
 static const int walk_layer[NE] = {5, 0, 2, 1, 4, 3, 0, 2, 5, 0};
 
-static gck_status walk_accumulate(gck_checkpointer *cp, int j)
+/* The first ne entries of walk_layer (6: every layer once). */
+static gck_status walk_accumulate(gck_checkpointer *cp, int j, int ne)
 {
     const char *lid[NE];
     const float *v[NE];
     size_t n[NE];
-    for (int e = 0; e < NE; e++) {
+    for (int e = 0; e < ne; e++) {
         const int l = walk_layer[e];
         lid[e] = ids[l], v[e] = in32[j][e % NJ][l], n[e] = lens[l];
     }
-    return gck_accumulate_many_f32(cp, lid, v, n, NE, (uint64_t)j);
+    return gck_accumulate_many_f32(cp, lid, v, n, (size_t)ne, (uint64_t)j);
 }
 
 /* Every allocation failure of gck_accumulate_many and gck_flush_into (with
- * and without recording, direct and staged) leaves the checkpointer and dst
- * as they were; finishing the work afterwards gives the run that never failed. */
+ * and without recording, direct and staged; weighted mean with repeated
+ * layers, and on 2 threads mean and sum, whose flush sums through the list
+ * functions) leaves the checkpointer and dst as they were; finishing the
+ * work afterwards gives the run that never failed. */
 static void test_allocation_failures_change_nothing(void **state)
 {
     (void)state;
-    for (int variant = 0; variant < 4; variant++) {
-        const int record = variant & 1;
-        const tcase t = {.mode = GCK_ACCUM_WEIGHTED_MEAN, .dt = GCK_DTYPE_F32, .clip = 2, .nonfinite = variant >> 1,
+    static const gck_accum_mode modes[3] = {GCK_ACCUM_WEIGHTED_MEAN, GCK_ACCUM_MEAN, GCK_ACCUM_SUM};
+    for (int variant = 0; variant < 12; variant++) {
+        const int record = variant & 1, mode = variant / 4, ne = mode == 0 ? NE : NL;
+        const tcase t = {.mode = modes[mode], .dt = GCK_DTYPE_F32, .clip = 2, .nonfinite = (variant >> 1) & 1,
                          .cs = GCK_CHECKSUM_XXH3_64, .max = 1};
+        set_threads(mode == 0 ? 1 : 2);
         /* the reference: the same entries as single calls, then gck_flush */
         gck_checkpointer *ref = make_cp(&t);
         for (int j = 0; j < 2; j++)
-            for (int e = 0; e < NE; e++)
+            for (int e = 0; e < ne; e++)
                 assert_int_equal(gck_accumulate_f32(ref, ids[walk_layer[e]], in32[j][e % NJ][walk_layer[e]],
                                                     lens[walk_layer[e]], (uint64_t)j),
                                  GCK_OK);
@@ -605,15 +610,15 @@ static void test_allocation_failures_change_nothing(void **state)
             grads_init(&g, t.dt, 0);
             dst_desc dd;
             dst_make(&dd, &g, t.dt, variant & 1, 0);
-            assert_int_equal(walk_accumulate(cp, 0), GCK_OK);
+            assert_int_equal(walk_accumulate(cp, 0, ne), GCK_OK);
             observed o = observe(cp);
             gck_alloc_fail_after(k);
-            gck_status s = walk_accumulate(cp, 1);
+            gck_status s = walk_accumulate(cp, 1, ne);
             if (s != GCK_OK) {
                 gck_alloc_fail_after(-1);
                 assert_int_equal(s, GCK_ERR_NO_MEMORY);
                 assert_observed(cp, &o);
-                assert_int_equal(walk_accumulate(cp, 1), GCK_OK);
+                assert_int_equal(walk_accumulate(cp, 1, ne), GCK_OK);
             } else {
                 o = observe(cp);
                 gck_checkpoint *out = NULL;
@@ -646,6 +651,74 @@ static void test_allocation_failures_change_nothing(void **state)
         gck_checkpoint_release(cr);
         gck_checkpointer_destroy(ref);
     }
+    set_threads(1);
+}
+
+/* A long list on 2 threads: the list functions flush_into sums through
+ * need scratch, and its failure changes nothing either (sum: read-only
+ * sums; mean of 2: the buffers finished in place, so the failure must come
+ * before that). */
+static void test_list_scratch_failures_change_nothing(void **state)
+{
+    (void)state;
+    enum { LL = 100, LN = 700 };
+    char lid[LL][16];
+    const char *lp[LL];
+    const float *v[LL];
+    size_t n[LL];
+    for (int l = 0; l < LL; l++) {
+        snprintf(lid[l], sizeof lid[l], "l%03d", l);
+        lp[l] = lid[l], v[l] = in32[0][l % NJ][5] + l, n[l] = LN;
+    }
+    set_threads(2);
+    for (int mode = 0; mode < 2; mode++) {
+        const tcase t = {.mode = mode ? GCK_ACCUM_MEAN : GCK_ACCUM_SUM, .dt = GCK_DTYPE_F32, .clip = 2,
+                         .cs = GCK_CHECKSUM_NONE, .max = 1};
+        gck_checkpointer *ref = make_cp(&t);
+        for (int j = 0; j <= mode; j++)
+            assert_int_equal(gck_accumulate_many_f32(ref, lp, v, n, LL, 0), GCK_OK);
+        gck_checkpoint *cr = NULL;
+        assert_int_equal(gck_flush(ref, 0, &cr), GCK_OK);
+        float *g = malloc(LL * LN * sizeof(float));
+        void *gp[LL];
+        for (int l = 0; l < LL; l++)
+            gp[l] = g + l * LN;
+        const gck_flush_dst d = {.layer_ids = lp, .tensors = {.count = LL, .data = gp, .lens = n, .dtype = t.dt}};
+        int failures = 0, done = 0;
+        for (long k = 0; k < 20 && !done; k++) {
+            gck_checkpointer *cp = make_cp(&t);
+            for (int j = 0; j <= mode; j++)
+                assert_int_equal(gck_accumulate_many_f32(cp, lp, v, n, LL, 0), GCK_OK);
+            memset(g, 0xA5, LL * LN * sizeof(float));
+            const observed o = observe(cp);
+            gck_alloc_fail_after(k);
+            gck_status st = gck_flush_into(cp, 0, &d, NULL, NULL);
+            gck_alloc_fail_after(-1);
+            if (st == GCK_OK) {
+                done = 1;
+            } else {
+                assert_int_equal(st, GCK_ERR_NO_MEMORY);
+                assert_non_null(strstr(gck_last_error(), "gck_flush_into"));
+                failures += strstr(gck_last_error(), "gck_tensors_") != NULL;
+                assert_observed(cp, &o);
+                for (size_t i = 0; i < (size_t)LL * LN; i++)
+                    if (((const uint32_t *)(const void *)g)[i] != 0xA5A5A5A5u)
+                        fail_msg("dst written by a failing call");
+                assert_int_equal(gck_flush_into(cp, 0, &d, NULL, NULL), GCK_OK);
+            }
+            for (int l = 0; l < LL; l++) {
+                gck_tensor_view tv;
+                assert_int_equal(gck_checkpoint_find(cr, lid[l], &tv), GCK_OK);
+                assert_memory_equal(gp[l], tv.values, LN * sizeof(float));
+            }
+            gck_checkpointer_destroy(cp);
+        }
+        assert_true(done && failures == 1); /* the list function's scratch was among the failure points */
+        free(g);
+        gck_checkpoint_release(cr);
+        gck_checkpointer_destroy(ref);
+    }
+    set_threads(1);
 }
 
 /* ---- gck_accumulate_many == gck_accumulate per tensor ---------------------------- */
@@ -954,6 +1027,7 @@ int main(void)
         cmocka_unit_test(test_flush_into_errors_change_nothing),
         cmocka_unit_test(test_flush_into_nonfinite),
         cmocka_unit_test(test_allocation_failures_change_nothing),
+        cmocka_unit_test(test_list_scratch_failures_change_nothing),
         cmocka_unit_test(test_accumulate_many_equals_single),
         cmocka_unit_test(test_accumulate_many_errors_change_nothing),
         cmocka_unit_test(test_pre_clip_norm_and_coef),

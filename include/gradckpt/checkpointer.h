@@ -216,10 +216,12 @@ typedef struct gck_flush_dst {
  * out NULL: nothing is recorded and nothing is copied: no checkpoint, no
  * checksum, the history and the id sequence untouched. The work is one
  * fused pass per layer into dst (divide or copy, and the sum of squares),
- * and one in-place scaling pass only when clipping fires; when the values
- * are a plain copy (sum, or a mean over one micro-batch) and clipping fired
- * in the previous window, a read pass for the norm and one pass writing the
- * clipped values instead (the same values, less memory traffic).
+ * and one in-place scaling pass only when clipping fires. When clipping
+ * fired in the previous window and every layer is a plain copy (sum, mean
+ * of one micro-batch) or is divided by the same divisor (mean over the same
+ * number of micro-batches), it is instead one pass over the checkpointer's
+ * own buffers for the norm (dividing them in place) and one pass writing
+ * the clipped values into dst: the same values, with less memory traffic.
  * out not NULL: the checkpoint is also recorded exactly as gck_flush records
  * it (the next id, step, created_at = now, the same values, norms, checksum,
  * pre-clip norm and clip factor, the same eviction and memory reuse), and

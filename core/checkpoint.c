@@ -9,6 +9,7 @@
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
+#include "norm_internal.h"
 
 #define GCK_ALIGN 64
 
@@ -93,23 +94,8 @@ double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sums
 
 double gck_global_norm_of(const gck_ckpt_layer *layers, size_t n)
 {
-    double total = 0.0;
-    for (size_t i = 0; i < n; i++)
-        total = total + layers[i].sumsq;
-    if (isnan(total) || (total >= GCK_NRM2_TINY && total < INFINITY))
-        return sqrt(total);
-    /* Overflowed or tiny: rebuild from the (accurate) layer norms. */
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++)
-        m = layers[i].norm > m ? layers[i].norm : m;
-    if (m == 0.0 || isinf(m))
-        return m;
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double r = layers[i].norm / m;
-        s = s + r * r;
-    }
-    return m * sqrt(s);
+    /* the rule the list functions' totals use too (gck_tensors_norm) */
+    return n == 0 ? 0.0 : gck_l2_total(&layers[0].sumsq, &layers[0].norm, sizeof layers[0], n);
 }
 
 void gck_checkpoint_seal(gck_checkpoint *c, gck_checksum algo)

@@ -6,12 +6,14 @@
  * order is visible; the build's -ffp-contract=off keeps multiply and add
  * separate. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <sleef.h>
 
 #include "cpu.h"
 #include "kernels_internal.h"
+#include "reduce_internal.h"
 
 #if defined(__AVX__) && !defined(GRADCKPT_NATIVE)
 #error "scalar.c must be built without ISA flags: it is the baseline reference"
@@ -89,6 +91,18 @@ static gck_pow_fn gck_pow_reference(void)
 #else
     return Sleef_powd1_u10purecfma;
 #endif
+}
+
+gck_pow_fn gck_pow_ref(void)
+{
+    /* CPUID traps to the hypervisor on VMs: detect once. */
+    static _Atomic(gck_pow_fn) fn;
+    gck_pow_fn f = atomic_load_explicit(&fn, memory_order_relaxed);
+    if (f == NULL) {
+        f = gck_pow_reference();
+        atomic_store_explicit(&fn, f, memory_order_relaxed);
+    }
+    return f;
 }
 
 static double gck_powsum_f64_block_scalar(const double *x, double p, double s, size_t n)

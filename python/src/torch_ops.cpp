@@ -1,6 +1,8 @@
 // python/src/torch_ops.cpp - the hot paths of gradckpt.torch: gradients of parameters into one C call.
 #include "common.h"
 
+#include <cfloat>
+#include <cmath>
 #include <string>
 
 namespace gckpy {
@@ -95,7 +97,28 @@ nb::object result_dtype(const TorchList &l)
     return nb::borrow(d);
 }
 
-// clip_grad_norm_: (total_norm, dtype) or None when torch must do it.
+// torch computes a p-norm as (sum |x|^p)^(1/p) in the tensors' dtype (float32
+// sums of squares in float32), so its total is +inf wherever total^p exceeds
+// that dtype's largest value, where gradckpt's (accumulated in float64,
+// rescaled when needed) is still finite. The drop-in reports torch's total
+// there, so that error_if_nonfinite and the clipping (coef 0) agree with torch.
+bool torch_overflows(double total, double p, const TorchList &l)
+{
+    if (!std::isfinite(total) || total <= 0 || p == 1.0 || std::isinf(p))
+        return false;
+    const double lim = (l.mixed || l.dtype == GCK_DTYPE_F64) ? DBL_MAX : FLT_MAX;
+    return p * std::log(total) > std::log(lim);
+}
+
+[[noreturn]] void raise_nonfinite(double p)
+{
+    raise_msg(GCK_ERR_NONFINITE, "the total norm of order " + std::to_string(p) + " is non-finite");
+}
+
+// clip_grad_norm_: (total_norm, dtype, count) or None when torch must do it.
+// One gck_tensors_clip_by_norm call; with error_if_nonfinite, the norm first
+// (gck_tensors_norm) and the scaling only if it is finite by torch's rule
+// (gck_tensors_clip_with_norm: the same bits), so nothing is touched on error.
 nb::object clip_params(nb::handle parameters, double max_norm, double norm_type, bool error_if_nonfinite)
 {
     Hold h;
@@ -105,12 +128,28 @@ nb::object clip_params(nb::handle parameters, double max_norm, double norm_type,
         return nb::none();
     const gck_tensor_list t = l.list.view();
     gck_clip_info info{};
-    const unsigned flags = error_if_nonfinite ? GCK_CLIP_ERROR_IF_NONFINITE : 0u;
-    const gck_status st = maybe_nogil(3 * l.list.total_bytes, [&] {
-        return gck_tensors_clip_by_norm(&t, max_norm, norm_type, GCK_CLIP_EPS_DEFAULT, flags, &info);
-    });
-    check(st);
-    return nb::make_tuple(info.total_norm, result_dtype(l), l.list.data.size());
+    const size_t bytes = 3 * l.list.total_bytes;
+    double total;
+    if (!error_if_nonfinite) {
+        check(maybe_nogil(bytes, [&] {
+            return gck_tensors_clip_by_norm(&t, max_norm, norm_type, GCK_CLIP_EPS_DEFAULT, 0, &info);
+        }));
+        total = info.total_norm;
+        if (torch_overflows(total, norm_type, l)) {
+            // torch's coef max_norm / (inf + eps) is 0: what it writes is x * 0
+            // (the same bits as x * coef * 0, Inf and NaN included).
+            check(maybe_nogil(bytes, [&] { return gck_tensors_scale(&t, 0.0); }));
+            total = INFINITY;
+        }
+    } else {
+        check(maybe_nogil(bytes, [&] { return gck_tensors_norm(&t, norm_type, nullptr, &total); }));
+        if (!std::isfinite(total) || torch_overflows(total, norm_type, l))
+            raise_nonfinite(norm_type);
+        check(maybe_nogil(bytes, [&] {
+            return gck_tensors_clip_with_norm(&t, max_norm, total, GCK_CLIP_EPS_DEFAULT, 0, &info);
+        }));
+    }
+    return nb::make_tuple(total, result_dtype(l), l.list.data.size());
 }
 
 // get_total_norm: (total_norm, dtype) or None.
@@ -126,6 +165,8 @@ nb::object norm_tensors(nb::handle tensors, double norm_type)
     const gck_status st =
         maybe_nogil(l.list.total_bytes, [&] { return gck_tensors_norm(&t, norm_type, nullptr, &total); });
     check(st);
+    if (torch_overflows(total, norm_type, l))
+        total = INFINITY;
     return nb::make_tuple(total, result_dtype(l), l.list.data.size());
 }
 

@@ -18,12 +18,21 @@
  *                    of it;
  *   store_full_save- the same snapshot as a full version (plain safetensors);
  *   zstd_*         - the peer: the version's raw bytes through zstd at the
- *                    store's level, no XOR/shuffle; disk_ratio likewise. */
+ *                    store's level, no XOR/shuffle; disk_ratio likewise.
+ *
+ * And the durable save of a small trainer state on the real disk (below:
+ * "small_save/..."), where fsync costs what it costs. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/vfs.h>
+#define GCK_TMPFS_MAGIC 0x01021994
+#endif
 
 #include <gradckpt/gradckpt.h>
 #ifdef GCK_BENCH_ZSTD
@@ -53,7 +62,7 @@ static store_ctx *g_live;
 
 static void rm_dir(const char *dir)
 {
-    char cmd[256];
+    char cmd[1024];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_store: cannot remove %s\n", dir);
@@ -262,8 +271,12 @@ static size_t store_report(void *ctx, const char **names, double *values, size_t
     return 1;
 }
 
+static void register_small_save(void);
+
 void gck_bench_register_store(int threads)
 {
+    if (threads == 1)
+        register_small_save();
     static const char *const ops[5] = {"store_save", "store_restore", "store_full_save", "zstd_compress",
                                        "zstd_decompress"};
     static store_ctx ctx[2][2][5]; /* [threads - 1][case][op] */
@@ -282,4 +295,277 @@ void gck_bench_register_store(int threads)
                 /* saves consume versions; a fixed count keeps the store small */
                 .iterations = o == 0 ? NVERSIONS - 2 : o == 2 ? NVERSIONS - 1 : 0});
         }
+}
+
+/* ---- small_save: a trainer's durable save of a 1.44 MB state ---------------------- */
+
+/* The state of a 120 K-parameter GPT-style model (16 parameter tensors) and
+ * its AdamW moments: three contiguous f32 buffers (weights, m, v) of 120000
+ * elements, 48 tensors, 1.44 MB, one AdamW step apart from save to save.
+ * Each iteration saves the next step's state durably, on the disk (not
+ * tmpfs), in one of these ways:
+ *   small_save/raw_durable    - the bare protocol on the same bytes: a new
+ *                               file, three write() calls, fsync, rename over
+ *                               the target, fsync of the directory;
+ *   small_save/snapshot       - what a trainer does with gck_snapshot_save:
+ *                               create a snapshot, add the 48 tensors by
+ *                               reference, set step, lr and loader position
+ *                               as typed metadata, save, destroy;
+ *   small_save/store/<case>   - the same snapshot into a gck_store:
+ *                               full    (every version full, ten kept: each
+ *                                        save also evicts the oldest),
+ *                               delta   (every version a delta of the previous,
+ *                                        none evicted: the manifest grows to
+ *                                        52 versions),
+ *                               default (gck_store_config_init: every 5th
+ *                                        version full, 10 kept, so every timed
+ *                                        save also evicts and rebases).
+ * Divide each by raw_durable of the same run (bench/ratios.py does). The
+ * directory is $GCK_BENCH_DISK_DIR, else the binary's directory (the build
+ * tree); a directory on tmpfs is refused. disk_bytes: bytes written per save
+ * (data file, and the manifest for the store). */
+#define SS_PARAMS 120000
+#define SS_TENSORS 16
+#define SS_ITERS 40      /* timed saves per run */
+#define SS_WARMUP 12     /* untimed saves first: the store's buffers exist, the default policy evicts */
+#define SS_STEPS (SS_ITERS + SS_WARMUP)
+
+static const struct {
+    const char *name;
+    int64_t rows, cols; /* cols 0: a vector */
+} ss_shapes[SS_TENSORS] = {
+    {"wte", 512, 64},          {"wpe", 64, 64},           {"h0.ln_1.weight", 64, 0}, {"h0.ln_1.bias", 64, 0},
+    {"h0.attn.c_attn.weight", 64, 192}, {"h0.attn.c_attn.bias", 192, 0}, {"h0.attn.c_proj.weight", 64, 64},
+    {"h0.attn.c_proj.bias", 64, 0}, {"h0.ln_2.weight", 64, 0}, {"h0.ln_2.bias", 64, 0},
+    {"h0.mlp.c_fc.weight", 64, 512}, {"h0.mlp.c_fc.bias", 512, 0}, {"h0.mlp.c_proj.weight", 512, 64},
+    {"h0.mlp.c_proj.bias", 64, 0}, {"ln_f.weight", 64, 0},  {"ln_f.bias", 64, 0}};
+
+typedef struct ss_ctx {
+    int op; /* 0 raw_durable, 1 snapshot, 2 store full, 3 store delta, 4 store default */
+    gck_store *store;
+    int next;
+    double bytes;
+} ss_ctx;
+
+static float *g_ss_state[SS_STEPS][3]; /* [step][weights, m, v] */
+static char g_ss_dir[512];
+static char g_ss_names[3][SS_TENSORS][64];
+
+/* AdamW (lr 1e-3, betas 0.9/0.999, eps 1e-8, weight decay 0.01) on
+ * gradients ~ N(0, 0.01): the state of SS_STEPS consecutive steps. */
+static const char *ss_make_states(void)
+{
+    if (g_ss_state[0][0] != NULL)
+        return NULL;
+    float w[SS_PARAMS], m[SS_PARAMS], v[SS_PARAMS];
+    uint64_t s = 0x2545f4914f6cdd1dULL;
+    for (size_t i = 0; i < SS_PARAMS; i++)
+        w[i] = gauss(&s, 0.02f), m[i] = 0, v[i] = 0;
+    double b1t = 1, b2t = 1;
+    for (int t = 0; t < SS_STEPS; t++) {
+        b1t *= 0.9, b2t *= 0.999;
+        for (size_t i = 0; i < SS_PARAMS; i++) {
+            const float g = gauss(&s, 0.01f);
+            m[i] = 0.9f * m[i] + 0.1f * g;
+            v[i] = 0.999f * v[i] + 0.001f * g * g;
+            const float mh = m[i] / (float)(1 - b1t), vh = v[i] / (float)(1 - b2t);
+            w[i] -= 1e-3f * (mh / (sqrtf(vh) + 1e-8f) + 0.01f * w[i]);
+        }
+        const float *src[3] = {w, m, v};
+        for (int k = 0; k < 3; k++) {
+            g_ss_state[t][k] = malloc(sizeof w);
+            if (g_ss_state[t][k] == NULL)
+                return "out of memory";
+            memcpy(g_ss_state[t][k], src[k], sizeof w);
+        }
+    }
+    static const char *const pfx[3] = {"", "adam.m.", "adam.v."};
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < SS_TENSORS; j++)
+            snprintf(g_ss_names[k][j], sizeof g_ss_names[k][j], "%s%s", pfx[k], ss_shapes[j].name);
+    return NULL;
+}
+
+/* The benchmark directory: on a real disk, created once. */
+static const char *ss_dir(void)
+{
+    if (g_ss_dir[0] != '\0')
+        return NULL;
+    char base[384];
+    const char *env = getenv("GCK_BENCH_DISK_DIR");
+    if (env != NULL && env[0] != '\0') {
+        snprintf(base, sizeof base, "%s", env);
+    } else {
+        const ssize_t k = readlink("/proc/self/exe", base, sizeof base - 1);
+        if (k <= 0)
+            return "cannot find the binary's directory: set GCK_BENCH_DISK_DIR";
+        base[k] = '\0';
+        char *slash = strrchr(base, '/');
+        if (slash != NULL)
+            *slash = '\0';
+    }
+#ifdef __linux__
+    struct statfs fs;
+    if (statfs(base, &fs) == 0 && fs.f_type == GCK_TMPFS_MAGIC)
+        return "the benchmark directory is on tmpfs, where fsync costs nothing: set GCK_BENCH_DISK_DIR to a disk";
+#endif
+    snprintf(g_ss_dir, sizeof g_ss_dir, "%s/gck_small_save.%ld", base, (long)getpid());
+    rm_dir(g_ss_dir);
+    if (mkdir(g_ss_dir, 0777) != 0) {
+        g_ss_dir[0] = '\0';
+        return "cannot create the benchmark directory";
+    }
+    gck_bench_context("small_save_dir", g_ss_dir);
+    return NULL;
+}
+
+/* What a trainer builds at each save: the state by reference, typed fields. */
+static gck_snapshot *ss_snapshot(int step)
+{
+    gck_snapshot *s = NULL;
+    if (gck_snapshot_create((uint64_t)step, &s) != GCK_OK)
+        return NULL;
+    int ok = 1;
+    for (int k = 0; k < 3 && ok; k++) {
+        const float *p = g_ss_state[step][k];
+        for (int j = 0; j < SS_TENSORS && ok; j++) {
+            const int64_t shape[2] = {ss_shapes[j].rows, ss_shapes[j].cols};
+            const size_t ndim = ss_shapes[j].cols ? 2 : 1;
+            ok = gck_snapshot_add_tensor_ref(s, g_ss_names[k][j], GCK_DTYPE_F32, shape, ndim, p) == GCK_OK;
+            p += shape[0] * (ndim == 2 ? shape[1] : 1);
+        }
+    }
+    ok = ok && gck_snapshot_set_metadata_u64(s, "train.step", (uint64_t)step) == GCK_OK &&
+         gck_snapshot_set_metadata_f64(s, "train.lr", 1e-3) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.loader_pos", (uint64_t)step * 4096) == GCK_OK;
+    if (!ok) {
+        gck_snapshot_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int ss_raw_save(int step)
+{
+    char tmp[600], dst[600];
+    snprintf(tmp, sizeof tmp, "%s/.raw.tmp", g_ss_dir);
+    snprintf(dst, sizeof dst, "%s/raw.bin", g_ss_dir);
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    int bad = 0;
+    for (int k = 0; k < 3; k++)
+        bad |= write(fd, g_ss_state[step][k], SS_PARAMS * sizeof(float)) != (ssize_t)(SS_PARAMS * sizeof(float));
+    bad |= fsync(fd) != 0;
+    bad |= close(fd) != 0;
+    bad |= rename(tmp, dst) != 0;
+    const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bad |= dfd < 0 || fsync(dfd) != 0;
+    if (dfd >= 0)
+        close(dfd);
+    return bad ? -1 : 0;
+}
+
+/* One save of `step` the benchmark's way; bytes written to *bytes. */
+static const char *ss_save(ss_ctx *f, int step, double *bytes)
+{
+    if (f->op == 0) {
+        *bytes = 3.0 * SS_PARAMS * sizeof(float);
+        return ss_raw_save(step) == 0 ? NULL : "raw durable write failed";
+    }
+    gck_snapshot *s = ss_snapshot(step);
+    if (s == NULL)
+        return gck_last_error();
+    gck_status st;
+    if (f->op == 1) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/state.safetensors", g_ss_dir);
+        st = gck_snapshot_save(s, p);
+        struct stat sb;
+        *bytes = st == GCK_OK && stat(p, &sb) == 0 ? (double)sb.st_size : 0;
+    } else {
+        uint64_t v = 0;
+        st = gck_store_save(f->store, s, NULL, 0, &v);
+        char m[600];
+        snprintf(m, sizeof m, "%s/store/manifest.json", g_ss_dir);
+        struct stat sb;
+        *bytes = (double)gck_store_version_disk_bytes(f->store, v) + (stat(m, &sb) == 0 ? (double)sb.st_size : 0);
+    }
+    gck_snapshot_destroy(s);
+    return st == GCK_OK ? NULL : gck_last_error();
+}
+
+static const char *ss_prepare(void *ctx, int64_t n, int threads)
+{
+    (void)n, (void)threads;
+    ss_ctx *f = ctx;
+    const char *err = ss_make_states();
+    if (err == NULL)
+        err = ss_dir();
+    if (err != NULL)
+        return err;
+    gck_store_close(f->store);
+    f->store = NULL;
+    char sd[600];
+    snprintf(sd, sizeof sd, "%s/store", g_ss_dir);
+    rm_dir(sd);
+    if (f->op >= 2) {
+        gck_store_config c;
+        gck_store_config_init(&c);
+        if (f->op == 2)
+            c.policy.keep_every_n = 1; /* ten kept: each save also evicts (unlinks) the oldest */
+        else if (f->op == 3)
+            c.policy.keep_every_n = 0, c.policy.max_checkpoints = 1000, c.policy.delta_threshold_bytes = 0;
+        if (gck_store_open(sd, &c, &f->store) != GCK_OK)
+            return gck_last_error();
+    }
+    f->bytes = 0;
+    double b;
+    for (f->next = 0; f->next < SS_WARMUP; f->next++)
+        if ((err = ss_save(f, f->next, &b)) != NULL)
+            return err;
+    return NULL;
+}
+
+static double ss_body(void *ctx, int64_t n)
+{
+    (void)n;
+    ss_ctx *f = ctx;
+    if (f->next >= SS_STEPS)
+        abort(); /* more iterations than prepared steps: see .iterations */
+    double b = 0;
+    const char *err = ss_save(f, f->next++, &b);
+    if (err != NULL) {
+        fprintf(stderr, "small_save: %s\n", err);
+        abort();
+    }
+    f->bytes += b;
+    return b;
+}
+
+static size_t ss_report(void *ctx, const char **names, double *values, size_t cap)
+{
+    ss_ctx *f = ctx;
+    if (cap < 1)
+        return 0;
+    names[0] = "disk_bytes";
+    values[0] = f->bytes / SS_ITERS;
+    return 1;
+}
+
+static void register_small_save(void)
+{
+    static ss_ctx ctx[5];
+    static const char *const names[5] = {"small_save/raw_durable", "small_save/snapshot", "small_save/store/full",
+                                         "small_save/store/delta", "small_save/store/default"};
+    static const int64_t size = 3 * SS_PARAMS;
+    for (int o = 0; o < 5; o++) {
+        ctx[o] = (ss_ctx){.op = o};
+        char name[96];
+        snprintf(name, sizeof name, "%s/1t", names[o]);
+        gck_bench_register(&(gck_bench_spec){.name = name, .body = ss_body, .prepare = ss_prepare, .ctx = &ctx[o],
+                                             .threads = 1, .bytes_per_elem = 4.0, .label = "f32 on disk",
+                                             .sizes = &size, .nsizes = 1, .report = ss_report,
+                                             .iterations = SS_ITERS});
+    }
 }

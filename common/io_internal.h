@@ -2,6 +2,7 @@
 #ifndef GCK_IO_INTERNAL_H
 #define GCK_IO_INTERNAL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,6 +21,12 @@ GCK_INTERNAL int gck_sys_rename(const char *from, const char *to);
  * in turn and check what is left on disk. (A failing close still closes.) */
 GCK_INTERNAL void gck_io_fail_after(long k, int err);
 
+/* Test hook: from now on each of those calls appends one letter to buf
+ * (NUL-terminated, at most cap - 1 letters): 'o' open, 'd' open of a
+ * directory, 'w' write, 'f' fsync, 'c' close, 'r' rename, so a test can
+ * check a writer's order of system calls. buf NULL stops it. One thread. */
+GCK_INTERNAL void gck_io_trace(char *buf, size_t cap);
+
 /* write(2) until done (through gck_sys_write); 0 on success, else errno. */
 GCK_INTERNAL int gck_write_all(int fd, const void *p, size_t len);
 
@@ -37,6 +44,28 @@ GCK_INTERNAL gck_status gck_io_fail(const char *what, const char *path, int err)
  * the message says so and *renamed (may be NULL) is 1. */
 GCK_INTERNAL gck_status gck_write_atomic(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
                                          int *renamed);
+
+/* A file written under its final name and left unsynced, for writers whose
+ * commit comes later (the store's data files, named by a manifest written
+ * after them): create (truncating a leftover), fill. *fd_out stays open for
+ * the caller to fsync and close; the commit fsyncs the directory once for
+ * every name it makes durable. On failure the file is removed. */
+GCK_INTERNAL gck_status gck_write_unsynced(const char *path, int (*fill)(int fd, void *ctx), void *ctx,
+                                           int *fd_out);
+
+/* gck_write_atomic in two halves, so a commit can fsync other files together
+ * with the temporary. gck_pending_open: the temporary created (O_EXCL, 0666
+ * less the umask) and filled, fd open (on failure removed). The caller
+ * fsyncs p->fd, then gck_pending_commit(p, errno of that fsync or 0): close,
+ * rename over the path, fsync of the directory, with gck_write_atomic's
+ * errors and *renamed; gck_pending_abort instead closes and removes it. */
+typedef struct gck_pending {
+    int fd;
+    char path[PATH_MAX], tmp[PATH_MAX], dir[PATH_MAX];
+} gck_pending;
+GCK_INTERNAL gck_status gck_pending_open(const char *path, int (*fill)(int fd, void *ctx), void *ctx, gck_pending *p);
+GCK_INTERNAL gck_status gck_pending_commit(gck_pending *p, int sync_err, int *renamed);
+GCK_INTERNAL void gck_pending_abort(gck_pending *p);
 
 /* fsync of a directory (after a rename or unlink in it); 0 or errno. */
 GCK_INTERNAL int gck_sync_dir(const char *dir);

@@ -114,10 +114,11 @@ static gck_status gck_shape_count(const char *name, const int64_t *shape, size_t
     return GCK_OK;
 }
 
-gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
-                                   size_t ndim, const void *data)
+/* gck_snapshot_add_tensor (copy = 1) and gck_snapshot_add_tensor_ref (copy = 0). */
+static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                 size_t ndim, const void *data, int copy, const char *fn)
 {
-    GCK_CHECK_ARG(s != NULL && name != NULL, "gck_snapshot_add_tensor: NULL %s", s ? "name" : "snapshot");
+    GCK_CHECK_ARG(s != NULL && name != NULL, "%s: NULL %s", fn, s ? "name" : "snapshot");
     GCK_TRY(gck_check_tensor_name(name));
     GCK_CHECK_ARG((unsigned)dtype < GCK_DTYPE_COUNT, "tensor '%.200s': unknown dtype %d", name, (int)dtype);
     GCK_CHECK_ARG(ndim <= GCK_MAX_DIMS, "tensor '%.200s': %zu dimensions (at most %d)", name, ndim, GCK_MAX_DIMS);
@@ -134,21 +135,38 @@ gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype 
     gck_snap_tensor *t = gck_calloc(1, sizeof *t);
     char *n = gck_strdup(name);
     int64_t *sh = gck_malloc((ndim ? ndim : 1) * sizeof *sh);
-    void *d = gck_malloc(nbytes);
-    if (t == NULL || n == NULL || sh == NULL || d == NULL) {
-        free(t), free(n), free(sh), free(d);
+    void *d = copy ? gck_malloc(nbytes) : (void *)(uintptr_t)data;
+    if (t == NULL || n == NULL || sh == NULL || (copy && d == NULL)) {
+        free(t), free(n), free(sh);
+        if (copy)
+            free(d);
+        if (!copy)
+            return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': out of memory", name);
         return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
     }
     if (ndim)
         memcpy(sh, shape, ndim * sizeof *sh);
-    if (nbytes)
+    if (copy && nbytes)
         memcpy(d, data, nbytes);
-    *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes};
+    *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes,
+                           .borrowed = !copy};
     gck_content_id(d, count, dtype, t->cid);
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK)
         gck_snap_tensor_free(t);
     return st;
+}
+
+gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                   size_t ndim, const void *data)
+{
+    return gck_add_tensor(s, name, dtype, shape, ndim, data, 1, "gck_snapshot_add_tensor");
+}
+
+gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                       size_t ndim, const void *data)
+{
+    return gck_add_tensor(s, name, dtype, shape, ndim, data, 0, "gck_snapshot_add_tensor_ref");
 }
 
 gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
@@ -260,6 +278,54 @@ gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const cha
     GCK_CHECK_ARG(strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0,
                   "metadata key '%.200s' uses the reserved prefix '" GCK_METADATA_PREFIX "'", key);
     return gck_meta_set(&s->meta, key, value);
+}
+
+gck_status gck_snapshot_set_metadata_u64(gck_snapshot *s, const char *key, uint64_t value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)value);
+    return gck_snapshot_set_metadata(s, key, text);
+}
+
+gck_status gck_snapshot_set_metadata_f64(gck_snapshot *s, const char *key, double value)
+{
+    char text[GCK_F64_TEXT_MAX];
+    gck_format_f64(value, text);
+    return gck_snapshot_set_metadata(s, key, text);
+}
+
+/* The user metadata value of key for a typed getter: NOT_FOUND when unset. */
+static gck_status gck_typed_value(const gck_snapshot *s, const char *key, const void *out, const char *fn,
+                                  const char **value)
+{
+    GCK_CHECK_ARG(s != NULL && key != NULL && out != NULL, "%s: NULL argument", fn);
+    *value = gck_meta_get(&s->meta, key);
+    if (*value == NULL)
+        return gck_fail(GCK_ERR_NOT_FOUND, "metadata '%.200s' is not set", key);
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_metadata_u64(const gck_snapshot *s, const char *key, uint64_t *out)
+{
+    const char *v = NULL;
+    GCK_TRY(gck_typed_value(s, key, out, "gck_snapshot_metadata_u64", &v));
+    uint64_t x;
+    if (!gck_parse_u64(v, &x))
+        return gck_fail(GCK_ERR_CORRUPT, "metadata '%.200s' = '%.60s' is not a decimal unsigned 64-bit integer", key,
+                        v);
+    *out = x;
+    return GCK_OK;
+}
+
+gck_status gck_snapshot_metadata_f64(const gck_snapshot *s, const char *key, double *out)
+{
+    const char *v = NULL;
+    GCK_TRY(gck_typed_value(s, key, out, "gck_snapshot_metadata_f64", &v));
+    double x;
+    if (!gck_parse_f64(v, &x))
+        return gck_fail(GCK_ERR_CORRUPT, "metadata '%.200s' = '%.60s' is not a number in gradckpt's f64 form", key, v);
+    *out = x;
+    return GCK_OK;
 }
 
 gck_status gck_snapshot_set_sysmeta(gck_snapshot *s, const char *key, const char *value)

@@ -94,9 +94,11 @@ GCK_INTERNAL gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param
 GCK_INTERNAL gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src,
                                                  const char *skip_sysmeta);
 
-/* gck_snapshot_save that also says (*renamed, may be NULL) whether the file
- * is in place when the status is an error (only the directory fsync failed). */
-GCK_INTERNAL gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed);
+/* The same file written with gck_write_unsynced: under its final name, not
+ * yet fsynced, *fd left open for the caller's commit to fsync and close (no
+ * rename; the commit's directory fsync makes the name durable). On error no
+ * file is left. */
+GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd);
 
 /* Copies src's values, ids and fields into dst when both hold the same
  * tensors and blobs (names, dtypes, shapes, sizes): no new buffers, so no
@@ -106,5 +108,42 @@ GCK_INTERNAL gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snap
 
 /* Deep copy, content ids included (no rehashing). */
 GCK_INTERNAL gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out);
+
+/* ---- chosen tensors of a file, read straight into the caller's memory ---- */
+
+/* One tensor of an opened file. */
+typedef struct gck_st_entry {
+    const char *name;   /* as in the file: blobs are "__optimizer__/<param>" */
+    gck_dtype dtype;
+    size_t nbytes;
+    uint64_t offset;    /* of its first byte in the file */
+    const char *cid;    /* the file's gradckpt.cid.<name>, or NULL */
+} gck_st_entry;
+
+/* A safetensors file whose header passed every structural rule of
+ * gck_snapshot_load (and whose metadata was applied to a field-only
+ * snapshot), with its values not read yet. */
+typedef struct gck_st_file gck_st_file;
+
+GCK_INTERNAL gck_status gck_st_open(const char *path, gck_st_file **out);
+GCK_INTERNAL void gck_st_close(gck_st_file *f);
+/* The tensor of that file name, or NULL. */
+GCK_INTERNAL const gck_st_entry *gck_st_find(const gck_st_file *f, const char *name);
+/* The file's step, timestamp, loss cid, user and "gradckpt." metadata as a
+ * snapshot without tensors; the caller owns it (NULL after the first call). */
+GCK_INTERNAL gck_snapshot *gck_st_take_fields(gck_st_file *f);
+/* Reads the n tensors into dst[i] (exactly ents[i]->nbytes each, this CPU's
+ * byte order), hashing each piece as it arrives, and checks each against
+ * want[i] (want NULL or want[i] NULL: the file's recorded id, none when the
+ * file records none). On OpenMP threads when large. IO or CORRUPT naming
+ * the first failing tensor; dst contents are then unspecified. */
+GCK_INTERNAL gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ents, void *const *dst,
+                                         const char *const *want, size_t n);
+
+/* The argument rules of the *_into functions: names and sizes (and dsts)
+ * non-NULL when n > 0, every name non-NULL and given once, dsts[i] NULL only
+ * when sizes[i] is 0, no two destinations overlapping. */
+GCK_INTERNAL gck_status gck_check_dsts(const char *fn, const char *const *names, void *const *dsts,
+                                       const size_t *sizes, size_t n);
 
 #endif /* GCK_SNAPSHOT_INTERNAL_H */

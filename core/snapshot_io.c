@@ -253,26 +253,31 @@ static int gck_save_fill(int fd, void *ctx)
     return err;
 }
 
-gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
+/* Writes the file with gck_write_atomic (fd NULL) or gck_write_unsynced (*fd left open). */
+static gck_status gck_save_as(const gck_snapshot *s, const char *path, int *fd)
 {
-    return gck_snapshot_save_renamed(s, path, NULL);
-}
-
-gck_status gck_snapshot_save_renamed(const gck_snapshot *s, const char *path, int *renamed)
-{
-    if (renamed != NULL)
-        *renamed = 0;
-    GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
-    GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
     gck_save_ctx c = {0};
     gck_entry *e = NULL;
     char *hdr = NULL;
     GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
     c.e = e, c.hdr = hdr;
-    const gck_status st = gck_write_atomic(path, gck_save_fill, &c, renamed);
+    const gck_status st =
+        fd ? gck_write_unsynced(path, gck_save_fill, &c, fd) : gck_write_atomic(path, gck_save_fill, &c, NULL);
     free(hdr);
     gck_free_entries(e, c.n);
     return st;
+}
+
+gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
+{
+    GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
+    GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
+    return gck_save_as(s, path, NULL);
+}
+
+gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd)
+{
+    return gck_save_as(s, path, fd);
 }
 
 /* ---- load ------------------------------------------------------------------------ */
@@ -622,8 +627,27 @@ static gck_status gck_check_cids(const char *path, json_t *md, const gck_snapsho
     return GCK_OK;
 }
 
-static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use_map, int verify)
+/* A file's parsed and validated header (values not read). */
+typedef struct gck_header {
+    json_t *root;    /* owns the names of e and md */
+    json_t *md;      /* __metadata__, or NULL */
+    gck_ld_entry *e; /* by offset */
+    size_t n;
+    uint64_t size, data_off;
+} gck_header;
+
+static void gck_header_free(gck_header *h)
 {
+    free(h->e);
+    json_decref(h->root);
+    *h = (gck_header){0};
+}
+
+/* Reads and checks the header: every structural rule, the metadata applied
+ * to s (step, timestamp, loss cid, user and "gradckpt." keys). */
+static gck_status gck_read_header(const char *path, int fd, gck_snapshot *s, gck_header *h)
+{
+    *h = (gck_header){0};
     struct stat stt;
     if (fstat(fd, &stt) != 0)
         return gck_io_fail("cannot stat", path, errno);
@@ -701,22 +725,35 @@ static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use
     }
     if (st == GCK_OK && md != NULL)
         st = gck_apply_metadata(path, md, s);
+    if (st != GCK_OK) {
+        free(e);
+        json_decref(root);
+        return st;
+    }
+    *h = (gck_header){.root = root, .md = md, .e = e, .n = n, .size = size, .data_off = 8 + hlen};
+    return GCK_OK;
+}
+
+static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use_map, int verify)
+{
+    gck_header h;
+    GCK_TRY(gck_read_header(path, fd, s, &h));
+    gck_status st = GCK_OK;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     use_map = 0; /* the file is little-endian: values must be copied and swapped */
 #endif
-    if (st == GCK_OK && use_map && size > 0) {
-        void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (use_map && h.size > 0) {
+        void *m = mmap(NULL, (size_t)h.size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED)
             st = gck_io_fail("cannot map", path, errno);
         else
-            s->map = m, s->map_len = (size_t)size;
+            s->map = m, s->map_len = (size_t)h.size;
     }
     if (st == GCK_OK)
-        st = gck_load_tensors(path, fd, 8 + hlen, e, n, s, s->map, md, verify);
-    if (st == GCK_OK && md != NULL && verify)
-        st = gck_check_cids(path, md, s);
-    free(e);
-    json_decref(root);
+        st = gck_load_tensors(path, fd, h.data_off, h.e, h.n, s, s->map, h.md, verify);
+    if (st == GCK_OK && h.md != NULL && verify)
+        st = gck_check_cids(path, h.md, s);
+    gck_header_free(&h);
     return st;
 }
 
@@ -749,4 +786,193 @@ gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
 gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **out)
 {
     return gck_snapshot_load_impl(path, 1, verify, out);
+}
+
+/* ---- chosen tensors straight into the caller's memory -------------------------- */
+
+struct gck_st_file {
+    char *path;
+    int fd;
+    gck_header h;
+    gck_snapshot *fields;
+    gck_st_entry *ents; /* by name */
+    size_t n;
+};
+
+static int gck_st_cmp(const void *pa, const void *pb)
+{
+    return strcmp(((const gck_st_entry *)pa)->name, ((const gck_st_entry *)pb)->name);
+}
+
+void gck_st_close(gck_st_file *f)
+{
+    if (f == NULL)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    gck_header_free(&f->h);
+    gck_snapshot_destroy(f->fields);
+    free(f->ents);
+    free(f->path);
+    free(f);
+}
+
+gck_status gck_st_open(const char *path, gck_st_file **out)
+{
+    gck_st_file *f = gck_calloc(1, sizeof *f);
+    if (f == NULL || (f->path = gck_concat(path, "", "")) == NULL) {
+        free(f);
+        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+    }
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    gck_status st = f->fd < 0 ? gck_io_fail("cannot open", path, errno) : gck_snapshot_create(0, &f->fields);
+    if (st == GCK_OK) {
+        f->fields->timestamp = 0; /* absent from other writers' files */
+        st = gck_read_header(path, f->fd, f->fields, &f->h);
+    }
+    if (st == GCK_OK && (f->ents = gck_calloc(f->h.n ? f->h.n : 1, sizeof *f->ents)) == NULL)
+        st = gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+    if (st != GCK_OK) {
+        gck_st_close(f);
+        return st;
+    }
+    for (size_t i = 0; i < f->h.n; i++) {
+        const gck_ld_entry *e = &f->h.e[i];
+        f->ents[i] = (gck_st_entry){.name = e->name, .dtype = e->dtype, .nbytes = (size_t)(e->end - e->begin),
+                                    .offset = f->h.data_off + e->begin, .cid = gck_recorded_cid(f->h.md, e->name)};
+    }
+    f->n = f->h.n;
+    qsort(f->ents, f->n, sizeof *f->ents, gck_st_cmp);
+    *out = f;
+    return GCK_OK;
+}
+
+const gck_st_entry *gck_st_find(const gck_st_file *f, const char *name)
+{
+    const gck_st_entry key = {.name = name};
+    return bsearch(&key, f->ents, f->n, sizeof *f->ents, gck_st_cmp);
+}
+
+gck_snapshot *gck_st_take_fields(gck_st_file *f)
+{
+    gck_snapshot *s = f->fields;
+    f->fields = NULL;
+    return s;
+}
+
+gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ents, void *const *dst,
+                            const char *const *want, size_t n)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += ents[i]->nbytes;
+    int *err = gck_calloc(n ? n : 1, sizeof *err);
+    char(*cid)[24] = gck_calloc(n ? n : 1, sizeof *cid);
+    if (err == NULL || cid == NULL) {
+        free(err), free(cid);
+        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", f->path);
+    }
+    /* tensors are independent; each one's bytes and id are the same on any thread */
+    const long ln = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20))
+    for (long k = 0; k < ln; k++) {
+        const gck_st_entry *e = ents[k];
+        err[k] = gck_read_hashed(f->fd, dst[k], e->nbytes, e->offset, e->dtype, cid[k]);
+    }
+    gck_status st = GCK_OK;
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        const char *w = want != NULL && want[i] != NULL ? want[i] : ents[i]->cid;
+        if (err[i])
+            st = gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, ents[i]->name,
+                          strerror(err[i]));
+        else if (w != NULL && strcmp(w, cid[i]) != 0)
+            st = GCK_CORRUPT("%.300s: tensor '%.200s': content id mismatch (expected %.40s, the bytes give %s)",
+                             f->path, ents[i]->name, w, cid[i]);
+    }
+    free(err), free(cid);
+    return st;
+}
+
+/* A destination, for the duplicate and overlap checks. */
+typedef struct gck_dst_ref {
+    const char *name;
+    uintptr_t at;
+    size_t len;
+} gck_dst_ref;
+
+static int gck_dst_by_name(const void *pa, const void *pb)
+{
+    return strcmp(((const gck_dst_ref *)pa)->name, ((const gck_dst_ref *)pb)->name);
+}
+
+static int gck_dst_by_addr(const void *pa, const void *pb)
+{
+    const gck_dst_ref *a = pa, *b = pb;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+gck_status gck_check_dsts(const char *fn, const char *const *names, void *const *dsts, const size_t *sizes,
+                          size_t n)
+{
+    if (n == 0)
+        return GCK_OK;
+    GCK_CHECK_ARG(names != NULL && dsts != NULL && sizes != NULL, "%s: NULL %s with n = %zu", fn,
+                  names == NULL ? "names" : dsts == NULL ? "dsts" : "sizes", n);
+    for (size_t i = 0; i < n; i++) {
+        GCK_CHECK_ARG(names[i] != NULL, "%s: names[%zu] is NULL", fn, i);
+        GCK_CHECK_ARG(dsts[i] != NULL || sizes[i] == 0, "%s: dsts[%zu] ('%.200s') is NULL with size %zu", fn, i,
+                      names[i], sizes[i]);
+        GCK_CHECK_ARG((uintptr_t)dsts[i] <= UINTPTR_MAX - sizes[i], "%s: dsts[%zu] ('%.200s') wraps around memory",
+                      fn, i, names[i]);
+    }
+    gck_dst_ref *r = gck_malloc(n * sizeof *r);
+    if (r == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+    for (size_t i = 0; i < n; i++)
+        r[i] = (gck_dst_ref){.name = names[i], .at = (uintptr_t)dsts[i], .len = sizes[i]};
+    gck_status st = GCK_OK;
+    qsort(r, n, sizeof *r, gck_dst_by_name);
+    for (size_t i = 1; i < n && st == GCK_OK; i++)
+        if (strcmp(r[i - 1].name, r[i].name) == 0)
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s: tensor '%.200s' is named twice", fn, r[i].name);
+    qsort(r, n, sizeof *r, gck_dst_by_addr);
+    size_t last = n; /* the non-empty destination reaching furthest so far */
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        if (r[i].len == 0)
+            continue;
+        if (last < n && r[i].at < r[last].at + r[last].len)
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s: the destinations of '%.200s' and '%.200s' overlap", fn,
+                          r[last].name, r[i].name);
+        if (last == n || r[i].at + r[i].len > r[last].at + r[last].len)
+            last = i;
+    }
+    free(r);
+    return st;
+}
+
+gck_status gck_snapshot_load_into(const char *path, const char *const *names, void *const *dsts,
+                                  const size_t *sizes, size_t n, gck_snapshot **fields)
+{
+    GCK_CHECK_ARG(path != NULL, "gck_snapshot_load_into: path is NULL");
+    GCK_TRY(gck_check_dsts("gck_snapshot_load_into", names, dsts, sizes, n));
+    gck_st_file *f = NULL;
+    GCK_TRY(gck_st_open(path, &f));
+    const gck_st_entry **ents = gck_calloc(n ? n : 1, sizeof *ents);
+    gck_status st = ents ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_load_into: out of memory");
+    /* every name and size checked before the first byte is written */
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        ents[i] = gck_st_find(f, names[i]);
+        if (ents[i] == NULL)
+            st = gck_fail(GCK_ERR_NOT_FOUND, "%.300s: no tensor '%.200s'", path, names[i]);
+        else if (ents[i]->nbytes != sizes[i])
+            st = gck_fail(GCK_ERR_DIMENSION_MISMATCH, "%.300s: tensor '%.200s' holds %zu bytes, its destination %zu",
+                          path, names[i], ents[i]->nbytes, sizes[i]);
+    }
+    if (st == GCK_OK)
+        st = gck_st_read_into(f, ents, dsts, NULL, n);
+    if (st == GCK_OK && fields != NULL)
+        *fields = gck_st_take_fields(f);
+    free(ents);
+    gck_st_close(f);
+    return st;
 }

@@ -27,6 +27,7 @@ struct gck_store {
     gck_delta_codec *codec;
     gck_snapshot *cache; /* content of cache_version (the latest), or NULL */
     uint64_t cache_version;
+    gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
 };
 
 void gck_store_config_init(gck_store_config *c)
@@ -53,13 +54,23 @@ static uint64_t gck_file_size(const gck_store *s, const char *name)
 
 /* Writes `next` as the manifest. *renamed = 1 once it is in place (then the
  * change has happened even if only the directory fsync failed after it). */
-static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+static gck_status gck_commit_with(gck_store *s, gck_manager *next, const int *fds, size_t n_fds, int *renamed)
 {
     char p[PATH_MAX];
     *renamed = 0;
-    if (!gck_path(p, s, GCK_MANIFEST_NAME))
+    if (!gck_path(p, s, GCK_MANIFEST_NAME)) {
+        for (size_t i = 0; i < n_fds; i++)
+            close(fds[i]);
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path '%.300s' is too long", s->dir);
-    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, renamed);
+    }
+    if (s->mcache == NULL)
+        s->mcache = gck_manifest_cache_create(); /* without it every version is serialized again */
+    return gck_manifest_write(p, next, s->generation + 1, &s->cfg, s->mcache, fds, n_fds, renamed);
+}
+
+static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+{
+    return gck_commit_with(s, next, NULL, 0, renamed);
 }
 
 /* Is `name` referenced by the committed manifest? */
@@ -122,6 +133,7 @@ void gck_store_close(gck_store *s)
     gck_manager_destroy(s->m);
     gck_delta_codec_destroy(s->codec);
     gck_snapshot_destroy(s->cache);
+    gck_manifest_cache_destroy(s->mcache);
     free(s->dir);
     free(s);
 }
@@ -349,10 +361,52 @@ gck_status gck_store_verify(gck_store *s, size_t *n_checked)
 
 /* ---- changing the store ---------------------------------------------------------- */
 
+/* Files written for a change: until the commit each is open (fd, not yet
+ * fsynced); on failure they are removed. Also the files a change replaces
+ * (fd -1), removed after the commit. */
+typedef struct gck_names {
+    char **v;
+    int *fd;
+    size_t n, cap;
+} gck_names;
+
+static int gck_names_add(gck_names *l, char *name, int fd)
+{
+    if (l->n == l->cap) {
+        const size_t nc = l->cap ? 2 * l->cap : 4;
+        char **nv = gck_realloc(l->v, nc * sizeof *nv);
+        if (nv != NULL)
+            l->v = nv;
+        int *nf = nv != NULL ? gck_realloc(l->fd, nc * sizeof *nf) : NULL;
+        if (nf == NULL)
+            return 0;
+        l->fd = nf, l->cap = nc;
+    }
+    l->v[l->n] = name, l->fd[l->n] = fd;
+    l->n++;
+    return 1;
+}
+
+/* Closes what is still open, unlinks (when unlink_them) and frees every name. */
+static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
+{
+    char p[PATH_MAX];
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->fd[i] >= 0)
+            close(l->fd[i]);
+        if (unlink_them && gck_path(p, s, l->v[i]))
+            unlink(p);
+        free(l->v[i]);
+    }
+    free(l->v), free(l->fd);
+    *l = (gck_names){0};
+}
+
 /* Writes content (against base content, or full when base is NULL) as the
- * data file of version v; the name goes to *name_out (owned). */
+ * data file of version v, added to `written` (open, for the commit to
+ * fsync); *name_out points at its name there. */
 static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot *content, const gck_snapshot *base,
-                                    uint64_t base_v, char **name_out, uint64_t *bytes_out)
+                                    uint64_t base_v, gck_names *written, const char **name_out, uint64_t *bytes_out)
 {
     char name[96], p[PATH_MAX];
     snprintf(name, sizeof name, "v%08" PRIu64 "-g%" PRIu64 "%s.safetensors", v, s->generation + 1,
@@ -360,58 +414,35 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     if (!gck_path(p, s, name))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
-    /* a file in place whose directory fsync failed is fine: the manifest's
-     * commit fsyncs the directory again before anything refers to it */
-    int renamed = 0;
+    /* Written under its final name, with neither a rename nor a directory
+     * fsync of its own: no manifest names the file until the commit, so a
+     * crash before it leaves only garbage that the next open removes. The
+     * commit fsyncs it before the manifest's rename (the manifest naming
+     * this file must never be durable while the file's bytes are not: a
+     * power loss would leave a version whose data is empty or partial), and
+     * its name becomes durable with the commit's single directory fsync. */
+    int fd = -1;
     if (base != NULL) {
         gck_snapshot *d = NULL;
         st = gck_delta_encode(s->codec, content, base, base_v, &d);
         if (st == GCK_OK)
-            st = gck_snapshot_save_renamed(d, p, &renamed);
+            st = gck_snapshot_write_unsynced(d, p, &fd);
         gck_snapshot_destroy(d);
     } else {
-        st = gck_snapshot_save_renamed(content, p, &renamed);
+        st = gck_snapshot_write_unsynced(content, p, &fd);
     }
-    if (st != GCK_OK && !renamed)
+    if (st != GCK_OK)
         return st;
-    if ((*name_out = gck_strdup(name)) == NULL) {
+    char *own = gck_strdup(name);
+    if (own == NULL || !gck_names_add(written, own, fd)) {
+        free(own);
+        close(fd);
         unlink(p);
         return gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
     }
+    *name_out = own;
     *bytes_out = gck_file_size(s, name);
     return GCK_OK;
-}
-
-/* Files written for a change that is being abandoned, or replaced by one. */
-typedef struct gck_names {
-    char **v;
-    size_t n, cap;
-} gck_names;
-
-static int gck_names_add(gck_names *l, char *name)
-{
-    if (l->n == l->cap) {
-        const size_t nc = l->cap ? 2 * l->cap : 4;
-        char **nv = gck_realloc(l->v, nc * sizeof *nv);
-        if (nv == NULL)
-            return 0;
-        l->v = nv, l->cap = nc;
-    }
-    l->v[l->n++] = name;
-    return 1;
-}
-
-/* Unlinks (when unlink_them) and frees every name. */
-static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
-{
-    char p[PATH_MAX];
-    for (size_t i = 0; i < l->n; i++) {
-        if (unlink_them && gck_path(p, s, l->v[i]))
-            unlink(p);
-        free(l->v[i]);
-    }
-    free(l->v);
-    *l = (gck_names){0};
 }
 
 /* The base a dependent of `evicted` moves to: the evicted version's own base
@@ -438,17 +469,10 @@ static gck_status gck_rebase_dependents(gck_store *s, gck_manager *next, const g
         st = gck_restore_in(s, s->m, d->pub.version, 1, &content);
         if (st == GCK_OK && nb != 0)
             st = gck_restore_in(s, s->m, nb, 1, &base);
-        char *name = NULL;
+        const char *name = NULL;
         uint64_t bytes = 0;
         if (st == GCK_OK)
-            st = gck_write_version(s, d->pub.version, content, base, nb, &name, &bytes);
-        if (st == GCK_OK && !gck_names_add(written, name)) {
-            char p[PATH_MAX];
-            if (gck_path(p, s, name))
-                unlink(p);
-            free(name);
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
-        }
+            st = gck_write_version(s, d->pub.version, content, base, nb, written, &name, &bytes);
         if (st == GCK_OK) {
             free(d->file);
             d->file = gck_strdup(name);
@@ -540,7 +564,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     gck_manager *next = NULL;
     gck_snapshot *owned_base = NULL;
     const gck_snapshot *base = NULL;
-    char *name = NULL;
+    const char *name = NULL;
     uint64_t bytes = 0;
     gck_status st = GCK_OK;
     if (p.is_delta && s->cache != NULL && s->cache_version == p.base)
@@ -548,15 +572,8 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     else if (p.is_delta)
         st = gck_restore_in(s, s->m, p.base, 1, &owned_base), base = owned_base;
     if (st == GCK_OK)
-        st = gck_write_version(s, p.version, snap, base, p.base, &name, &bytes);
+        st = gck_write_version(s, p.version, snap, base, p.base, &written, &name, &bytes);
     gck_snapshot_destroy(owned_base);
-    if (st == GCK_OK && !gck_names_add(&written, name)) {
-        char f[PATH_MAX];
-        if (gck_path(f, s, name))
-            unlink(f);
-        free(name);
-        st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
-    }
     if (st == GCK_OK)
         st = gck_manager_clone(s->m, &next);
     if (st == GCK_OK && evicted != NULL)
@@ -571,7 +588,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
                 f = gck_strdup(old->file);
             else
                 continue;
-            if (f == NULL || !gck_names_add(&replaced, f)) {
+            if (f == NULL || !gck_names_add(&replaced, f, -1)) {
                 free(f);
                 st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
             }
@@ -590,9 +607,25 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
         if ((added->file = gck_strdup(written.v[0])) == NULL)
             st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
     }
+    /* The commit: the manifest's temporary file is written and fsynced (so
+     * the rename can never be durable ahead of the manifest's bytes: a power
+     * loss would leave an empty manifest.json, an unreadable store), renamed
+     * over manifest.json (the atomic switch), and the directory fsynced once.
+     * That one fsync makes the rename durable and, with it, the names of the
+     * data files created above in the same directory. Journaling file systems
+     * (ext4, xfs, btrfs) commit a directory's changes in the order they were
+     * made, so no crash keeps the rename without those earlier names. So a
+     * save costs three fsyncs (one more per version an eviction rebases):
+     * the data file, the manifest, the directory. The data files' fsyncs run
+     * together with the manifest's (none of them may be missing when the
+     * rename happens, and until then their order does not matter), so their
+     * device flushes overlap. */
     int renamed = 0;
-    if (st == GCK_OK)
-        st = gck_commit(s, next, &renamed);
+    if (st == GCK_OK) {
+        st = gck_commit_with(s, next, written.fd, written.n, &renamed);
+        for (size_t i = 0; i < written.n; i++)
+            written.fd[i] = -1; /* closed by the commit, whatever its outcome */
+    }
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names), free(cids);
@@ -608,15 +641,21 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
      * file whose unlink is lost to a crash is garbage the next open removes */
     gck_names_drop(s, &replaced, 1);
     /* the next delta's base, kept in memory (in the previous one's buffers
-     * when the layout is unchanged); without it the next save reads it back */
-    const gck_status cs = s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
+     * when the layout is unchanged); without it the next save reads it back.
+     * Not copied when the policy makes the next save full anyway (then the
+     * buffers stay for a later save, marked as holding no version). */
+    const gck_policy *pol = &s->m->policy;
+    const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
+                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes;
+    const gck_status cs =
+        next_full ? GCK_OK : s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
     if (cs != GCK_OK) {
         gck_snapshot_destroy(s->cache);
         s->cache = NULL;
         if (gck_snapshot_clone(snap, &s->cache) != GCK_OK)
             s->cache = NULL;
     }
-    s->cache_version = p.version;
+    s->cache_version = next_full ? 0 : p.version;
     if (version_out != NULL)
         *version_out = p.version;
     return st; /* an error here: saved, but the directory fsync failed (the message says so) */
@@ -721,4 +760,278 @@ uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
 {
     const gck_mentry *e = s != NULL ? gck_manager_find(s->m, version, NULL) : NULL;
     return e != NULL ? e->stored_bytes : 0;
+}
+
+gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_version_info: NULL argument");
+    const gck_mentry *e = gck_manager_find(s->m, version, NULL);
+    if (e == NULL)
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    *out = (gck_version_info){
+        .version = e->pub.version, .step = e->step, .timestamp_secs = e->pub.timestamp_secs,
+        .is_delta = e->pub.is_delta, .delta_from = e->pub.is_delta ? e->pub.delta_from : 0,
+        .full_bytes = e->pub.full_bytes, .stored_bytes = e->stored_bytes, .file = e->file,
+        .tags = e->pub.tags, .n_tags = e->pub.n_tags, .tensor_names = e->pub.tensor_names,
+        .content_ids = (const char *const *)e->cids, .n_tensors = e->pub.n_tensor_names};
+    return GCK_OK;
+}
+
+/* ---- restoring into the caller's memory ------------------------------------------ */
+
+/* A version's listing (names and content ids), sorted by name for lookups. */
+typedef struct gck_listed {
+    const char *name, *cid;
+} gck_listed;
+
+static int gck_listed_cmp(const void *pa, const void *pb)
+{
+    return strcmp(((const gck_listed *)pa)->name, ((const gck_listed *)pb)->name);
+}
+
+static gck_listed *gck_listing_of(const gck_mentry *e)
+{
+    const size_t n = e->pub.n_tensor_names;
+    gck_listed *l = gck_malloc((n ? n : 1) * sizeof *l);
+    if (l == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        l[i] = (gck_listed){e->names[i], e->cids[i]};
+    qsort(l, n, sizeof *l, gck_listed_cmp);
+    return l;
+}
+
+static const char *gck_listed_cid(const gck_listed *l, const gck_mentry *e, const char *name)
+{
+    const gck_listed key = {name, NULL};
+    const gck_listed *f = bsearch(&key, l, e->pub.n_tensor_names, sizeof *l, gck_listed_cmp);
+    return f ? f->cid : NULL;
+}
+
+/* One level of a version's chain, opened on first use. */
+typedef struct gck_rlevel {
+    const gck_mentry *e;
+    int cached;             /* the store's in-memory copy of e (the chain stops here) */
+    gck_snapshot *delta;    /* e is a delta: its file (mapped) */
+    gck_delta_index *index; /* and its description */
+    gck_st_file *full;      /* e is full: its file (values not read) */
+} gck_rlevel;
+
+/* How one tensor is rebuilt: the bottom (a full file, the cache or a raw
+ * item) and, above it, the items of the levels up to the target. */
+typedef struct gck_rplan {
+    size_t bottom;                /* its level */
+    const gck_st_entry *fe;       /* bottom in a full file */
+    const void *cache_data;       /* bottom in the cache */
+    const char *bottom_cid;       /* the id the bottom's bytes have */
+    const char *want;             /* the target's id (the manifest's) */
+    int decoded;                  /* some level decodes (raw or xor): hash dst at the end */
+} gck_rplan;
+
+static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
+{
+    if (lv->cached || lv->delta != NULL || lv->full != NULL)
+        return GCK_OK;
+    char p[PATH_MAX];
+    if (!gck_path(p, s, lv->e->file))
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
+    gck_status st;
+    if (lv->e->pub.is_delta) {
+        st = gck_snapshot_load_mmap(p, 0, &lv->delta); /* payloads are read as they are decoded */
+        if (st == GCK_OK)
+            st = gck_delta_index_open(lv->delta, lv->e->pub.delta_from, &lv->index);
+    } else {
+        st = gck_st_open(p, &lv->full);
+    }
+    if (st != GCK_OK)
+        return gck_fail(st, "version %" PRIu64 " (%s): %s", lv->e->pub.version, lv->e->file, gck_last_error());
+    return GCK_OK;
+}
+
+/* The cache's tensor or blob of that (manifest) name, or NULL. */
+static const void *gck_cache_find(const gck_snapshot *c, const char *name, gck_dtype *dtype, size_t *nbytes,
+                                  const char **cid)
+{
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    int found;
+    if (strncmp(name, GCK_OPTIMIZER_PREFIX, pl) == 0) {
+        const size_t k = gck_named_find(&c->blobs, name + pl, &found);
+        if (!found)
+            return NULL;
+        const gck_snap_blob *b = c->blobs.items[k];
+        *dtype = GCK_DTYPE_U8, *nbytes = b->len, *cid = b->cid;
+        return b->data;
+    }
+    const size_t k = gck_named_find(&c->tensors, name, &found);
+    if (!found)
+        return NULL;
+    const gck_snap_tensor *t = c->tensors.items[k];
+    *dtype = t->dtype, *nbytes = t->nbytes, *cid = t->cid;
+    return t->data;
+}
+
+/* Plans tensor `name` down the chain: every check that needs no value. */
+static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, const char *name, size_t size,
+                                  const gck_delta_item **items, gck_rplan *pl)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+    const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
+    const uint64_t v = lv[0].e->pub.version;
+    gck_dtype dt = GCK_DTYPE_U8;
+    size_t nbytes = 0;
+    for (size_t l = 0; l < nlev; l++) {
+        GCK_TRY(gck_open_level(s, &lv[l]));
+        gck_dtype ldt;
+        size_t lbytes;
+        int bottom = 1;
+        if (lv[l].cached) {
+            const char *cid = NULL;
+            pl->cache_data = gck_cache_find(s->cache, name, &ldt, &lbytes, &cid);
+            if (pl->cache_data == NULL)
+                return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from version %" PRIu64,
+                                v, name, lv[l].e->pub.version);
+            pl->bottom_cid = cid;
+        } else if (lv[l].full != NULL) {
+            pl->fe = gck_st_find(lv[l].full, name);
+            if (pl->fe == NULL)
+                return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from %s", v, name,
+                                lv[l].e->file);
+            ldt = pl->fe->dtype, lbytes = pl->fe->nbytes;
+        } else {
+            items[l] = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
+            if (items[l] == NULL)
+                return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from %s", v, name,
+                                lv[l].e->file);
+            ldt = items[l]->dtype, lbytes = items[l]->nbytes;
+            bottom = items[l]->enc == GCK_DELTA_RAW;
+            pl->decoded |= items[l]->enc != GCK_DELTA_REF;
+            pl->bottom_cid = items[l]->cid;
+        }
+        if (l == 0 && lbytes != size)
+            return gck_fail(GCK_ERR_DIMENSION_MISMATCH,
+                            "version %" PRIu64 ": tensor '%.200s' holds %zu bytes, its destination %zu", v, name,
+                            lbytes, size);
+        if (l > 0 && (ldt != dt || lbytes != nbytes))
+            return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' differs in version %" PRIu64
+                            " from the delta built on it", v, name, lv[l].e->pub.version);
+        dt = ldt, nbytes = lbytes;
+        if (bottom) {
+            pl->bottom = l;
+            return GCK_OK;
+        }
+    }
+    return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": the chain of tensor '%.200s' has no full version", v,
+                    name);
+}
+
+gck_status gck_store_restore_into(gck_store *s, uint64_t version, const char *const *names, void *const *dsts,
+                                  const size_t *sizes, size_t n, gck_snapshot **fields)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
+    GCK_TRY(gck_check_dsts("gck_store_restore_into", names, dsts, sizes, n));
+    const gck_mentry *e = gck_manager_find(s->m, version, NULL);
+    if (e == NULL)
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    /* the chain from the version down to a full one, or to the cached one */
+    size_t nlev = 0;
+    for (const gck_mentry *x = e; x != NULL; x = gck_manager_find(s->m, x->pub.delta_from, NULL)) {
+        nlev++;
+        if ((s->cache != NULL && x->pub.version == s->cache_version) || !x->pub.is_delta)
+            break;
+        if (gck_manager_find(s->m, x->pub.delta_from, NULL) == NULL)
+            return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
+                            x->pub.version, x->pub.delta_from);
+    }
+    gck_rlevel *lv = gck_calloc(nlev, sizeof *lv);
+    const gck_delta_item **items = gck_calloc(n * nlev + 1, sizeof *items); /* [tensor][level] */
+    gck_rplan *plan = gck_calloc(n + 1, sizeof *plan);
+    gck_listed *want = gck_listing_of(e);
+    gck_status st = lv && items && plan && want ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    if (st == GCK_OK) {
+        const gck_mentry *x = e;
+        for (size_t l = 0; l < nlev; l++, x = gck_manager_find(s->m, x->pub.delta_from, NULL))
+            lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x->pub.version == s->cache_version};
+    }
+    /* every name, size and level checked before the first byte is written */
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        plan[i].want = gck_listed_cid(want, e, names[i]);
+        if (plan[i].want == NULL)
+            st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " has no tensor '%.200s'", version, names[i]);
+        else
+            st = gck_plan_tensor(s, lv, nlev, names[i], sizes[i], &items[i * nlev], &plan[i]);
+    }
+    /* the fields of the version, from its own file (or the cache) */
+    gck_snapshot *f = NULL;
+    if (st == GCK_OK && fields != NULL) {
+        st = gck_open_level(s, &lv[0]);
+        const gck_snapshot *from = lv[0].cached ? s->cache : lv[0].delta;
+        if (st == GCK_OK && from != NULL) {
+            st = gck_snapshot_create(from->step, &f);
+            if (st == GCK_OK)
+                st = gck_snapshot_copy_fields(f, from, GCK_DELTA_KEY);
+        } else if (st == GCK_OK) {
+            f = gck_st_take_fields(lv[0].full);
+        }
+    }
+    /* the bottoms: full files read straight into the destinations (each
+     * checked against its own version's id), cached tensors copied */
+    const gck_st_entry **fe = st == GCK_OK ? gck_calloc(n + 1, sizeof *fe) : NULL;
+    void **fd = st == GCK_OK ? gck_calloc(n + 1, sizeof *fd) : NULL;
+    const char **fw = st == GCK_OK ? gck_calloc(n + 1, sizeof *fw) : NULL;
+    if (st == GCK_OK && (fe == NULL || fd == NULL || fw == NULL))
+        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    gck_listed *bottom_ids = NULL;
+    if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(lv[nlev - 1].e)) == NULL)
+        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    size_t nf = 0;
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        if (plan[i].fe != NULL && plan[i].bottom == nlev - 1) {
+            plan[i].bottom_cid = gck_listed_cid(bottom_ids, lv[nlev - 1].e, names[i]);
+            fe[nf] = plan[i].fe, fd[nf] = dsts[i], fw[nf] = plan[i].bottom_cid, nf++;
+        }
+    }
+    if (st == GCK_OK && nf > 0) {
+        st = gck_st_read_into(lv[nlev - 1].full, fe, fd, fw, nf);
+        if (st != GCK_OK)
+            st = gck_fail(st, "version %" PRIu64 ": %s", lv[nlev - 1].e->pub.version, gck_last_error());
+    }
+    /* then each tensor's raw bottom and the levels above, in place */
+    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+        const gck_rplan *pl = &plan[i];
+        if (pl->cache_data != NULL && sizes[i] > 0)
+            memcpy(dsts[i], pl->cache_data, sizes[i]);
+        for (size_t l = pl->bottom + 1; l-- > 0 && st == GCK_OK;) {
+            const gck_delta_item *it = items[i * nlev + l];
+            if (it != NULL && (l < pl->bottom || it->enc == GCK_DELTA_RAW))
+                st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
+            if (st != GCK_OK)
+                st = gck_fail(st, "version %" PRIu64 " (%s): %s", lv[l].e->pub.version, lv[l].e->file,
+                              gck_last_error());
+        }
+        if (st != GCK_OK)
+            break;
+        char got[24];
+        const char *have = pl->bottom_cid;
+        if (pl->decoded) {
+            const gck_delta_item *top = items[i * nlev];
+            gck_content_id(dsts[i], sizes[i] / gck_dtype_size(top->dtype), top->dtype, got);
+            have = got;
+        }
+        if (have == NULL || strcmp(have, pl->want) != 0)
+            st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id %s, the "
+                          "manifest says %.40s", version, names[i], have ? have : "(none)", pl->want);
+    }
+    for (size_t l = 0; lv != NULL && l < nlev; l++) {
+        gck_delta_index_free(lv[l].index);
+        gck_snapshot_destroy(lv[l].delta);
+        gck_st_close(lv[l].full);
+    }
+    free(lv), free(items), free(plan), free(want), free(bottom_ids), free(fe), free(fd), free(fw);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(f);
+        return st;
+    }
+    if (fields != NULL)
+        *fields = f;
+    return GCK_OK;
 }

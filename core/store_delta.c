@@ -311,9 +311,15 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
             pi[p].pos = ib.pos;
 #endif
         }
-        (void)gck_unshuffle_xor(pd + off * esz, c->chunk, pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL,
-                                k, esz);
-        gck_swap_le(pd + off * esz, k * esz, esz);
+        unsigned char *out = pd + off * esz;
+        const void *bl = pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL;
+        if (bl == out) { /* XOR onto dst's own bytes: the kernel's output may not overlap b, so via le_a (idle here) */
+            (void)gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
+            memcpy(out, c->le_a, k * esz);
+        } else {
+            (void)gck_unshuffle_xor(out, c->chunk, bl, k, esz);
+        }
+        gck_swap_le(out, k * esz, esz);
         off += k;
     }
 #ifdef GCK_HAVE_ZSTD
@@ -341,7 +347,7 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
 }
 
 static const char *const gck_enc_names[] = {"ref", "xor", "raw"};
-enum { GCK_ENC_REF, GCK_ENC_XOR, GCK_ENC_RAW };
+enum { GCK_ENC_REF = GCK_DELTA_REF, GCK_ENC_XOR = GCK_DELTA_XOR, GCK_ENC_RAW = GCK_DELTA_RAW };
 
 /* One tensor or blob of the target: how it is stored, and where its planes go. */
 typedef struct gck_enc_job {
@@ -503,10 +509,18 @@ static json_t *gck_delta_json(const gck_snapshot *delta)
     return js ? json_loads(js, 0, NULL) : NULL;
 }
 
-/* Rebuilds item `o` into `out`. */
-static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, const gck_snapshot *delta,
-                                  const gck_snapshot *base, gck_snapshot *out)
+/* One item of a delta description, parsed and checked against the delta's
+ * own payload tensors (not yet against a base). */
+typedef struct gck_ditem {
+    gck_delta_item pub;
+    int64_t shape[GCK_MAX_DIMS];
+    size_t ndim;
+    gck_plane_in pi[8]; /* enc != ref */
+} gck_ditem;
+
+static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, gck_ditem *d)
 {
+    memset(d, 0, sizeof *d);
     const char *name = json_string_value(json_object_get(o, "name"));
     const char *dts = json_string_value(json_object_get(o, "dtype"));
     const char *cid = json_string_value(json_object_get(o, "cid"));
@@ -523,20 +537,14 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, c
     const size_t ndim = json_array_size(jshape), esz = gck_dtype_size(dt);
     if (enc < 0 || ndim > GCK_MAX_DIMS || (blob && (dt != GCK_DTYPE_U8 || ndim != 0)))
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad encoding, dtype or shape", name);
-    int64_t shape[GCK_MAX_DIMS];
     size_t count = 1;
-    for (size_t d = 0; d < ndim; d++) {
-        json_t *v = json_array_get(jshape, d);
+    for (size_t k = 0; k < ndim; k++) {
+        json_t *v = json_array_get(jshape, k);
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             !gck_mul_size(count, (size_t)json_integer_value(v), &count))
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad shape", name);
-        shape[d] = json_integer_value(v);
+        d->shape[k] = json_integer_value(v);
     }
-    gck_item b;
-    const int has_base = gck_base_item(base, blob, name, &b);
-    if (enc != GCK_ENC_RAW && !has_base)
-        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' refers to a base tensor that does not exist", name);
-    gck_plane_in pi[8];
     if (enc != GCK_ENC_REF) {
         json_t *planes = json_object_get(o, "planes");
         if (!json_is_array(planes) || json_array_size(planes) != esz)
@@ -549,8 +557,8 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, c
             if (pn == NULL || mode == NULL || gck_snapshot_find_tensor(delta, pn, &t) != GCK_OK ||
                 t.dtype != GCK_DTYPE_U8 || (strcmp(mode, "raw") != 0 && strcmp(mode, "zstd") != 0))
                 return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu missing or malformed", name, p);
-            pi[p] = (gck_plane_in){.mode = strcmp(mode, "zstd") == 0 ? GCK_PLANE_ZSTD : GCK_PLANE_RAW,
-                                   .p = t.data, .len = t.nbytes};
+            d->pi[p] = (gck_plane_in){.mode = strcmp(mode, "zstd") == 0 ? GCK_PLANE_ZSTD : GCK_PLANE_RAW,
+                                      .p = t.data, .len = t.nbytes};
         }
     }
     size_t nbytes;
@@ -562,28 +570,47 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, c
     } else if (!gck_mul_size(count, esz, &nbytes)) {
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': size overflows", name);
     }
-    if (enc != GCK_ENC_RAW && (b.dtype != dt || b.nbytes != nbytes))
-        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
     /* every plane holds n bytes: a size claim the planes cannot back is refused before allocating */
     for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++) {
-        int ok = pi[p].mode == GCK_PLANE_RAW ? pi[p].len == nbytes / esz : 1;
+        int ok = d->pi[p].mode == GCK_PLANE_RAW ? d->pi[p].len == nbytes / esz : 1;
 #ifdef GCK_HAVE_ZSTD
-        if (pi[p].mode == GCK_PLANE_ZSTD)
-            ok = ZSTD_getFrameContentSize(pi[p].p, pi[p].len) == (unsigned long long)(nbytes / esz);
+        if (d->pi[p].mode == GCK_PLANE_ZSTD)
+            ok = ZSTD_getFrameContentSize(d->pi[p].p, d->pi[p].len) == (unsigned long long)(nbytes / esz);
 #endif
         if (!ok)
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu does not hold %zu bytes", name, p, nbytes / esz);
     }
+    d->pub = (gck_delta_item){.name = name, .blob = blob, .dtype = dt, .nbytes = nbytes, .enc = enc, .cid = cid};
+    d->ndim = ndim;
+    return GCK_OK;
+}
+
+/* Rebuilds item `o` into `out`. */
+static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, const gck_snapshot *delta,
+                                  const gck_snapshot *base, gck_snapshot *out)
+{
+    gck_ditem d;
+    GCK_TRY(gck_parse_item(o, delta, &d));
+    const char *name = d.pub.name;
+    const gck_dtype dt = d.pub.dtype;
+    const size_t nbytes = d.pub.nbytes, esz = gck_dtype_size(dt);
+    const int enc = d.pub.enc;
+    gck_item b;
+    const int has_base = gck_base_item(base, d.pub.blob, name, &b);
+    if (enc != GCK_ENC_RAW && !has_base)
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' refers to a base tensor that does not exist", name);
+    if (enc != GCK_ENC_RAW && (b.dtype != dt || b.nbytes != nbytes))
+        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
     void *dst;
     char *dcid;
     gck_status st;
-    if (blob) {
+    if (d.pub.blob) {
         gck_snap_blob *nb = NULL;
         st = gck_snapshot_new_blob(out, name, nbytes, &nb);
         dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
     } else {
         gck_snap_tensor *nt = NULL;
-        st = gck_snapshot_new_tensor(out, name, dt, shape, ndim, nbytes, &nt);
+        st = gck_snapshot_new_tensor(out, name, dt, d.shape, d.ndim, nbytes, &nt);
         if (st == GCK_ERR_INVALID_ARGUMENT)
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
         dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;
@@ -593,19 +620,20 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, json_t *o, c
         if (nbytes)
             memcpy(dst, b.data, nbytes);
     } else {
-        st = gck_decode_planes(c, chunk, pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
+        st = gck_decode_planes(c, chunk, d.pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
         if (st != GCK_OK)
             return gck_fail(st, "item '%.200s': %s", name, gck_last_error());
     }
     gck_content_id(dst, nbytes / esz, dt, dcid);
-    if (strcmp(dcid, cid) != 0)
+    if (strcmp(dcid, d.pub.cid) != 0)
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
-                        dcid, cid);
+                        dcid, d.pub.cid);
     return GCK_OK;
 }
 
-gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
-                            uint64_t base_version, gck_snapshot **out)
+/* The description's root when it is well formed and records base_version
+ * (*chunk set), else NULL with the status in *st. */
+static json_t *gck_delta_root(const gck_snapshot *delta, uint64_t base_version, size_t *chunk, gck_status *st)
 {
     json_t *root = gck_delta_json(delta);
     json_t *items = root ? json_object_get(root, "items") : NULL;
@@ -614,20 +642,107 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         json_integer_value(json_object_get(root, "format")) != GCK_DELTA_FORMAT || json_integer_value(jchunk) <= 0 ||
         json_integer_value(jchunk) > GCK_DELTA_CHUNK) {
         json_decref(root);
-        return gck_fail(GCK_ERR_CORRUPT, "malformed or unknown delta description");
+        *st = gck_fail(GCK_ERR_CORRUPT, "malformed or unknown delta description");
+        return NULL;
     }
     const char *bv = json_string_value(json_object_get(root, "base"));
     uint64_t recorded = 0;
     if (!gck_parse_u64(bv, &recorded) || recorded != base_version) {
         /* the message first: bv lives in root */
-        gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
-                 bv ? bv : "(none)", base_version);
+        *st = gck_fail(GCK_ERR_CORRUPT, "the delta is against version %.30s, the manifest says %" PRIu64,
+                       bv ? bv : "(none)", base_version);
         json_decref(root);
-        return GCK_ERR_CORRUPT;
+        return NULL;
     }
-    const size_t chunk = (size_t)json_integer_value(jchunk);
+    *chunk = (size_t)json_integer_value(jchunk);
+    *st = GCK_OK;
+    return root;
+}
+
+struct gck_delta_index {
+    json_t *root;     /* owns the items' strings */
+    size_t chunk;
+    gck_ditem *items; /* by (blob, name) */
+    size_t n;
+};
+
+static int gck_ditem_cmp(const void *pa, const void *pb)
+{
+    const gck_delta_item *a = &((const gck_ditem *)pa)->pub, *b = &((const gck_ditem *)pb)->pub;
+    return a->blob != b->blob ? a->blob - b->blob : strcmp(a->name, b->name);
+}
+
+void gck_delta_index_free(gck_delta_index *x)
+{
+    if (x == NULL)
+        return;
+    json_decref(x->root);
+    free(x->items);
+    free(x);
+}
+
+gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version, gck_delta_index **out)
+{
+    gck_status st;
+    size_t chunk = 0;
+    json_t *root = gck_delta_root(delta, base_version, &chunk, &st);
+    if (root == NULL)
+        return st;
+    json_t *items = json_object_get(root, "items");
+    const size_t n = json_array_size(items);
+    gck_delta_index *x = gck_calloc(1, sizeof *x);
+    gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
+    st = x && v ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    for (size_t i = 0; st == GCK_OK && i < n; i++)
+        st = gck_parse_item(json_array_get(items, i), delta, &v[i]);
+    if (st == GCK_OK) {
+        qsort(v, n, sizeof *v, gck_ditem_cmp);
+        for (size_t i = 1; st == GCK_OK && i < n; i++)
+            if (gck_ditem_cmp(&v[i - 1], &v[i]) == 0)
+                st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s' is repeated in the delta description", v[i].pub.name);
+    }
+    if (st != GCK_OK) {
+        json_decref(root);
+        free(x), free(v);
+        return st;
+    }
+    *x = (gck_delta_index){.root = root, .chunk = chunk, .items = v, .n = n};
+    *out = x;
+    return GCK_OK;
+}
+
+const gck_delta_item *gck_delta_index_find(const gck_delta_index *x, int blob, const char *name)
+{
+    gck_ditem key;
+    key.pub.blob = blob, key.pub.name = name;
+    const gck_ditem *d = bsearch(&key, x->items, x->n, sizeof *x->items, gck_ditem_cmp);
+    return d ? &d->pub : NULL;
+}
+
+gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it, void *dst)
+{
+    const gck_ditem *d = (const gck_ditem *)(const void *)it; /* pub is the first member */
+    if (it->enc == GCK_ENC_REF)
+        return GCK_OK;
+    const size_t esz = gck_dtype_size(it->dtype);
+    gck_plane_in pi[8];
+    memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
+    const gck_status st =
+        gck_decode_planes(c, x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
+    return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
+}
+
+gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
+                            uint64_t base_version, gck_snapshot **out)
+{
+    gck_status st;
+    size_t chunk = 0;
+    json_t *root = gck_delta_root(delta, base_version, &chunk, &st);
+    if (root == NULL)
+        return st;
+    json_t *items = json_object_get(root, "items");
     gck_snapshot *s = NULL;
-    gck_status st = gck_snapshot_create(delta->step, &s);
+    st = gck_snapshot_create(delta->step, &s);
     if (st == GCK_OK)
         st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY);
     /* all tensors in one buffer; the sizes are claims checked item by item */

@@ -52,4 +52,37 @@ GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot 
 GCK_INTERNAL gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
                                          uint64_t base_version, gck_snapshot **out);
 
+/* ---- one item at a time, into the caller's memory ---- */
+
+enum { GCK_DELTA_REF, GCK_DELTA_XOR, GCK_DELTA_RAW }; /* gck_delta_item.enc */
+
+/* One tensor or blob of a delta, as its description records it. */
+typedef struct gck_delta_item {
+    const char *name; /* the tensor's name, or the blob's parameter name */
+    int blob;
+    gck_dtype dtype;
+    size_t nbytes;
+    int enc;          /* GCK_DELTA_REF: as in the base; XOR: planes XOR the base; RAW: planes alone */
+    const char *cid;  /* of the rebuilt bytes */
+} gck_delta_item;
+
+/* A loaded delta's description, every item parsed and its planes checked
+ * against the payload tensors (sizes included) - what can be checked before
+ * any byte is decoded. The delta snapshot must outlive the index.
+ * GCK_ERR_CORRUPT as gck_delta_decode (another base, malformed items). */
+typedef struct gck_delta_index gck_delta_index;
+GCK_INTERNAL gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version,
+                                             gck_delta_index **out);
+GCK_INTERNAL void gck_delta_index_free(gck_delta_index *x);
+/* The item of that kind and name, or NULL. */
+GCK_INTERNAL const gck_delta_item *gck_delta_index_find(const gck_delta_index *x, int blob, const char *name);
+
+/* Decodes an item of x into dst (it->nbytes, this CPU's byte order): RAW
+ * writes its planes' values; XOR turns dst, which must hold the base's
+ * bytes, into the item's (in place, a chunk at a time through the codec's
+ * buffer); REF leaves dst as it is. The content id is not checked here.
+ * GCK_ERR_CORRUPT (a damaged zstd stream) leaves dst partly decoded. */
+GCK_INTERNAL gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x,
+                                              const gck_delta_item *it, void *dst);
+
 #endif /* GCK_STORE_DELTA_INTERNAL_H */

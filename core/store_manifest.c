@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -72,29 +74,221 @@ static int gck_fill_text(int fd, void *ctx)
     return gck_write_all(fd, t->p, t->len);
 }
 
-gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
-                              const gck_store_config *cfg, int *renamed)
+/* One version's JSON text, and what it was made from: the fields a
+ * committed version can still change (tags, and a rebase's file, size and
+ * base) plus its identity. Everything else of a committed version never
+ * changes, so equal fields mean the text is still exact. A field that can
+ * change after a commit must be added here. */
+typedef struct gck_mtext {
+    uint64_t version, step, timestamp, full_bytes, stored_bytes, delta_from;
+    int is_delta;
+    size_t n_names;
+    char *file, *tags; /* tags joined with NUL separators, n_tags of them */
+    size_t n_tags, tags_len;
+    char *text;        /* compact JSON of the entry */
+    int taken;         /* committed text reused by the pending manifest */
+} gck_mtext;
+
+struct gck_manifest_cache {
+    gck_mtext *v; /* of the last manifest that reached its place */
+    size_t n;
+};
+
+static void gck_mtexts_free(gck_mtext *v, size_t n, int only_fresh)
 {
-    json_t *versions = json_array();
-    for (size_t i = 0; versions && i < m->n; i++)
-        if (json_array_append_new(versions, gck_entry_json(m->entries[i])) != 0)
-            json_decref(versions), versions = NULL;
+    for (size_t i = 0; v != NULL && i < n; i++)
+        if (!only_fresh || !v[i].taken)
+            free(v[i].file), free(v[i].tags), free(v[i].text);
+    free(v);
+}
+
+gck_manifest_cache *gck_manifest_cache_create(void)
+{
+    return gck_calloc(1, sizeof(gck_manifest_cache));
+}
+
+void gck_manifest_cache_destroy(gck_manifest_cache *c)
+{
+    if (c != NULL)
+        gck_mtexts_free(c->v, c->n, 0);
+    free(c);
+}
+
+/* The identity and changeable fields of e (text not set); 0 when out of memory. */
+static int gck_mtext_key(const gck_mentry *e, gck_mtext *k)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < e->pub.n_tags; i++)
+        len += strlen(e->tags[i]) + 1;
+    *k = (gck_mtext){.version = e->pub.version, .step = e->step, .timestamp = e->pub.timestamp_secs,
+                     .full_bytes = e->pub.full_bytes, .stored_bytes = e->stored_bytes,
+                     .delta_from = e->pub.is_delta ? e->pub.delta_from : 0, .is_delta = e->pub.is_delta,
+                     .n_names = e->pub.n_tensor_names, .n_tags = e->pub.n_tags, .tags_len = len};
+    k->file = gck_strdup(e->file ? e->file : "");
+    k->tags = gck_malloc(len ? len : 1);
+    if (k->file == NULL || k->tags == NULL) {
+        free(k->file), free(k->tags);
+        return 0;
+    }
+    for (size_t i = 0, at = 0; i < e->pub.n_tags; i++) {
+        const size_t l = strlen(e->tags[i]) + 1;
+        memcpy(k->tags + at, e->tags[i], l);
+        at += l;
+    }
+    return 1;
+}
+
+static int gck_mtext_same(const gck_mtext *a, const gck_mtext *b)
+{
+    return a->version == b->version && a->step == b->step && a->timestamp == b->timestamp &&
+           a->full_bytes == b->full_bytes && a->stored_bytes == b->stored_bytes && a->delta_from == b->delta_from &&
+           a->is_delta == b->is_delta && a->n_names == b->n_names && a->n_tags == b->n_tags &&
+           a->tags_len == b->tags_len && strcmp(a->file, b->file) == 0 && memcmp(a->tags, b->tags, a->tags_len) == 0;
+}
+
+/* The committed text of k's version when nothing of it changed, or NULL. */
+static gck_mtext *gck_cache_lookup(gck_manifest_cache *c, const gck_mtext *k)
+{
+    size_t lo = 0, hi = c ? c->n : 0; /* committed texts are in ascending version */
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].version < k->version)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < (c ? c->n : 0) && gck_mtext_same(&c->v[lo], k) ? &c->v[lo] : NULL;
+}
+
+/* The data files' fsyncs, on a helper thread. */
+typedef struct gck_sync_job {
+    const int *fds;
+    size_t n;
+    int err;
+} gck_sync_job;
+
+static void *gck_sync_run(void *arg)
+{
+    gck_sync_job *j = arg;
+    for (size_t i = 0; i < j->n; i++)
+        if (gck_sys_fsync(j->fds[i]) != 0 && !j->err)
+            j->err = errno;
+    return NULL;
+}
+
+/* fsyncs fds[0..n) and `also` at once - the data files on a helper thread,
+ * `also` on this one - so that their device flushes overlap instead of
+ * queueing one after the other; then closes fds (not `also`). A plain
+ * thread, not OpenMP: a process that forked after using OpenMP (a trainer
+ * saving from a child) would hang in a parallel region. 0 or the first errno. */
+static int gck_sync_together(const int *fds, size_t n, int also)
+{
+    gck_sync_job job = {fds, n, 0};
+    pthread_t helper;
+    const int threaded = n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
+    int err = gck_sys_fsync(also) != 0 ? errno : 0;
+    if (threaded)
+        pthread_join(helper, NULL);
+    else
+        gck_sync_run(&job); /* no thread to be had: one after the other */
+    err = err ? err : job.err;
+    for (size_t i = 0; i < n; i++)
+        if (gck_sys_close(fds[i]) != 0 && !err)
+            err = errno;
+    return err;
+}
+
+gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
+                              const gck_store_config *cfg, gck_manifest_cache *cache, const int *sync_fds,
+                              size_t n_sync, int *renamed)
+{
+    if (renamed != NULL)
+        *renamed = 0;
+    /* Every version as its own compact text, reused from the last committed
+     * manifest when unchanged: a save then serializes one new version, not
+     * all of them (which for ten versions of a few dozen tensors cost more
+     * CPU than the rest of a small save). */
+    gck_mtext *texts = gck_calloc(m->n ? m->n : 1, sizeof *texts);
+    int bad = texts == NULL;
+    size_t total = 0, made = 0;
+    for (size_t i = 0; i < m->n && !bad; i++, made++) {
+        if (!gck_mtext_key(m->entries[i], &texts[i])) {
+            bad = 1;
+            break;
+        }
+        gck_mtext *old = gck_cache_lookup(cache, &texts[i]);
+        if (old != NULL) {
+            free(texts[i].file), free(texts[i].tags);
+            texts[i] = *old;
+            texts[i].taken = 1; /* borrowed from the committed table */
+            old->taken = 1;
+        } else {
+            json_t *o = gck_entry_json(m->entries[i]);
+            texts[i].text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+            json_decref(o);
+            bad = texts[i].text == NULL;
+        }
+        total += bad ? 0 : strlen(texts[i].text) + 2;
+    }
     json_t *policy = json_pack("{s:o, s:o, s:o}", "max_checkpoints", gck_ju64(m->policy.max_checkpoints),
                                "keep_every_n", gck_ju64(m->policy.keep_every_n), "delta_threshold_bytes",
                                gck_ju64(m->policy.delta_threshold_bytes));
     json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
                              "format_version", GCK_MANIFEST_VERSION, "generation", gck_ju64(generation),
                              "next_version", gck_ju64(m->next_version), "zstd_level", cfg->zstd_level,
-                             "zstd_max_entropy", cfg->zstd_max_entropy, "policy", policy, "versions", versions);
-    char *js = root ? json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+                             "zstd_max_entropy", cfg->zstd_max_entropy, "policy", policy, "versions", json_array());
+    char *head = root && !bad ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
-    if (renamed != NULL)
-        *renamed = 0;
-    if (js == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
-    gck_text t = {js, strlen(js)};
-    const gck_status st = gck_write_atomic(path, gck_fill_text, &t, renamed);
+    /* the versions go into the empty array that ends the top-level object */
+    const size_t hl = head ? strlen(head) : 0;
+    char *js = head && hl >= 3 && strcmp(head + hl - 3, "[]}") == 0 ? gck_malloc(hl + total + 8) : NULL;
+    if (js != NULL) {
+        size_t at = hl - 2;
+        memcpy(js, head, at);
+        for (size_t i = 0; i < m->n; i++) {
+            js[at++] = '\n';
+            const size_t l = strlen(texts[i].text);
+            memcpy(js + at, texts[i].text, l);
+            at += l;
+            if (i + 1 < m->n)
+                js[at++] = ',';
+        }
+        memcpy(js + at, "\n]}\n", 5);
+    }
+    free(head);
+    gck_status st = js == NULL ? gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory") : GCK_OK;
+    gck_pending pd;
+    if (st == GCK_OK) {
+        gck_text t = {js, strlen(js)};
+        st = gck_pending_open(path, gck_fill_text, &t, &pd);
+    }
+    if (st != GCK_OK) {
+        for (size_t i = 0; i < n_sync; i++)
+            close(sync_fds[i]);
+    } else {
+        /* the files it names, and itself, durable before the rename */
+        const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
+        int in_place = 0;
+        st = gck_pending_commit(&pd, err, &in_place);
+        if (renamed != NULL)
+            *renamed = in_place;
+        if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */
+            for (size_t i = 0; i < cache->n; i++)
+                if (!cache->v[i].taken)
+                    free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
+            free(cache->v);
+            for (size_t i = 0; i < m->n; i++)
+                texts[i].taken = 0;
+            cache->v = texts, cache->n = m->n;
+            texts = NULL;
+        }
+    }
     free(js);
+    if (texts != NULL) { /* not committed: drop the new texts, give the borrowed back */
+        gck_mtexts_free(texts, made, 1);
+        for (size_t i = 0; cache != NULL && i < cache->n; i++)
+            cache->v[i].taken = 0;
+    }
     return st;
 }
 

@@ -1,10 +1,14 @@
 /* tests/test_snapshot.c - the snapshot object and its safetensors files: round trips, layout, validation. */
 #include <dirent.h>
+#include <float.h>
+#include <math.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +19,11 @@
 
 #include "support/gck_test.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "alloc_internal.h"
 #include "io_internal.h"
 
 static char g_dir[256];
@@ -638,6 +647,487 @@ static void test_corrupt_files(void **state)
     assert_non_null(strstr(gck_last_error(), "content id mismatch"));
 }
 
+/* ---- tensors by reference ---------------------------------------------------------- */
+
+/* sample()'s tensors and fields, with "w", "b" and "half" added by reference
+ * to the given buffers (malloc'd, so ASan sees any read after they are freed). */
+static gck_snapshot *sample_refs(float *w, double *b, uint16_t *h)
+{
+    const float w0[6] = {1, 2, 3, 4, 5, -0.0f};
+    const double b0[2] = {0.5, -1e300};
+    const uint16_t h0[3] = {0x3c00, 0xc000, 0x7e00};
+    memcpy(w, w0, sizeof w0), memcpy(b, b0, sizeof b0), memcpy(h, h0, sizeof h0);
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(42, &s), GCK_OK);
+    gck_snapshot_set_timestamp(s, 1700000000);
+    const int64_t sh23[2] = {2, 3}, sh2[1] = {2}, sh3[1] = {3}, sh0[2] = {0, 4};
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "w", GCK_DTYPE_F32, sh23, 2, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "b", GCK_DTYPE_F64, sh2, 1, b), GCK_OK);
+    const int64_t steps = 7;
+    assert_int_equal(gck_snapshot_add_tensor(s, "count", GCK_DTYPE_I64, NULL, 0, &steps), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "half", GCK_DTYPE_F16, sh3, 1, h), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "empty", GCK_DTYPE_BF16, sh0, 2, NULL), GCK_OK);
+    const unsigned char flags[2] = {1, 0};
+    assert_int_equal(gck_snapshot_add_tensor(s, "mask", GCK_DTYPE_BOOL, sh2, 1, flags), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", "adam-m-and-v", 12), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:00000000deadbeef"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "run", "demo"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.001"), GCK_OK);
+    return s;
+}
+
+/* A snapshot of references equals one of copies, saves the same file, and
+ * never reads the caller's memory after its last save (ASan). */
+static void test_tensor_ref(void **state)
+{
+    (void)state;
+    float *w = malloc(6 * sizeof *w);
+    double *b = malloc(2 * sizeof *b);
+    uint16_t *h = malloc(3 * sizeof *h);
+    gck_snapshot *r = sample_refs(w, b, h), *c = sample();
+    assert_same_tensors(c, r); /* same bytes and content ids */
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(r, "w", &t), GCK_OK);
+    assert_ptr_equal(t.data, w); /* the caller's memory, not a copy */
+    assert_int_equal(t.nbytes, 24);
+    assert_int_equal(gck_snapshot_find_tensor(r, "b", &t), GCK_OK);
+    assert_ptr_equal(t.data, b);
+    assert_int_equal(gck_snapshot_find_tensor(r, "count", &t), GCK_OK); /* a copy among references */
+    assert_int_equal(gck_snapshot_find_tensor(r, "empty", &t), GCK_OK);
+    assert_int_equal(t.nbytes, 0);
+    assert_int_equal(gck_snapshot_save(r, path_of("ref.safetensors")), GCK_OK);
+    assert_int_equal(gck_snapshot_save(c, path_of("copy.safetensors")), GCK_OK);
+    size_t l1, l2;
+    unsigned char *f1 = read_file(path_of("ref.safetensors"), &l1), *f2 = read_file(path_of("copy.safetensors"), &l2);
+    assert_int_equal(l1, l2);
+    assert_memory_equal(f1, f2, l1);
+    free(f1), free(f2);
+    gck_snapshot *l = NULL;
+    assert_int_equal(gck_snapshot_load(path_of("ref.safetensors"), &l), GCK_OK);
+    assert_same_tensors(c, l);
+    gck_snapshot_destroy(l);
+    /* after the last save the caller frees its buffers: what is not tensor
+     * data still answers, and destroy reads nothing of them */
+    free(w), free(b), free(h);
+    assert_int_equal(gck_snapshot_num_tensors(r), 6);
+    gck_tensor_info tc;
+    assert_int_equal(gck_snapshot_find_tensor(r, "w", &t), GCK_OK);
+    assert_int_equal(gck_snapshot_find_tensor(c, "w", &tc), GCK_OK);
+    assert_string_equal(t.content_id, tc.content_id); /* the id of the add, no read now */
+    assert_string_equal(gck_snapshot_metadata(r, "run"), "demo");
+    gck_snapshot_destroy(r);
+    gck_snapshot_destroy(c);
+
+    /* memory the snapshot may only read: a read-only page */
+    const long page = sysconf(_SC_PAGESIZE);
+    const int zfd = open("/dev/zero", O_RDWR);
+    assert_true(zfd >= 0);
+    float *ro = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE, zfd, 0);
+    close(zfd);
+    assert_true(ro != MAP_FAILED);
+    for (int i = 0; i < 16; i++)
+        ro[i] = (float)i * 0.5f;
+    assert_int_equal(mprotect(ro, (size_t)page, PROT_READ), 0);
+    gck_snapshot *s = NULL, *k = NULL;
+    assert_int_equal(gck_snapshot_create(1, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_create(1, &k), GCK_OK);
+    gck_snapshot_set_timestamp(s, 5), gck_snapshot_set_timestamp(k, 5);
+    const int64_t sh[1] = {16};
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "ro", GCK_DTYPE_F32, sh, 1, ro), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(k, "ro", GCK_DTYPE_F32, sh, 1, ro), GCK_OK);
+    assert_int_equal(gck_snapshot_save(s, path_of("ro.safetensors")), GCK_OK);
+    assert_int_equal(gck_snapshot_load(path_of("ro.safetensors"), &l), GCK_OK);
+    assert_same_tensors(k, l);
+    gck_snapshot_destroy(l);
+    gck_snapshot_destroy(s);
+    gck_snapshot_destroy(k);
+    munmap(ro, (size_t)page);
+}
+
+/* Every refused reference leaves the snapshot as it was (and keeps no pointer). */
+static void test_tensor_ref_errors(void **state)
+{
+    (void)state;
+    float *w = malloc(6 * sizeof *w);
+    double *b = malloc(2 * sizeof *b);
+    uint16_t *h = malloc(3 * sizeof *h);
+    gck_snapshot *s = sample_refs(w, b, h);
+    assert_int_equal(gck_snapshot_save(s, path_of("refe0.safetensors")), GCK_OK);
+    size_t l0;
+    unsigned char *f0 = read_file(path_of("refe0.safetensors"), &l0);
+    float *x = malloc(4 * sizeof *x);
+    x[0] = x[1] = x[2] = x[3] = 1;
+    const int64_t one[1] = {1}, neg[1] = {-1}, huge[2] = {INT64_MAX, 4};
+    int64_t many[GCK_MAX_DIMS + 1];
+    for (int i = 0; i <= GCK_MAX_DIMS; i++)
+        many[i] = 1;
+    assert_int_equal(gck_snapshot_add_tensor_ref(NULL, "x", GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, NULL, GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "w", GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "already"));
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "count", GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor(s, "half", GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "__metadata__", GCK_DTYPE_F32, one, 1, x),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "__optimizer__/w", GCK_DTYPE_F32, one, 1, x),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "", GCK_DTYPE_F32, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "neg", GCK_DTYPE_F32, neg, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "dt", (gck_dtype)77, one, 1, x), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "nodata", GCK_DTYPE_F32, one, 1, NULL),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "noshape", GCK_DTYPE_F32, NULL, 1, x),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "dims", GCK_DTYPE_F32, many, GCK_MAX_DIMS + 1, x),
+                     GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "huge", GCK_DTYPE_F64, huge, 2, x), GCK_ERR_INVALID_ARGUMENT);
+    /* every allocation of an add failing in turn */
+    int failures = 0;
+    for (long k = 0;; k++) {
+        gck_alloc_fail_after(k);
+        const gck_status st = gck_snapshot_add_tensor_ref(s, "late", GCK_DTYPE_F32, one, 1, x);
+        gck_alloc_fail_after(-1);
+        if (st == GCK_OK)
+            break;
+        assert_int_equal(st, GCK_ERR_NO_MEMORY);
+        assert_int_equal(gck_snapshot_num_tensors(s), 6);
+        failures++;
+    }
+    assert_true(failures >= 3); /* tensor, name, shape */
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(s, "late", &t), GCK_OK);
+    assert_ptr_equal(t.data, x);
+    /* the refused adds kept nothing: without "late" the file is the same */
+    gck_snapshot *again = sample_refs(w, b, h);
+    assert_int_equal(gck_snapshot_save(again, path_of("refe1.safetensors")), GCK_OK);
+    size_t l1;
+    unsigned char *f1 = read_file(path_of("refe1.safetensors"), &l1);
+    assert_int_equal(l0, l1);
+    assert_memory_equal(f0, f1, l0);
+    free(f0), free(f1);
+    gck_snapshot_destroy(again);
+    gck_snapshot_destroy(s);
+    free(x), free(w), free(b), free(h);
+}
+
+/* ---- typed metadata --------------------------------------------------------------- */
+
+static uint64_t bits_of(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+static double of_bits(uint64_t u)
+{
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* The value set as f64 comes back with the same bits, from the object and
+ * from a saved and loaded file. */
+static void check_f64(gck_snapshot *s, double v, const char *text)
+{
+    assert_int_equal(gck_snapshot_set_metadata_f64(s, "x", v), GCK_OK);
+    if (text != NULL)
+        assert_string_equal(gck_snapshot_metadata(s, "x"), text);
+    double got = 0;
+    assert_int_equal(gck_snapshot_metadata_f64(s, "x", &got), GCK_OK);
+    if (bits_of(got) != bits_of(v))
+        fail_msg("f64 %016llx written as '%s' came back as %016llx", (unsigned long long)bits_of(v),
+                 gck_snapshot_metadata(s, "x"), (unsigned long long)bits_of(got));
+}
+
+static void test_typed_metadata(void **state)
+{
+    (void)state;
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(1, &s), GCK_OK);
+    /* u64 */
+    static const uint64_t us[] = {0, 1, 10, 120000, UINT64_C(4294967296), UINT64_MAX};
+    for (size_t i = 0; i < sizeof us / sizeof us[0]; i++) {
+        assert_int_equal(gck_snapshot_set_metadata_u64(s, "step", us[i]), GCK_OK);
+        uint64_t got = 7;
+        assert_int_equal(gck_snapshot_metadata_u64(s, "step", &got), GCK_OK);
+        assert_true(got == us[i]);
+    }
+    assert_string_equal(gck_snapshot_metadata(s, "step"), "18446744073709551615");
+    /* f64: the text forms, then every kind of value */
+    check_f64(s, 0.001, "0.001");
+    check_f64(s, 1e-5, "1.0000000000000001e-05");
+    check_f64(s, -0.0, "-0");
+    check_f64(s, 0.0, "0");
+    check_f64(s, 4.9406564584124654e-324, "4.9406564584124654e-324");
+    check_f64(s, HUGE_VAL, "inf");
+    check_f64(s, -HUGE_VAL, "-inf");
+    check_f64(s, of_bits(UINT64_C(0x7ff8000000000000)), "nan");
+    check_f64(s, of_bits(UINT64_C(0xfff8000000000000)), "-nan");
+    check_f64(s, of_bits(UINT64_C(0x7ff0000000000001)), "nan:0x7ff0000000000001"); /* signalling */
+    check_f64(s, of_bits(UINT64_C(0xfff4000000000abc)), "nan:0xfff4000000000abc");
+    static const double fs[] = {1.0, 0.1, 1.0 / 3.0, 3.141592653589793, DBL_MAX, -DBL_MAX, DBL_MIN, DBL_EPSILON,
+                                2.2250738585072009e-308 /* largest subnormal */, 1e300, -1e-300, 123456789.0};
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+        check_f64(s, fs[i], NULL);
+    uint64_t r = 0x1234;
+    for (int i = 0; i < 20000; i++) /* random bit patterns: every exponent, NaNs and infinities among them */
+        check_f64(s, of_bits(gck_test_rand(&r)), NULL);
+    /* through a file */
+    assert_int_equal(gck_snapshot_set_metadata_f64(s, "lr", 3e-4), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata_f64(s, "neg0", -0.0), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata_f64(s, "pnan", of_bits(UINT64_C(0x7ff0000000000123))), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, "loader", UINT64_C(987654321987)), GCK_OK);
+    assert_int_equal(gck_snapshot_save(s, path_of("typed.safetensors")), GCK_OK);
+    gck_snapshot *l = NULL;
+    assert_int_equal(gck_snapshot_load(path_of("typed.safetensors"), &l), GCK_OK);
+    double d = 0;
+    uint64_t u = 0;
+    assert_int_equal(gck_snapshot_metadata_f64(l, "lr", &d), GCK_OK);
+    assert_true(bits_of(d) == bits_of(3e-4));
+    assert_int_equal(gck_snapshot_metadata_f64(l, "neg0", &d), GCK_OK);
+    assert_true(bits_of(d) == bits_of(-0.0));
+    assert_int_equal(gck_snapshot_metadata_f64(l, "pnan", &d), GCK_OK);
+    assert_true(bits_of(d) == UINT64_C(0x7ff0000000000123));
+    assert_int_equal(gck_snapshot_metadata_u64(l, "loader", &u), GCK_OK);
+    assert_true(u == UINT64_C(987654321987));
+    gck_snapshot_destroy(l);
+    /* strings set by hand parse as numbers where they are numbers */
+    static const struct { const char *text; double v; } ok[] = {
+        {"1e-3", 1e-3}, {".5", 0.5}, {"5.", 5.0}, {"-2.5E+2", -250.0}, {"1e-400", 0.0}, {"007", 7.0}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        assert_int_equal(gck_snapshot_set_metadata(s, "x", ok[i].text), GCK_OK);
+        assert_int_equal(gck_snapshot_metadata_f64(s, "x", &d), GCK_OK);
+        assert_true(bits_of(d) == bits_of(ok[i].v));
+    }
+    /* strict: nothing but the forms above */
+    static const char *const bad_f[] = {"", " 1", "1 ", "+1", "0x1p3", "1e", "e5", ".", "-", "--1", "1..2",
+                                        "1e+", "infinity", "INF", "Inf", "+inf", "NaN", "nan(1)", "nan:0x1",
+                                        "nan:0x7ff0000000000000" /* bits of inf */, "nan:0X7ff8000000000001",
+                                        "nan:0x7ff800000000000g", "nan:0x7ff80000000000011", "1e999", "-1e999",
+                                        "1,5", "0.5x"};
+    for (size_t i = 0; i < sizeof bad_f / sizeof bad_f[0]; i++) {
+        assert_int_equal(gck_snapshot_set_metadata(s, "x", bad_f[i]), GCK_OK);
+        d = 42;
+        if (gck_snapshot_metadata_f64(s, "x", &d) != GCK_ERR_CORRUPT)
+            fail_msg("'%s' was accepted as an f64", bad_f[i]);
+        assert_true(d == 42); /* not written */
+        assert_non_null(strstr(gck_last_error(), "'x'"));
+    }
+    static const char *const bad_u[] = {"", "-1", "+1", "01", " 1", "1 ", "1.0", "1e3", "18446744073709551616",
+                                        "0x10", "abc"};
+    for (size_t i = 0; i < sizeof bad_u / sizeof bad_u[0]; i++) {
+        assert_int_equal(gck_snapshot_set_metadata(s, "x", bad_u[i]), GCK_OK);
+        u = 42;
+        if (gck_snapshot_metadata_u64(s, "x", &u) != GCK_ERR_CORRUPT)
+            fail_msg("'%s' was accepted as a u64", bad_u[i]);
+        assert_true(u == 42);
+    }
+    /* missing keys, reserved keys, NULLs */
+    assert_int_equal(gck_snapshot_metadata_u64(s, "absent", &u), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_snapshot_metadata_f64(s, "absent", &d), GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "absent"));
+    assert_int_equal(gck_snapshot_metadata_u64(s, "gradckpt.step", &u), GCK_ERR_NOT_FOUND);
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, "gradckpt.step", 1), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_set_metadata_f64(s, "", 1.0), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_set_metadata_f64(NULL, "k", 1.0), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, NULL, 1), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_metadata_u64(NULL, "x", &u), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_metadata_f64(s, NULL, &d), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_metadata_f64(s, "x", NULL), GCK_ERR_INVALID_ARGUMENT);
+    /* a setter that runs out of memory leaves the old value */
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, "keep", 5), GCK_OK);
+    gck_alloc_fail_after(0);
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, "keep", 6), GCK_ERR_NO_MEMORY);
+    gck_alloc_fail_after(-1);
+    assert_int_equal(gck_snapshot_metadata_u64(s, "keep", &u), GCK_OK);
+    assert_true(u == 5);
+    gck_snapshot_destroy(s);
+}
+
+/* ---- restoring into the caller's memory ------------------------------------------- */
+
+/* Restores chosen tensors of a file into buffers; every refused call leaves
+ * them untouched; a damaged value is reported with its name. */
+static void test_load_into(void **state)
+{
+    (void)state;
+    gck_snapshot *s = sample();
+    assert_int_equal(gck_snapshot_set_metadata_u64(s, "loader", 77), GCK_OK);
+    char p[512];
+    snprintf(p, sizeof p, "%s", path_of("into.safetensors")); /* path_of's buffer is reused below */
+    assert_int_equal(gck_snapshot_save(s, p), GCK_OK);
+    float w[6];
+    double b[2];
+    uint16_t h[3];
+    unsigned char blob[12];
+    memset(w, 0xa5, sizeof w), memset(b, 0xa5, sizeof b), memset(h, 0xa5, sizeof h), memset(blob, 0xa5, sizeof blob);
+    const char *names[] = {"w", "b", "half", "__optimizer__/w", "empty"};
+    void *dsts[] = {w, b, h, blob, NULL};
+    size_t sizes[] = {sizeof w, sizeof b, sizeof h, sizeof blob, 0};
+    gck_snapshot *fields = NULL;
+    assert_int_equal(gck_snapshot_load_into(p, names, dsts, sizes, 5, &fields), GCK_OK);
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(s, "w", &t), GCK_OK);
+    assert_memory_equal(w, t.data, sizeof w);
+    assert_int_equal(gck_snapshot_find_tensor(s, "b", &t), GCK_OK);
+    assert_memory_equal(b, t.data, sizeof b);
+    assert_int_equal(gck_snapshot_find_tensor(s, "half", &t), GCK_OK);
+    assert_memory_equal(h, t.data, sizeof h);
+    assert_memory_equal(blob, "adam-m-and-v", 12);
+    assert_int_equal(gck_snapshot_step(fields), 42);
+    assert_int_equal(gck_snapshot_timestamp(fields), 1700000000);
+    assert_int_equal(gck_snapshot_num_tensors(fields), 0);
+    assert_string_equal(gck_snapshot_metadata(fields, "run"), "demo");
+    assert_string_equal(gck_snapshot_loss_cid(fields), "xxh3:00000000deadbeef");
+    uint64_t u = 0;
+    assert_int_equal(gck_snapshot_metadata_u64(fields, "loader", &u), GCK_OK);
+    assert_true(u == 77);
+    gck_snapshot_destroy(fields);
+    fields = NULL;
+    assert_int_equal(gck_snapshot_load_into(p, NULL, NULL, NULL, 0, NULL), GCK_OK); /* nothing asked */
+
+    /* refused before anything is written: the buffers keep their bytes */
+    float w2[6];
+    double b2[2];
+    memset(w2, 0x5a, sizeof w2), memset(b2, 0x5a, sizeof b2);
+    unsigned char wz[sizeof w2], bz[sizeof b2];
+    memcpy(wz, w2, sizeof w2), memcpy(bz, b2, sizeof b2);
+    const char *n2[] = {"w", "b"};
+    void *d2[] = {w2, b2};
+    size_t z2[] = {sizeof w2, sizeof b2};
+    const char *missing[] = {"w", "nope"};
+    const char *twice[] = {"w", "w"};
+    const char *nullname[] = {"w", NULL};
+    void *nulldst[] = {w2, NULL};
+    void *overlap[] = {w2, (char *)w2 + 8};
+    size_t wrong[] = {sizeof w2, sizeof b2 - 8};
+    size_t tiny[] = {16, 8};
+    const struct {
+        const char *const *names;
+        void *const *dsts;
+        const size_t *sizes;
+        gck_status want;
+        const char *msg;
+    } cases[] = {
+        {NULL, NULL, NULL, GCK_ERR_INVALID_ARGUMENT, "NULL"},
+        {missing, NULL, NULL, GCK_ERR_NOT_FOUND, "nope"},
+        {twice, NULL, NULL, GCK_ERR_INVALID_ARGUMENT, "twice"},
+        {nullname, NULL, NULL, GCK_ERR_INVALID_ARGUMENT, "names[1]"},
+        {NULL, nulldst, NULL, GCK_ERR_INVALID_ARGUMENT, "dsts[1]"},
+        {NULL, overlap, tiny, GCK_ERR_INVALID_ARGUMENT, "overlap"},
+        {NULL, NULL, wrong, GCK_ERR_DIMENSION_MISMATCH, "8"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *const *nm = cases[i].names ? cases[i].names : n2;
+        void *const *ds = cases[i].dsts ? cases[i].dsts : d2;
+        const size_t *sz = cases[i].sizes ? cases[i].sizes : z2;
+        gck_status st;
+        if (i == 0)
+            st = gck_snapshot_load_into(p, NULL, d2, z2, 2, &fields);
+        else
+            st = gck_snapshot_load_into(p, nm, ds, sz, 2, &fields);
+        if (st != cases[i].want)
+            fail_msg("case %zu: %s (%s)", i, gck_status_name(st), gck_last_error());
+        assert_non_null(strstr(gck_last_error(), cases[i].msg));
+        assert_null(fields);
+        assert_memory_equal(w2, wz, sizeof w2);
+        assert_memory_equal(b2, bz, sizeof b2);
+    }
+    assert_int_equal(gck_snapshot_load_into(NULL, n2, d2, z2, 2, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_load_into(path_of("absent.safetensors"), n2, d2, z2, 2, NULL), GCK_ERR_IO);
+    craft("into_bad.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 57, 8);
+    assert_int_equal(gck_snapshot_load_into(path_of("into_bad.safetensors"), n2, d2, z2, 1, NULL), GCK_ERR_CORRUPT);
+    assert_memory_equal(w2, wz, sizeof w2);
+    /* every allocation failing in turn: NO_MEMORY, nothing written */
+    for (long k = 0;; k++) {
+        gck_alloc_fail_after(k);
+        const gck_status st = gck_snapshot_load_into(p, n2, d2, z2, 2, &fields);
+        gck_alloc_fail_after(-1);
+        if (st == GCK_OK)
+            break;
+        if (st != GCK_ERR_NO_MEMORY)
+            fail_msg("allocation %ld: %s: %s", k, gck_status_name(st), gck_last_error());
+        assert_null(fields);
+        assert_memory_equal(w2, wz, sizeof w2); /* every allocation comes before the first read */
+    }
+    gck_snapshot_destroy(fields);
+
+    /* a value damaged on disk: CORRUPT naming the tensor (the buffers' content is unspecified then) */
+    size_t len;
+    unsigned char *bytes = read_file(p, &len);
+    gck_snapshot_find_tensor(s, "w", &t);
+    unsigned char *at = NULL;
+    for (size_t i = 0; at == NULL && i + t.nbytes <= len; i++)
+        if (memcmp(bytes + i, t.data, t.nbytes) == 0)
+            at = bytes + i;
+    assert_non_null(at);
+    at[3] ^= 0x01;
+    write_file(path_of("into_flip.safetensors"), bytes, len);
+    free(bytes);
+    assert_int_equal(gck_snapshot_load_into(path_of("into_flip.safetensors"), n2, d2, z2, 2, NULL), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "'w'"));
+    assert_non_null(strstr(gck_last_error(), "content id mismatch"));
+    /* a foreign file without recorded ids is read as it is */
+    const char hdr[] = "{\"x\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    unsigned char file[8 + sizeof hdr - 1 + 8];
+    const uint64_t hl = sizeof hdr - 1;
+    for (int i = 0; i < 8; i++)
+        file[i] = (unsigned char)(hl >> (8 * i));
+    memcpy(file + 8, hdr, hl);
+    const unsigned char data[8] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    memcpy(file + 8 + hl, data, 8);
+    write_file(path_of("into_foreign.safetensors"), file, sizeof file);
+    int32_t xi[2] = {0, 0};
+    const char *xn[] = {"x"};
+    void *xd[] = {xi};
+    size_t xs[] = {sizeof xi};
+    assert_int_equal(gck_snapshot_load_into(path_of("into_foreign.safetensors"), xn, xd, xs, 1, &fields), GCK_OK);
+    assert_int_equal(xi[0], 1);
+    assert_int_equal(xi[1], -1);
+    assert_int_equal(gck_snapshot_step(fields), 0);
+    gck_snapshot_destroy(fields);
+    gck_snapshot_destroy(s);
+}
+
+/* A large restore (read on threads): bit-exact, and the same on 1 and 2 threads. */
+static void test_load_into_large(void **state)
+{
+    (void)state;
+    const size_t n = (size_t)3 << 20; /* 3 x 12 MiB of f32: above the threaded threshold */
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(9, &s), GCK_OK);
+    float *src[3], *dst[3];
+    const char *names[3] = {"m", "v", "w"};
+    size_t sizes[3];
+    uint64_t r = 99;
+    for (int k = 0; k < 3; k++) {
+        src[k] = malloc(n * sizeof(float));
+        dst[k] = malloc(n * sizeof(float));
+        for (size_t i = 0; i < n; i++)
+            src[k][i] = (float)gck_test_uniform(&r);
+        const int64_t sh[1] = {(int64_t)n};
+        assert_int_equal(gck_snapshot_add_tensor_ref(s, names[k], GCK_DTYPE_F32, sh, 1, src[k]), GCK_OK);
+        sizes[k] = n * sizeof(float);
+    }
+    char p[512];
+    snprintf(p, sizeof p, "%s", path_of("into_large.safetensors"));
+    assert_int_equal(gck_snapshot_save(s, p), GCK_OK);
+    for (int threads = 1; threads <= 2; threads++) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);
+#endif
+        for (int k = 0; k < 3; k++)
+            memset(dst[k], 0, sizes[k]);
+        assert_int_equal(gck_snapshot_load_into(p, names, (void *const *)dst, sizes, 3, NULL), GCK_OK);
+        for (int k = 0; k < 3; k++)
+            assert_memory_equal(dst[k], src[k], sizes[k]);
+    }
+    gck_snapshot_destroy(s);
+    for (int k = 0; k < 3; k++)
+        free(src[k]), free(dst[k]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -652,6 +1142,11 @@ int main(void)
         cmocka_unit_test(test_mmap_load),
         cmocka_unit_test(test_foreign_files),
         cmocka_unit_test(test_corrupt_files),
+        cmocka_unit_test(test_tensor_ref),
+        cmocka_unit_test(test_tensor_ref_errors),
+        cmocka_unit_test(test_typed_metadata),
+        cmocka_unit_test(test_load_into),
+        cmocka_unit_test(test_load_into_large),
     };
     return cmocka_run_group_tests_name("snapshot", tests, setup, teardown);
 }

@@ -733,6 +733,479 @@ static void test_delta_thread_independent(void **state)
     free(w);
 }
 
+/* The system calls of one save, with each run of writes shown as one 'W'. */
+static void traced_save(gck_store *st, uint64_t v, char *out, size_t cap, char *raw, size_t raw_cap)
+{
+    gck_io_trace(raw, raw_cap);
+    save_v(st, v, NULL);
+    gck_io_trace(NULL, 0);
+    size_t k = 0;
+    for (size_t i = 0; raw[i] != '\0' && k + 1 < cap; i++)
+        if (raw[i] != 'w' || i == 0 || raw[i - 1] != 'w')
+            out[k++] = raw[i] == 'w' ? 'W' : raw[i];
+    out[k] = '\0';
+}
+
+/* A save takes three fsyncs in the protocol's order: the data file's (made
+ * under its final name, never renamed) and the manifest temporary's, run
+ * together, then after the rename the directory's, once; an eviction that
+ * rebases a version adds one data file and its fsync, not a directory fsync.
+ * Each step failing leaves the store as it was, except the last: then the
+ * version is saved and the error says "saved, but". */
+static void test_save_fsync_order(void **state)
+{
+    (void)state;
+    char dir[300], trace[64], raw[8192];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0);
+    save_v(st, 1, NULL);
+    traced_save(st, 2, trace, sizeof trace, raw, sizeof raw); /* a delta */
+    assert_string_equal(trace, "oWoWffccrdf"); /* data, manifest temporary, both fsynced together */
+    save_v(st, 3, NULL);
+    traced_save(st, 4, trace, sizeof trace, raw, sizeof raw); /* evicts 1, rebases 2 as a full version */
+    assert_string_equal(trace, "oWoWoWfffcccrdf");
+    assert_all_restore(st);
+
+    /* the next save, each of its steps failing in turn */
+    gck_snapshot *s5 = make_snapshot(5);
+    gck_io_trace(raw, sizeof raw);
+    assert_int_equal(gck_store_save(st, s5, NULL, 0, NULL), GCK_OK); /* once, to learn where the calls are */
+    gck_io_trace(NULL, 0);
+    gck_store_close(st);
+    st = NULL;
+    new_dir(dir, sizeof dir);
+    st = open_store(dir, 3, 0, 0);
+    for (uint64_t v = 1; v <= 4; v++)
+        save_v(st, v, NULL);
+    const size_t n = strlen(raw);
+    assert_true(n > 8);
+    /* fs: the first and the last of the fsyncs before the rename (data files
+     * and manifest, run together: either may be either) and the directory's
+     * (the last call) */
+    long fs[3] = {-1, -1, -1}, rn = -1, dopen = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (raw[i] == 'f' && fs[0] < 0)
+            fs[0] = (long)i;
+        if (raw[i] == 'f' && rn < 0)
+            fs[1] = (long)i;
+        rn = raw[i] == 'r' ? (long)i : rn;
+        dopen = raw[i] == 'd' ? (long)i : dopen;
+    }
+    fs[2] = (long)n - 1;
+    assert_true(raw[fs[2]] == 'f' && fs[0] >= 0 && fs[1] > fs[0] && rn > fs[1] && dopen > rn && fs[2] == dopen + 1);
+    const long before_commit[] = {fs[0], fs[1], rn};
+    for (int k = 0; k < 3; k++) {
+        gck_io_fail_after(before_commit[k], EIO);
+        uint64_t v = 0;
+        const gck_status rc = gck_store_save(st, s5, NULL, 0, &v);
+        gck_io_fail_after(-1, 0);
+        assert_int_equal(rc, GCK_ERR_IO);
+        assert_null(strstr(gck_last_error(), "saved, but"));
+        assert_int_equal(v, 0);
+        assert_int_equal(gck_store_latest(st)->version, 4);
+        assert_int_equal(count_data_files(dir), 3); /* nothing left behind: no data file, no temporary */
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        assert_int_equal(gck_store_latest(st)->version, 4);
+        assert_all_restore(st);
+    }
+    /* the store was reopened: its cache is gone, so the base comes from disk
+     * (reads only), and the calls are the same */
+    for (int k = 0; k < 2; k++) {
+        gck_io_fail_after(k == 0 ? dopen : fs[2], EIO);
+        uint64_t v = 0;
+        const gck_status rc = gck_store_save(st, s5, NULL, 0, &v);
+        gck_io_fail_after(-1, 0);
+        assert_int_equal(rc, GCK_ERR_IO);
+        assert_non_null(strstr(gck_last_error(), "saved, but"));
+        assert_int_equal(v, 5);
+        assert_int_equal(gck_store_latest(st)->version, 5);
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        assert_int_equal(gck_store_latest(st)->version, 5);
+        assert_all_restore(st);
+        if (k == 0) { /* back to four versions for the second case */
+            gck_store_close(st);
+            new_dir(dir, sizeof dir);
+            st = open_store(dir, 3, 0, 0);
+            for (uint64_t v2 = 1; v2 <= 4; v2++)
+                save_v(st, v2, NULL);
+        }
+    }
+    gck_snapshot_destroy(s5);
+    gck_store_close(st);
+}
+
+/* Buffers for every tensor and blob of a snapshot, named as the manifest
+ * names them, filled with a marker byte. */
+typedef struct into_set {
+    size_t n;
+    char *names[64];
+    void *dsts[64];
+    size_t sizes[64];
+} into_set;
+
+static void into_alloc(into_set *set, const gck_snapshot *like, unsigned char fill)
+{
+    memset(set, 0, sizeof *set);
+    for (size_t i = 0; i < gck_snapshot_num_tensors(like); i++) {
+        gck_tensor_info t;
+        assert_int_equal(gck_snapshot_tensor(like, i, &t), GCK_OK);
+        set->names[set->n] = strdup(t.name);
+        set->sizes[set->n] = t.nbytes;
+        set->dsts[set->n] = malloc(t.nbytes ? t.nbytes : 1);
+        memset(set->dsts[set->n], fill, t.nbytes);
+        set->n++;
+    }
+    for (size_t i = 0; i < gck_snapshot_num_optimizer_states(like); i++) {
+        const char *param;
+        const void *blob;
+        size_t len;
+        assert_int_equal(gck_snapshot_optimizer_state(like, i, &param, &blob, &len), GCK_OK);
+        char name[256];
+        snprintf(name, sizeof name, "__optimizer__/%s", param);
+        set->names[set->n] = strdup(name);
+        set->sizes[set->n] = len;
+        set->dsts[set->n] = malloc(len ? len : 1);
+        memset(set->dsts[set->n], fill, len);
+        set->n++;
+    }
+}
+
+static void into_free(into_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        free(set->names[i]), free(set->dsts[i]);
+    set->n = 0;
+}
+
+/* Every buffer of set holds what `want` holds under that name. */
+static void assert_into_equal(const into_set *set, const gck_snapshot *want)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const void *data;
+        size_t len;
+        gck_tensor_info t;
+        if (strncmp(set->names[i], "__optimizer__/", 14) == 0) {
+            assert_int_equal(gck_snapshot_find_optimizer_state(want, set->names[i] + 14, &data, &len), GCK_OK);
+        } else {
+            assert_int_equal(gck_snapshot_find_tensor(want, set->names[i], &t), GCK_OK);
+            data = t.data, len = t.nbytes;
+        }
+        assert_int_equal(len, set->sizes[i]);
+        if (len > 0 && memcmp(set->dsts[i], data, len) != 0)
+            fail_msg("'%s' differs", set->names[i]);
+    }
+}
+
+/* Every byte of every buffer is the marker. */
+static void assert_into_untouched(const into_set *set, unsigned char fill)
+{
+    for (size_t i = 0; i < set->n; i++)
+        for (size_t k = 0; k < set->sizes[i]; k++)
+            if (((const unsigned char *)set->dsts[i])[k] != fill)
+                fail_msg("'%s' was written", set->names[i]);
+}
+
+/* Every retained version restored into caller buffers, all names at once. */
+static void assert_all_restore_into(gck_store *st)
+{
+    uint64_t vs[64];
+    const size_t n = gck_store_versions(st, vs, 64);
+    for (size_t i = 0; i < n; i++) {
+        gck_snapshot *want = make_snapshot(vs[i]), *fields = NULL;
+        into_set set;
+        into_alloc(&set, want, 0xa5);
+        const gck_status rc = gck_store_restore_into(st, vs[i], (const char *const *)set.names, set.dsts, set.sizes,
+                                                     set.n, &fields);
+        if (rc != GCK_OK)
+            fail_msg("version %llu: %s: %s", (unsigned long long)vs[i], gck_status_name(rc), gck_last_error());
+        assert_into_equal(&set, want);
+        assert_int_equal(gck_snapshot_step(fields), gck_snapshot_step(want));
+        assert_int_equal(gck_snapshot_timestamp(fields), gck_snapshot_timestamp(want));
+        assert_string_equal(gck_snapshot_loss_cid(fields), gck_snapshot_loss_cid(want));
+        assert_string_equal(gck_snapshot_metadata(fields, "note"), gck_snapshot_metadata(want, "note"));
+        assert_int_equal(gck_snapshot_num_metadata(fields), gck_snapshot_num_metadata(want));
+        assert_int_equal(gck_snapshot_num_tensors(fields), 0);
+        gck_snapshot_destroy(fields);
+        into_free(&set);
+        gck_snapshot_destroy(want);
+    }
+}
+
+/* restore_into gives the saved bytes for full and delta versions (chains of
+ * several deltas, raw items for new and resized tensors, the in-memory
+ * latest version), in the session and after reopening; refused calls leave
+ * the buffers untouched. */
+static void test_restore_into(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 100, 4, 0); /* 1 full, 2-3 deltas, 4 full, 5-7 deltas */
+    for (uint64_t v = 1; v <= 7; v++) {
+        save_v(st, v, NULL);
+        assert_all_restore_into(st);
+    }
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK); /* no cache: everything from disk */
+    assert_all_restore_into(st);
+
+    /* a subset: only the named buffers are written */
+    gck_snapshot *want = make_snapshot(7);
+    float w[300 * 7];
+    unsigned char m[1000];
+    memset(w, 0, sizeof w), memset(m, 0, sizeof m);
+    const char *names[] = {"layer.w", "__optimizer__/layer.w"};
+    void *dsts[] = {w, m};
+    size_t sizes[] = {sizeof w, sizeof m};
+    assert_int_equal(gck_store_restore_into(st, 7, names, dsts, sizes, 2, NULL), GCK_OK);
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(want, "layer.w", &t), GCK_OK);
+    assert_memory_equal(w, t.data, sizeof w);
+    const void *blob;
+    size_t len;
+    assert_int_equal(gck_snapshot_find_optimizer_state(want, "layer.w", &blob, &len), GCK_OK);
+    assert_memory_equal(m, blob, len);
+    assert_int_equal(gck_store_restore_into(st, 7, NULL, NULL, NULL, 0, NULL), GCK_OK);
+
+    /* refused before a byte is written */
+    into_set set;
+    into_alloc(&set, want, 0x5a);
+    const char *const *nm = (const char *const *)set.names;
+    gck_snapshot *fields = NULL;
+    assert_int_equal(gck_store_restore_into(NULL, 7, nm, set.dsts, set.sizes, set.n, &fields), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_store_restore_into(st, 99, nm, set.dsts, set.sizes, set.n, &fields), GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "99"));
+    assert_int_equal(gck_store_restore_into(st, 7, nm, NULL, set.sizes, set.n, &fields), GCK_ERR_INVALID_ARGUMENT);
+    char *saved = set.names[3];
+    set.names[3] = (char *)"no.such";
+    assert_int_equal(gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, &fields), GCK_ERR_NOT_FOUND);
+    assert_non_null(strstr(gck_last_error(), "no.such"));
+    set.names[3] = set.names[0];
+    assert_int_equal(gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, &fields), GCK_ERR_INVALID_ARGUMENT);
+    set.names[3] = saved;
+    set.sizes[2]++;
+    assert_int_equal(gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, &fields),
+                     GCK_ERR_DIMENSION_MISMATCH);
+    set.sizes[2]--;
+    void *d0 = set.dsts[0];
+    set.dsts[0] = set.dsts[1];
+    assert_int_equal(gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, &fields), GCK_ERR_INVALID_ARGUMENT);
+    set.dsts[0] = d0;
+    for (long k = 0;; k++) { /* every allocation failing in turn */
+        gck_alloc_fail_after(k);
+        const gck_status rc = gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, &fields);
+        gck_alloc_fail_after(-1);
+        if (rc == GCK_OK)
+            break;
+        if (rc != GCK_ERR_NO_MEMORY)
+            fail_msg("allocation %ld: %s: %s", k, gck_status_name(rc), gck_last_error());
+        assert_null(fields);
+        assert_into_untouched(&set, 0x5a);
+    }
+    assert_into_equal(&set, want);
+    gck_snapshot_destroy(fields);
+    into_free(&set);
+    gck_store_close(st);
+
+    /* damage: a delta's payload, then a full file's value bytes */
+    char f[600];
+    file_of(dir, 6, 1, f, sizeof f);
+    flip_byte(f, 5);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    into_alloc(&set, want, 0);
+    gck_status rc = gck_store_restore_into(st, 7, nm, set.dsts, set.sizes, set.n, NULL);
+    assert_int_equal(rc, GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "version"));
+    rc = gck_store_restore_into(st, 5, nm, set.dsts, set.sizes, set.n, NULL); /* below the damage: fine */
+    into_free(&set);
+    gck_snapshot *w5 = make_snapshot(5);
+    into_alloc(&set, w5, 0);
+    assert_int_equal(gck_store_restore_into(st, 5, nm, set.dsts, set.sizes, set.n, NULL), GCK_OK);
+    assert_into_equal(&set, w5);
+    (void)rc;
+    gck_store_close(st);
+    file_of(dir, 4, 0, f, sizeof f);
+    flip_byte(f, 3);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(gck_store_restore_into(st, 5, nm, set.dsts, set.sizes, set.n, NULL), GCK_ERR_CORRUPT);
+    assert_non_null(strstr(gck_last_error(), "content id"));
+    into_free(&set);
+    gck_snapshot_destroy(w5);
+    gck_snapshot_destroy(want);
+    gck_store_close(st);
+}
+
+/* A snapshot of references is saved without the store keeping the caller's
+ * memory: the caller frees it right after the save (ASan sees any later
+ * read), and the version restores (from the cache and from disk) to the
+ * same bytes as a snapshot of copies. */
+static void test_save_refs(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    for (uint64_t v = 1; v <= 3; v++) {
+        gck_snapshot *copy = make_snapshot(v), *ref = NULL;
+        assert_int_equal(gck_snapshot_create(gck_snapshot_step(copy), &ref), GCK_OK);
+        assert_int_equal(gck_snapshot_set_timestamp(ref, gck_snapshot_timestamp(copy)), GCK_OK);
+        void *bufs[32];
+        size_t nb = 0;
+        for (size_t i = 0; i < gck_snapshot_num_tensors(copy); i++) {
+            gck_tensor_info t;
+            assert_int_equal(gck_snapshot_tensor(copy, i, &t), GCK_OK);
+            bufs[nb] = malloc(t.nbytes ? t.nbytes : 1);
+            memcpy(bufs[nb], t.data, t.nbytes);
+            if (i % 3 == 2) /* mixed with copies */
+                assert_int_equal(gck_snapshot_add_tensor(ref, t.name, t.dtype, t.shape, t.ndim, bufs[nb]), GCK_OK);
+            else
+                assert_int_equal(gck_snapshot_add_tensor_ref(ref, t.name, t.dtype, t.shape, t.ndim, bufs[nb]), GCK_OK);
+            nb++;
+        }
+        for (size_t i = 0; i < gck_snapshot_num_optimizer_states(copy); i++) {
+            const char *param;
+            const void *blob;
+            size_t len;
+            assert_int_equal(gck_snapshot_optimizer_state(copy, i, &param, &blob, &len), GCK_OK);
+            assert_int_equal(gck_snapshot_set_optimizer_state(ref, param, blob, len), GCK_OK);
+        }
+        assert_int_equal(gck_snapshot_set_metadata(ref, "note", gck_snapshot_metadata(copy, "note")), GCK_OK);
+        assert_int_equal(gck_snapshot_set_loss_cid(ref, gck_snapshot_loss_cid(copy)), GCK_OK);
+        uint64_t got = 0;
+        assert_int_equal(gck_store_save(st, ref, NULL, 0, &got), GCK_OK);
+        assert_int_equal(got, v);
+        for (size_t i = 0; i < nb; i++) /* before the snapshot is destroyed: it is never read again */
+            free(bufs[i]);
+        gck_snapshot_destroy(ref);
+        gck_snapshot_destroy(copy);
+        assert_all_restore(st); /* the latest from the store's own copy */
+        assert_all_restore_into(st);
+    }
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_all_restore(st);
+    gck_store_close(st);
+}
+
+/* gck_store_version_info: the manifest's record of a version, also after reopening. */
+static void test_version_info(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 3, 0);
+    save_v(st, 1, "first");
+    save_v(st, 2, NULL);
+    assert_int_equal(gck_store_tag(st, 2, "best"), GCK_OK);
+    assert_int_equal(gck_store_tag(st, 2, "second"), GCK_OK);
+    save_v(st, 3, NULL);
+    for (int reopen = 0; reopen <= 1; reopen++) {
+        gck_version_info vi;
+        assert_int_equal(gck_store_version_info(st, 2, &vi), GCK_OK);
+        assert_int_equal(vi.version, 2);
+        assert_int_equal(vi.step, 20);
+        assert_int_equal(vi.timestamp_secs, 1002);
+        assert_int_equal(vi.is_delta, 1);
+        assert_int_equal(vi.delta_from, 1);
+        assert_int_equal(vi.n_tags, 2);
+        assert_string_equal(vi.tags[0], "best");
+        assert_string_equal(vi.tags[1], "second");
+        assert_int_equal(vi.stored_bytes, gck_store_version_disk_bytes(st, 2));
+        assert_non_null(strstr(vi.file, ".delta.safetensors"));
+        gck_snapshot *s2 = make_snapshot(2);
+        assert_int_equal(vi.n_tensors, gck_snapshot_num_tensors(s2) + gck_snapshot_num_optimizer_states(s2));
+        uint64_t full = 0;
+        for (size_t i = 0; i < vi.n_tensors; i++) {
+            gck_tensor_info t;
+            if (strncmp(vi.tensor_names[i], "__optimizer__/", 14) == 0) {
+                const void *blob;
+                size_t len;
+                assert_int_equal(gck_snapshot_find_optimizer_state(s2, vi.tensor_names[i] + 14, &blob, &len), GCK_OK);
+                full += len;
+                continue;
+            }
+            assert_int_equal(gck_snapshot_find_tensor(s2, vi.tensor_names[i], &t), GCK_OK);
+            assert_string_equal(vi.content_ids[i], t.content_id);
+            full += t.nbytes;
+        }
+        assert_int_equal(vi.full_bytes, full);
+        gck_snapshot_destroy(s2);
+        assert_int_equal(gck_store_version_info(st, 3, &vi), GCK_OK);
+        assert_int_equal(vi.is_delta, 0); /* 3 % 3 == 0: full */
+        assert_int_equal(vi.delta_from, 0);
+        assert_int_equal(vi.step, 30);
+        assert_int_equal(vi.n_tags, 0);
+        assert_int_equal(gck_store_version_info(st, 1, &vi), GCK_OK);
+        assert_int_equal(vi.n_tags, 1);
+        assert_string_equal(vi.tags[0], "first");
+        const gck_version_info keep = vi;
+        assert_int_equal(gck_store_version_info(st, 9, &vi), GCK_ERR_NOT_FOUND);
+        assert_memory_equal(&vi, &keep, sizeof vi); /* untouched */
+        assert_int_equal(gck_store_version_info(NULL, 1, &vi), GCK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(gck_store_version_info(st, 1, NULL), GCK_ERR_INVALID_ARGUMENT);
+        gck_store_close(st);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    }
+    gck_store_close(st);
+}
+
+/* What the session believes about every version (version_info), reread
+ * from disk by a second open, is the same: the manifest written from the
+ * reused texts of unchanged versions is exact after saves, tags, untags and
+ * rebases. */
+static void assert_manifest_matches(gck_store **st, const char *dir)
+{
+    uint64_t vs[64];
+    const size_t n = gck_store_versions(*st, vs, 64);
+    gck_version_info a[64];
+    char files[64][96], tags[64][256];
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(gck_store_version_info(*st, vs[i], &a[i]), GCK_OK);
+        snprintf(files[i], sizeof files[i], "%s", a[i].file);
+        tags[i][0] = '\0';
+        for (size_t t = 0; t < a[i].n_tags; t++)
+            strncat(tags[i], a[i].tags[t], sizeof tags[i] - strlen(tags[i]) - 2), strcat(tags[i], ",");
+    }
+    gck_store_close(*st);
+    assert_int_equal(gck_store_open(dir, NULL, st), GCK_OK);
+    assert_int_equal(gck_store_versions(*st, NULL, 0), n);
+    for (size_t i = 0; i < n; i++) {
+        gck_version_info b;
+        assert_int_equal(gck_store_version_info(*st, vs[i], &b), GCK_OK);
+        assert_int_equal(b.is_delta, a[i].is_delta);
+        assert_int_equal(b.delta_from, a[i].delta_from);
+        assert_int_equal(b.stored_bytes, a[i].stored_bytes);
+        assert_int_equal(b.step, a[i].step);
+        assert_string_equal(b.file, files[i]);
+        char t2[256] = "";
+        for (size_t t = 0; t < b.n_tags; t++)
+            strncat(t2, b.tags[t], sizeof t2 - strlen(t2) - 2), strcat(t2, ",");
+        assert_string_equal(t2, tags[i]);
+    }
+}
+
+static void test_manifest_matches_memory(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 3, 0, 0); /* a chain: every eviction rebases */
+    for (uint64_t v = 1; v <= 12; v++) {
+        save_v(st, v, v % 5 == 0 ? "fifth" : NULL);
+        if (v % 2 == 0)
+            assert_int_equal(gck_store_tag(st, v, "even"), GCK_OK);
+        if (v > 2 && v % 2 == 1 && gck_store_get(st, v - 1) != NULL)
+            assert_int_equal(gck_store_untag(st, v - 1, "even"), GCK_OK); /* it may go again */
+        if (v % 3 == 0) { /* several commits per session: texts reused across saves and rebases */
+            assert_manifest_matches(&st, dir);
+            assert_all_restore(st);
+        }
+    }
+    gck_store_close(st);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -757,6 +1230,11 @@ int main(void)
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
         cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_delta_thread_independent),
+        cmocka_unit_test(test_save_fsync_order),
+        cmocka_unit_test(test_restore_into),
+        cmocka_unit_test(test_save_refs),
+        cmocka_unit_test(test_version_info),
+        cmocka_unit_test(test_manifest_matches_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -61,6 +61,42 @@ GCK_API void gck_snapshot_destroy(gck_snapshot *s);
 GCK_API gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype,
                                            const int64_t *shape, size_t ndim, const void *data);
 
+/**
+ * Adds a tensor by reference: the snapshot keeps `data` itself, not a copy
+ * of its prod(shape) * gck_dtype_size(dtype) bytes (this CPU's byte order).
+ * Name and shape are copied. The content id is computed here, once, from the
+ * bytes as they are at this call; saving writes the bytes without hashing
+ * them again. (gck_store_save needs every id before it writes anything: the
+ * manifest lists them, and a tensor whose id equals the base version's is
+ * stored as a reference without its bytes being read again. So an id taken
+ * while writing would be a second read there; taken here, both
+ * gck_store_save and gck_snapshot_save read the bytes once after the add.)
+ *
+ * What the caller guarantees: `data` stays allocated and unchanged from this
+ * call until the last call that reads the snapshot's tensor bytes: those are
+ * gck_snapshot_save and gck_store_save (and the caller's own reads through
+ * gck_tensor_info.data). After that last read the caller may
+ * change or free the memory; the snapshot must then only be destroyed
+ * (gck_snapshot_destroy never touches borrowed memory) or asked for what is
+ * not tensor data (step, metadata, names, shapes, content ids), never saved
+ * again. Bytes changed between this call and a save are not detected here:
+ * a file saved then carries the id of the old bytes and fails its content-id
+ * check when loaded, and a store may record the tensor as unchanged.
+ *
+ * gck_snapshot_tensor and gck_snapshot_find_tensor report such a tensor with
+ * data == the caller's pointer (never a copy), its nbytes, and the content
+ * id computed at this call. Reference and copied tensors mix freely in one
+ * snapshot; every other rule is gck_snapshot_add_tensor's.
+ *
+ * Ownership: borrows data (see above); copies name and shape.
+ * Errors: as gck_snapshot_add_tensor (the snapshot is unchanged on error and
+ *         keeps no reference to data then).
+ * Thread-safety: one writer; the caller must not write data while a save of
+ *         the snapshot runs on another thread.
+ */
+GCK_API gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dtype dtype,
+                                               const int64_t *shape, size_t ndim, const void *data);
+
 /** Sets (or replaces) the loss content id. Errors: INVALID_ARGUMENT (NULL), NO_MEMORY. */
 GCK_API gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid);
 
@@ -78,6 +114,49 @@ GCK_API gck_status gck_snapshot_set_optimizer_state(gck_snapshot *s, const char 
  *         over-long key, or a key starting with "gradckpt."; GCK_ERR_NO_MEMORY.
  */
 GCK_API gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const char *value);
+
+/**
+ * Typed user metadata: the same string map as gck_snapshot_set_metadata
+ * (same key rules, replacing any value), with the value written as text that
+ * the getters below read back exactly, so a trainer's step, learning rate or
+ * data-loader position needs no formatting of its own.
+ *
+ * u64: decimal digits ("%llu", e.g. "120000").
+ * f64: every double round-trips bit for bit. A finite value is "%.17g" in
+ *      the "C" locale whatever locale the program set ("0.001",
+ *      "1.0000000000000001e-05", "-0", "4.9406564584124654e-324"); infinities
+ *      are "inf" and "-inf"; the quiet NaN 0x7ff8000000000000 is "nan", its
+ *      negative (what x86 arithmetic makes) "-nan", and any other NaN
+ *      "nan:0x" followed by the 16 lowercase hex digits of its bits.
+ *
+ * Errors: as gck_snapshot_set_metadata.
+ * Thread-safety: one writer.
+ */
+GCK_API gck_status gck_snapshot_set_metadata_u64(gck_snapshot *s, const char *key, uint64_t value);
+GCK_API gck_status gck_snapshot_set_metadata_f64(gck_snapshot *s, const char *key, double value);
+
+/**
+ * Reads a user metadata value as a number (set by the setters above, by
+ * gck_snapshot_set_metadata, or by another writer of the file). Parsing is
+ * strict, the whole value or nothing:
+ *
+ * u64: "0" or decimal digits without a leading zero, sign or space, at most
+ *      UINT64_MAX.
+ * f64: exactly "inf", "-inf", "nan", "-nan" or "nan:0x<16 hex digits of a
+ *      NaN>", or a plain decimal "[-](digits[.digits]|.digits)[(e|E)[+|-]digits]"
+ *      (no space, '+' sign, hex float or other spelling of inf/nan), read in
+ *      the "C" locale and rounded correctly; a decimal beyond the largest
+ *      double is refused, one below the smallest rounds as strtod rounds it.
+ *
+ * *out is written only on success.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL s, key or out); GCK_ERR_NOT_FOUND
+ *         (no user metadata under key; "gradckpt." keys are not user
+ *         metadata); GCK_ERR_CORRUPT (the value is not of that form; the
+ *         message quotes it).
+ * Thread-safety: safe while nobody modifies s.
+ */
+GCK_API gck_status gck_snapshot_metadata_u64(const gck_snapshot *s, const char *key, uint64_t *out);
+GCK_API gck_status gck_snapshot_metadata_f64(const gck_snapshot *s, const char *key, double *out);
 
 /** Sets the creation timestamp (seconds since the epoch). Errors: INVALID_ARGUMENT (NULL). */
 GCK_API gck_status gck_snapshot_set_timestamp(gck_snapshot *s, uint64_t unix_secs);
@@ -140,6 +219,44 @@ GCK_API gck_status gck_snapshot_load(const char *path, gck_snapshot **out);
  * Thread-safety: safe from any thread.
  */
 GCK_API gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **out);
+
+/**
+ * Restores chosen tensors of a safetensors file straight into the caller's
+ * memory (a trainer's weights and optimizer moments, say): the tensor named
+ * names[i] is read into dsts[i], which holds exactly sizes[i] bytes - the
+ * tensor's byte size in the file - in this CPU's byte order. A name is a
+ * tensor name, or "__optimizer__/<param>" for an optimizer blob. Tensors not
+ * named are not read. The bytes are read (pread) straight into dsts[i], with
+ * no other copy, each piece hashed as it arrives, and every tensor's content
+ * id is checked against the file's gradckpt.cid.<name> (a file from another
+ * writer without recorded ids is read without that check). Dtypes are not
+ * compared: dsts[i] receives the stored bytes. Large restores read tensors
+ * on OpenMP threads.
+ *
+ * fields (may be NULL) receives, on success only, a new snapshot holding the
+ * file's step, timestamp, loss cid and user metadata and no tensors, for
+ * gck_snapshot_step, gck_snapshot_metadata_u64/_f64 and the like.
+ *
+ * Errors, and what the destinations hold after them:
+ * - detected before any destination is written (every dsts[i] untouched):
+ *   GCK_ERR_INVALID_ARGUMENT (path NULL; names, dsts or sizes NULL with
+ *   n > 0; a NULL name or a name given twice; dsts[i] NULL with sizes[i] > 0;
+ *   two destinations that overlap), GCK_ERR_IO (cannot open the file or read
+ *   its header), GCK_ERR_CORRUPT (any structural rule of gck_snapshot_load),
+ *   GCK_ERR_UNSUPPORTED (as gck_snapshot_load), GCK_ERR_NOT_FOUND (a name
+ *   the file lacks), GCK_ERR_DIMENSION_MISMATCH (sizes[i] differs from the
+ *   tensor's bytes; the message gives both), GCK_ERR_NO_MEMORY;
+ * - detected while the values are read: GCK_ERR_IO (a read fails) and
+ *   GCK_ERR_CORRUPT (a content id mismatch), the message naming the tensor.
+ *   The destinations have then been written: every dsts[i] holds unspecified
+ *   bytes (some or all of the file's) and must be restored again or
+ *   discarded. Keeping them intact would need a second buffer, i.e. a copy.
+ *
+ * Ownership: writes dsts; keeps no reference; *fields is the caller's.
+ * Thread-safety: safe from any thread, on destinations nobody else uses.
+ */
+GCK_API gck_status gck_snapshot_load_into(const char *path, const char *const *names, void *const *dsts,
+                                          const size_t *sizes, size_t n, gck_snapshot **fields);
 
 /** One tensor of a snapshot; pointers owned by the snapshot. */
 typedef struct gck_tensor_info {

@@ -119,6 +119,46 @@ GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const 
 GCK_API gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out);
 
 /**
+ * Restores chosen tensors of a retained version straight into the caller's
+ * memory, as gck_snapshot_load_into does for a file: the tensor named
+ * names[i] (an optimizer blob as "__optimizer__/<param>") goes into dsts[i],
+ * which holds exactly sizes[i] bytes, its byte size, in this CPU's byte
+ * order; tensors not named are not read. Full and delta versions alike, with
+ * no copy of a tensor beyond the one into dsts[i]: each tensor's bytes are
+ * found where they are stored whole - a full version's file, read (pread)
+ * straight into dsts[i]; a delta item stored raw, decoded into it; or the
+ * store's in-memory copy of the latest version, copied into it - and every
+ * delta above that, up to `version`, is decoded into dsts[i] in place (XOR
+ * with what it holds, a chunk at a time). Every tensor's content id is then
+ * checked against the manifest (a full file's bytes also against their own
+ * version's id, as they are read). Dtypes are not compared. fields (may be
+ * NULL) receives, on success only, a snapshot with the version's step,
+ * timestamp, loss cid and user metadata and no tensors. The store is not
+ * changed (its cache included).
+ *
+ * Errors, and what the destinations hold after them:
+ * - detected before any destination is written (every dsts[i] untouched):
+ *   GCK_ERR_INVALID_ARGUMENT (as gck_snapshot_load_into: NULL arrays, a NULL
+ *   or repeated name, overlapping destinations, ...), GCK_ERR_NOT_FOUND (the
+ *   version is not retained, or does not hold a name), GCK_ERR_DIMENSION_MISMATCH
+ *   (sizes[i] differs; the message gives both), GCK_ERR_IO (a file of the
+ *   version's chain cannot be opened or its header read), GCK_ERR_CORRUPT (a
+ *   file's structure, or a chain that does not fit together: a delta against
+ *   another base, a tensor missing from a base or stored there with another
+ *   size), GCK_ERR_UNSUPPORTED, GCK_ERR_NO_MEMORY;
+ * - detected while values are read or decoded: GCK_ERR_IO (a read fails),
+ *   GCK_ERR_CORRUPT (a damaged compressed plane, a content id mismatch), the
+ *   message naming the version and tensor. The destinations have then been
+ *   written: every dsts[i] holds unspecified bytes and must be restored again
+ *   or discarded (keeping them intact would need a second buffer, a copy).
+ *
+ * Ownership: writes dsts; keeps no reference; *fields is the caller's.
+ * Thread-safety: as every store call, one thread at a time.
+ */
+GCK_API gck_status gck_store_restore_into(gck_store *s, uint64_t version, const char *const *names,
+                                          void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
+
+/**
  * Tags a retained version (durably; a tag already there is a no-op).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty tag), GCK_ERR_NOT_FOUND,
  *         GCK_ERR_IO, GCK_ERR_NO_MEMORY; unchanged on error (but for the
@@ -160,6 +200,37 @@ GCK_API gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
 
 /** On-disk size of one retained version's data file (0 if not retained). */
 GCK_API uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version);
+
+/**
+ * What the manifest records about one retained version, readable without a
+ * restore (no data file is opened). Every pointer is owned by the store and
+ * stays valid until the next call that changes the store (gck_store_save,
+ * gck_store_tag, gck_store_untag, gck_store_close), as gck_store_get's entry.
+ */
+typedef struct gck_version_info {
+    uint64_t version;
+    uint64_t step;            /**< the saved snapshot's step */
+    uint64_t timestamp_secs;  /**< the saved snapshot's timestamp */
+    int is_delta;             /**< 1: stored as a delta against delta_from */
+    uint64_t delta_from;      /**< the delta's base version; 0 for a full version */
+    uint64_t full_bytes;      /**< logical size: the bytes of every tensor and optimizer blob */
+    uint64_t stored_bytes;    /**< the size of its data file */
+    const char *file;         /**< its data file's name in the store directory */
+    const char *const *tags;  /**< n_tags tags, in the order they were added */
+    size_t n_tags;
+    const char *const *tensor_names; /**< n_tensors names: the tensors in name order, then the
+                                          optimizer blobs as "__optimizer__/<param>" */
+    const char *const *content_ids;  /**< the content id of each, in the same order */
+    size_t n_tensors;
+} gck_version_info;
+
+/**
+ * Fills *out with what the manifest holds about `version` (see above).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (not retained);
+ *         *out is untouched on error.
+ * Thread-safety: as every store call, one thread at a time.
+ */
+GCK_API gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out);
 
 /**
  * Re-reads every retained version from disk (not from memory) and checks

@@ -10,7 +10,6 @@
  * through the round trip); files written before those keys existed load
  * with norm_before_clip = the global norm and clip_coef = 1.0. */
 #include <inttypes.h>
-#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,39 +33,10 @@ static gck_status gck_set_u64_key(gck_snapshot *s, const char *key, uint64_t v)
     return gck_snapshot_set_sysmeta(s, key, buf);
 }
 
-/* Doubles as decimal text that reads back to the same bits ("nan", "inf",
- * "-inf" for the non-finite), with '.' whatever the process's locale. */
-static void gck_format_f64(char *buf, size_t cap, double v)
-{
-    snprintf(buf, cap, "%.17g", v);
-    const char pt = localeconv()->decimal_point[0];
-    for (char *p = buf; *p != '\0'; p++)
-        if (*p == pt)
-            *p = '.';
-}
-
-/* The inverse of gck_format_f64: 1 and *out set, or 0 (also for NULL). */
-static int gck_parse_f64(const char *s, double *out)
-{
-    char buf[64];
-    const size_t len = s != NULL ? strlen(s) : 0;
-    if (len == 0 || len >= sizeof buf || strspn(s, "0123456789+-.eEinfaINFA") != len)
-        return 0;
-    const char pt = localeconv()->decimal_point[0];
-    for (size_t i = 0; i <= len; i++)
-        buf[i] = s[i] == '.' ? pt : s[i];
-    char *end;
-    const double v = strtod(buf, &end);
-    if (*end != '\0')
-        return 0;
-    *out = v;
-    return 1;
-}
-
 static gck_status gck_set_f64_key(gck_snapshot *s, const char *key, double v)
 {
-    char buf[40];
-    gck_format_f64(buf, sizeof buf, v);
+    char buf[GCK_F64_TEXT_MAX];
+    gck_format_f64(v, buf);
     return gck_snapshot_set_sysmeta(s, key, buf);
 }
 

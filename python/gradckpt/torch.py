@@ -161,27 +161,33 @@ class GradientAccumulator:
         acc = GradientAccumulator(model.named_parameters(), mode="mean", clip_norm=1.0)
         for batch in micro_batches:
             loss_fn(model(batch)).backward()
-            acc.accumulate()            # reads every p.grad (one C call), then sets it to None
-        total = acc.step()              # mean, norm, clip; the result is in p.grad
+            acc.accumulate()            # every p.grad in one C call, then p.grad = None
+        total = acc.step()              # mean, norm, clip: the result is in p.grad
         optimizer.step()
 
     ``mode``: ``"sum"`` ``((0 + g1) + g2) + ...``, ``"mean"`` (the sum divided
     by the count) or ``"weighted_mean"`` (``r + g_i * weights[i]``, divided by
     the sum of the weights used; ``weights[i]`` is for the i-th micro-batch,
-    1.0 past the end). The sums run in ``dtype`` (default: float32 when every
-    parameter is float32, else float64) in a fixed order, so the result is
-    the same bits on every ISA and thread count. A parameter without a
-    gradient in a micro-batch is skipped (its mean counts the gradients it had).
+    1.0 past the end). The sums run in the parameters' dtype (float32 or
+    float64) in a fixed order, so the result is the same bits on every ISA
+    and thread count. A parameter without a gradient in a micro-batch is
+    skipped (its mean counts the gradients it had).
 
     ``clip_norm``: when the global L2 norm (the layers' sums of squares added
     in bytewise name order) exceeds it, every gradient is multiplied by
-    ``clip_norm / norm`` (float32: by float32 of it), the checkpointer's rule.
-    ``step()`` returns that norm, before clipping, as a float.
+    ``clip_norm / norm`` (float32: by float32 of it): the checkpointer's rule
+    (no eps, unlike clip_grad_norm_). ``step()`` returns the norm before
+    clipping, as a float.
+
+    Memory: the checkpointer's one buffer per parameter; ``step()`` writes
+    into ``p.grad`` where it exists and otherwise into a gradient buffer the
+    accumulator keeps for that parameter (allocated once), with nothing
+    recorded and nothing copied on the way (``gck_flush_into``).
     """
 
     def __init__(self, named_parameters: Iterable[Union[Tuple[str, torch.nn.Parameter], torch.Tensor]],
                  mode: str = "mean", clip_norm: Optional[float] = None,
-                 weights: Optional[Sequence[float]] = None, dtype: Optional[str] = None) -> None:
+                 weights: Optional[Sequence[float]] = None) -> None:
         names, params = [], []
         for i, item in enumerate(named_parameters):
             if isinstance(item, torch.Tensor):
@@ -197,31 +203,33 @@ class GradientAccumulator:
             params.append(p)
         if len(set(names)) != len(names):
             raise InvalidArgumentError("GradientAccumulator: parameter names are not unique")
-        if dtype is None:
-            dtype = "float32" if all(p.dtype == torch.float32 for p in params) else "float64"
+        dtypes = {p.dtype for p in params}
+        if len(dtypes) > 1:
+            raise InvalidArgumentError("GradientAccumulator: the parameters mix float32 and float64 "
+                                       "(use one accumulator per dtype)")
+        dtype = "float64" if dtypes == {torch.float64} else "float32"
         if mode == "weighted_mean" and weights is None:
             raise InvalidArgumentError("GradientAccumulator: mode 'weighted_mean' needs weights")
         self.names: list = names
         self.params: list = params
         self.mode = mode
         self.clip_norm = None if clip_norm is None else float(clip_norm)
-        # The checkpointer does the sums; clipping is applied here after the
-        # flush so that the norm before clipping is known.
-        self._cp = _gradckpt.Checkpointer(max_checkpoints=1, mode=mode, weights=weights, dtype=dtype,
-                                          checksum="none")
+        self._cp = _gradckpt.Checkpointer(max_checkpoints=1, mode=mode, weights=weights, clip_norm=clip_norm,
+                                          dtype=dtype, checksum="none")
+        self._spare: Dict[str, torch.Tensor] = {}
         self.micro_batches = 0
+        self.last_clip_coef = 1.0
 
     def accumulate(self, set_to_none: bool = True) -> int:
-        """Adds every parameter's ``.grad`` (read in place) and, by default, sets it to None for the next backward.
+        """Adds every parameter's ``.grad`` (read in place, one C call) and, by default, sets it to None.
 
         Returns how many gradients were taken. Every gradient is checked
         before the first is added: on an error nothing was accumulated.
         """
-        with torch.no_grad():
-            n = self._cp._accumulate_grads(self.names, self.params)
-            if set_to_none:
-                for p in self.params:
-                    p.grad = None
+        n = self._cp._accumulate_grads(self.names, self.params)
+        if set_to_none:
+            for p in self.params:
+                p.grad = None
         self.micro_batches += 1
         return n
 
@@ -231,25 +239,27 @@ class GradientAccumulator:
         return self._cp.pending_count
 
     def step(self) -> float:
-        """Finishes the accumulation into ``p.grad`` (in place where it exists) and returns the global L2 norm.
+        """Finishes the accumulation into ``p.grad`` (one C call) and returns the global L2 norm before clipping.
 
-        Parameters that received no gradient keep ``p.grad`` as it is.
-        Raises gradckpt.NoAccumulatedGradientsError when nothing was accumulated.
+        Parameters that received no gradient keep ``p.grad`` as it is. The
+        clip factor applied is in ``last_clip_coef``. Raises
+        gradckpt.NoAccumulatedGradientsError when nothing was accumulated.
         """
-        ck = self._cp.flush(0)
-        total = ck.global_norm
-        grads = []
-        with torch.no_grad():
-            for name, p in zip(self.names, self.params):
-                if name not in ck:
-                    continue
-                src = ck.torch(name).view(p.shape)
-                if p.grad is None:
-                    p.grad = torch.empty_like(p, memory_format=torch.contiguous_format)
-                p.grad.copy_(src)
-                grads.append(p.grad)
-            if self.clip_norm is not None and total > self.clip_norm:
-                _gradckpt.tensors_scale_(grads, self.clip_norm / total)
+        pending = set(self._cp.pending_layers)
+        names, grads = [], []
+        for name, p in zip(self.names, self.params):
+            if name not in pending:
+                continue
+            g = p.grad
+            if g is None:
+                g = self._spare.get(name)
+                if g is None:
+                    g = self._spare[name] = torch.empty_like(p, memory_format=torch.contiguous_format)
+                p.grad = g
+            names.append(name)
+            grads.append(g)
+        total, coef, _, _ = self._cp._flush_into_grads(names, grads)
+        self.last_clip_coef = coef
         self.micro_batches = 0
         return total
 

@@ -39,6 +39,8 @@ public:
     size_t compressed_size() const { return gck_checkpoint_compressed_size(c_); }
     size_t num_values() const { return gck_checkpoint_num_values(c_); }
     double global_norm() const { return gck_checkpoint_global_norm(c_); }
+    double norm_before_clip() const { return gck_checkpoint_norm_before_clip(c_); }
+    double clip_coef() const { return gck_checkpoint_clip_coef(c_); }
     size_t len() const { return gck_checkpoint_num_layers(c_); }
 
     nb::list layers() const
@@ -275,10 +277,7 @@ public:
             i++;
         }
         const uint64_t s = step.is_none() ? gck_global_step(cp_) : nb::cast<uint64_t>(step);
-        for (size_t k = 0; k < ids.size(); k++) {
-            accumulate_one(ids[k], arrs[k], s);
-            lens_[ids[k]] = arrs[k].n;
-        }
+        accumulate_list(ids, arrs, s);
     }
 
     // gradckpt.torch.GradientAccumulator: the .grad of each parameter into the
@@ -311,10 +310,7 @@ public:
             arrs.push_back(a);
         }
         const uint64_t s = step.is_none() ? gck_global_step(cp_) : nb::cast<uint64_t>(step);
-        for (size_t k = 0; k < ids.size(); k++) {
-            accumulate_one(ids[k], arrs[k], s);
-            lens_[ids[k]] = arrs[k].n;
-        }
+        accumulate_list(ids, arrs, s);
         return ids.size();
     }
 
@@ -394,7 +390,108 @@ public:
         lens_.clear();
     }
 
+    // Finishes the window into the caller's arrays (gck_flush_into): dst is a
+    // mapping layer -> array, or a sequence in pending-layer (bytewise) order.
+    nb::tuple flush_into(nb::handle dst, nb::object now, bool record)
+    {
+        Hold h;
+        List l;
+        std::vector<std::string> ids;
+        std::vector<const char *> idp;
+        if (nb::hasattr(dst, "items")) {
+            nb::list items = nb::list(dst.attr("items")());
+            h.keep(items);
+            Py_ssize_t i = 0;
+            for (nb::handle kv : items) {
+                ids.push_back(nb::cast<std::string>(kv[0]));
+                const std::string an = "dst['" + ids.back() + "']";
+                Array a;
+                resolve(kv[1], ArgName{ an.c_str() }, Access::Write, h, a);
+                need_float(a, ArgName{ an.c_str() });
+                l.push(a);
+                i++;
+            }
+            for (const auto &id : ids)
+                idp.push_back(id.c_str());
+        } else {
+            resolve_list(dst, "dst", Access::Write, h, l);
+        }
+        return flush_list(l, idp.empty() && ids.empty() ? nullptr : idp.data(), now, record);
+    }
+
+    // gradckpt.torch.GradientAccumulator.step: the grads of these parameters
+    // (one per pending layer, named by `names`) receive the finished values.
+    nb::tuple flush_into_grads(nb::handle names, nb::handle grads)
+    {
+        Hold h;
+        List l;
+        resolve_list(grads, "grads", Access::Write, h, l);
+        std::vector<std::string> ids;
+        for (nb::handle n : names)
+            ids.push_back(nb::cast<std::string>(n));
+        std::vector<const char *> idp;
+        for (const auto &id : ids)
+            idp.push_back(id.c_str());
+        return flush_list(l, idp.data(), nb::int_(0), false);
+    }
+
+    uint64_t flush_count() const { return gck_flush_count(cp_); }
+
 private:
+    nb::tuple flush_list(const List &l, const char *const *ids, nb::object now, bool record)
+    {
+        const uint64_t t = now.is_none() ? now_secs() : nb::cast<uint64_t>(now);
+        gck_flush_dst d;
+        d.layer_ids = ids;
+        d.tensors = l.view();
+        gck_clip_info info{};
+        gck_checkpoint *out = nullptr;
+        const gck_status st = maybe_nogil(3 * l.total_bytes, [&] {
+            return gck_flush_into(cp_, t, &d, &info, record ? &out : nullptr);
+        });
+        check(st);
+        lens_.clear();
+        nb::object ck = out ? nb::cast(new Checkpoint(out), nb::rv_policy::take_ownership) : nb::none();
+        return nb::make_tuple(info.total_norm, info.coef, (bool)info.clipped, ck);
+    }
+
+    // One gck_accumulate_many call per run of tensors of one dtype (one call
+    // for the usual all-float32 list); the caller has checked every tensor
+    // against the window's lengths, so a mixed list cannot fail half-way but
+    // for memory.
+    void accumulate_list(const std::vector<std::string> &ids, const std::vector<Array> &arrs, uint64_t step)
+    {
+        size_t k = 0;
+        std::vector<const char *> idp;
+        std::vector<const void *> vals;
+        std::vector<size_t> lens;
+        while (k < ids.size()) {
+            const gck_dtype dt = arrs[k].dtype;
+            idp.clear();
+            vals.clear();
+            lens.clear();
+            size_t bytes = 0;
+            size_t e = k;
+            for (; e < ids.size() && arrs[e].dtype == dt; e++) {
+                idp.push_back(ids[e].c_str());
+                vals.push_back(arrs[e].data);
+                lens.push_back(arrs[e].n);
+                bytes += arrs[e].n * arrs[e].itemsize;
+            }
+            const gck_status st = maybe_nogil(3 * bytes, [&] {
+                return dt == GCK_DTYPE_F32
+                           ? gck_accumulate_many_f32(cp_, idp.data(), (const float *const *)vals.data(), lens.data(),
+                                                     idp.size(), step)
+                           : gck_accumulate_many_f64(cp_, idp.data(), (const double *const *)vals.data(),
+                                                     lens.data(), idp.size(), step);
+            });
+            check(st);
+            for (size_t i = k; i < e; i++)
+                lens_[ids[i]] = arrs[i].n;
+            k = e;
+        }
+    }
+
     void accumulate_one(const std::string &layer, const Array &a, uint64_t step)
     {
         const gck_status st = maybe_nogil(a.n * a.itemsize * 3, [&] {
@@ -427,6 +524,9 @@ void init_checkpointer(nb::module_ &m)
         .def_prop_ro("compressed_size", &Checkpoint::compressed_size, "The seed's compressed-size estimate (bytes).")
         .def_prop_ro("num_values", &Checkpoint::num_values, "Values over all layers.")
         .def_prop_ro("global_norm", &Checkpoint::global_norm, "L2 norm of the stored (clipped) values.")
+        .def_prop_ro("norm_before_clip", &Checkpoint::norm_before_clip,
+                     "The global L2 norm before clipping (equal to global_norm when nothing was clipped).")
+        .def_prop_ro("clip_coef", &Checkpoint::clip_coef, "The clip factor applied (1.0 when not clipped).")
         .def_prop_ro("layers", &Checkpoint::layers, nb::sig("def layers(self) -> list[str]"),
                      "Layer ids in bytewise order.")
         .def("__len__", &Checkpoint::len)
@@ -485,6 +585,20 @@ void init_checkpointer(nb::module_ &m)
              nb::arg("step") = nb::none(),
              nb::sig("def _accumulate_grads(self, names: list[str], params: list[object], step: int | None = None) -> int"),
              "gradckpt.torch internals: accumulates p.grad of every parameter that has one; returns how many.")
+        .def("flush_into", &Checkpointer::flush_into, nb::arg("dst"), nb::arg("now") = nb::none(),
+             nb::arg("record") = false,
+             nb::sig("def flush_into(self, dst: Mapping[str, Array] | Iterable[Array], now: int | None = None, "
+                     "record: bool = False) -> tuple[float, float, bool, Checkpoint | None]"),
+             "Finishes the window into your arrays (gck_flush_into): dst maps every pending layer to a writable\n"
+             "array of the storage dtype and the layer's length (or is a list in pending_layers order). The values\n"
+             "are bit for bit what flush() would store. record=False adds nothing to the history and copies\n"
+             "nothing; record=True also records the checkpoint. Returns (norm_before_clip, clip_coef, clipped,\n"
+             "checkpoint or None). On any error nothing changes.")
+        .def("_flush_into_grads", &Checkpointer::flush_into_grads, nb::arg("names"), nb::arg("grads"),
+             nb::sig("def _flush_into_grads(self, names: list[str], grads: list[object]) -> "
+                     "tuple[float, float, bool, None]"),
+             "gradckpt.torch internals: flush_into the gradients of the named layers, recording nothing.")
+        .def_prop_ro("flush_count", &Checkpointer::flush_count, "Flush windows completed (flush and flush_into).")
         .def("flush", &Checkpointer::flush, nb::arg("now") = nb::none(),
              "Finishes every pending layer (mean division, norms, clipping, checksum) into a new Checkpoint added\n"
              "to the history. now: seconds (default: time.time()). NoAccumulatedGradientsError when nothing is\n"

@@ -174,7 +174,7 @@ def test_wrong_dtype_raises_naming_the_argument():
         gradckpt.dist2(np.zeros(3, np.float32), np.zeros(3))
     with pytest.raises(TypeError, match="^x:.*expected an array"):
         gradckpt.sumsq([1.0, 2.0])
-    with pytest.raises(gradckpt.DTypeError, match="^x: tensor dtype torch.int64"):
+    with pytest.raises(gradckpt.DTypeError, match="^x: expected float32 or float64, got int64"):
         gradckpt.sumsq(torch.arange(3))
     with pytest.raises(gradckpt.DTypeError):
         gradckpt.sumsq(np.zeros(3, ">f4"))  # big-endian

@@ -146,11 +146,12 @@ def save_file(tensors: Mapping[str, object], filename: "str | _os.PathLike[str]"
     optional string metadata (keys may not start with ``gradckpt.``). The file
     is written to a temporary file in the same directory, fsynced, renamed
     over ``filename`` and the directory fsynced: on any error the old file is
-    untouched and no temporary is left.
+    untouched and no temporary is left. The arrays are written from their
+    own memory (no copy).
     """
     snap = Snapshot(0)
     for name, arr in tensors.items():
-        snap.add(name, arr)
+        snap.add(name, arr, copy=False)  # written from the arrays' own memory
     if metadata:
         for k, v in metadata.items():
             snap.set_metadata(k, v)

@@ -276,11 +276,12 @@ def save_file(tensors: Mapping[str, torch.Tensor], filename: "str | os.PathLike[
               metadata: Optional[Mapping[str, str]] = None) -> None:
     """Writes CPU tensors (any dtype, C-contiguous) as a safetensors file, atomically and durably.
 
-    The signature of ``safetensors.torch.save_file``.
+    The signature of ``safetensors.torch.save_file``. The tensors are written
+    from their own memory (no copy).
     """
     snap = Snapshot(0)
     for name, t in tensors.items():
-        snap.add(name, t.detach())
+        snap.add(name, t.detach(), copy=False)
     if metadata:
         for k, v in metadata.items():
             snap.set_metadata(k, v)
@@ -308,6 +309,7 @@ def load_file(filename: "str | os.PathLike[str]", device: Union[str, int, torch.
 _MODEL = "model/"
 _OPTIM = "optim/"
 _META_OPTIM = "gradckpt_torch.optimizer"
+_META_LAYOUT = "gradckpt_torch.tensors"
 _META_USER = "user."
 
 
@@ -320,7 +322,7 @@ class LoadedState(NamedTuple):
 
 
 def _encode(v: Any, tensors: Dict[str, torch.Tensor], where: str) -> Any:
-    """JSON form of optimizer state and param groups; tensors go into the snapshot."""
+    """JSON form of optimizer state and param groups; tensors go into the version."""
     if isinstance(v, torch.Tensor):
         name = f"{_OPTIM}{where}"
         tensors[name] = v.detach() if v.is_contiguous() else v.detach().contiguous()
@@ -338,61 +340,100 @@ def _encode(v: Any, tensors: Dict[str, torch.Tensor], where: str) -> Any:
                                f"{type(v).__name__}")
 
 
-def _decode(v: Any, snap: Snapshot) -> Any:
+def _decode(v: Any, tensors: Dict[str, torch.Tensor]) -> Any:
     if isinstance(v, dict):
         if "__tensor__" in v:
-            return snap.torch(v["__tensor__"]).clone()  # the optimizer's own memory, not the snapshot's
+            return tensors[v["__tensor__"]]
         if "__tuple__" in v:
-            return tuple(_decode(x, snap) for x in v["__tuple__"])
+            return tuple(_decode(x, tensors) for x in v["__tuple__"])
         if "__dict__" in v:
-            return {_decode(k, snap): _decode(x, snap) for k, x in v["__dict__"]}
+            return {_decode(k, tensors): _decode(x, tensors) for k, x in v["__dict__"]}
     if isinstance(v, list):
-        return [_decode(x, snap) for x in v]
+        return [_decode(x, tensors) for x in v]
     return v
+
+
+def _dtype_name(dt: torch.dtype) -> str:
+    return str(dt).replace("torch.", "")
 
 
 def save_state(store: Store, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer], step: int,
                tags: Iterable[str] = (), **meta: Any) -> int:
     """Saves a model's ``state_dict`` and an optimizer's state as a new Store version; returns the version.
 
-    Parameters and buffers are read in place (``model/<name>``); the
-    optimizer's tensors (AdamW's moments and step) become tensors of the
-    version (``optim/...``) and its param groups JSON, so ``load_state``
-    restores both bit for bit. ``meta`` values (JSON-serialisable) are stored
-    as metadata and returned by load_state.
+    Parameters and buffers (``model/<name>``) and the optimizer's tensors
+    (AdamW's moments and step, ``optim/...``) are written from their own
+    memory, not copied; the optimizer's param groups go in as JSON, so
+    ``load_state`` restores both bit for bit. ``meta`` values
+    (JSON-serialisable) are stored as metadata and returned by load_state.
     """
     tensors: Dict[str, torch.Tensor] = {}
     for k, v in model.state_dict(keep_vars=False).items():
         tensors[_MODEL + k] = v if v.is_contiguous() else v.contiguous()
     metadata = {_META_USER + k: json.dumps(v) for k, v in meta.items()}
     if optimizer is not None:
-        sd = optimizer.state_dict()
-        metadata[_META_OPTIM] = json.dumps(_encode(sd, tensors, "sd"))
+        metadata[_META_OPTIM] = json.dumps(_encode(optimizer.state_dict(), tensors, "sd"))
+    metadata[_META_LAYOUT] = json.dumps({k: [_dtype_name(t.dtype), list(t.shape)] for k, t in tensors.items()})
     return store.save(tensors, int(step), metadata=metadata, tags=tuple(tags))
 
 
 def load_state(store: Store, model: torch.nn.Module, optimizer: Optional[torch.optim.Optimizer],
                version: Union[int, str] = "latest") -> LoadedState:
-    """Restores a version saved by save_state into ``model`` and ``optimizer`` (bit for bit).
+    """Restores a version saved by save_state into ``model`` and ``optimizer``, bit for bit.
 
-    ``version``: a number, ``"latest"`` or a tag. Returns (step, version, metadata).
+    The parameters and buffers are restored straight into the model's own
+    memory and the optimizer's tensors into new tensors it then owns (one
+    ``Store.restore_into`` call, every content id checked; no other copy).
+    Names, dtypes and shapes are checked against the model first: a
+    mismatch raises InvalidArgumentError with the model untouched. An
+    IOError/CorruptError found while reading leaves the model's values
+    unspecified (restore again). ``version``: a number, ``"latest"`` or a tag.
+    Returns (step, version, metadata).
     """
     v = store.latest if version == "latest" else version
     if v is None:
         from . import NotFoundError
         raise NotFoundError(f"the store '{store.dir}' has no version")
-    snap = store.restore(v)
-    state = {name[len(_MODEL):]: snap.torch(name) for name in snap.names() if name.startswith(_MODEL)}
-    with torch.no_grad():
-        model.load_state_dict(state)
-    md = snap.metadata
+    info = store.info(v)
+    md = store.restore_into(info["version"], {}).metadata  # the metadata alone: no tensor is read
+    if _META_LAYOUT not in md:
+        raise InvalidArgumentError(f"version {info['version']} was not written by gradckpt.torch.save_state")
+    layout = json.loads(md[_META_LAYOUT])
+    dst: Dict[str, torch.Tensor] = {}
+    sd = model.state_dict()
+    want = {k[len(_MODEL):] for k in layout if k.startswith(_MODEL)}
+    if want != set(sd):
+        missing, unexpected = sorted(set(sd) - want), sorted(want - set(sd))
+        raise InvalidArgumentError(f"load_state: the model's state_dict does not match version {info['version']}: "
+                                   f"missing {missing[:5]}, unexpected {unexpected[:5]}")
+    seen = {}
+    for k, t in sd.items():
+        dt, shape = layout[_MODEL + k]
+        if _dtype_name(t.dtype) != dt or list(t.shape) != shape:
+            raise InvalidArgumentError(f"load_state: '{k}' is {_dtype_name(t.dtype)}{list(t.shape)} in the model "
+                                       f"but {dt}{shape} in version {info['version']}")
+        if not t.is_contiguous():
+            raise InvalidArgumentError(f"load_state: the model's '{k}' is not contiguous")
+        key = (t.data_ptr(), t.numel())
+        if t.numel() and key in seen:  # tied weights: one memory, restored once
+            continue
+        seen[key] = k
+        dst[_MODEL + k] = t
+    optim_tensors: Dict[str, torch.Tensor] = {}
     if optimizer is not None:
         if _META_OPTIM not in md:
-            raise InvalidArgumentError(f"version {v} has no optimizer state (saved with optimizer=None?)")
-        optimizer.load_state_dict(_decode(json.loads(md[_META_OPTIM]), snap))
+            raise InvalidArgumentError(f"version {info['version']} has no optimizer state (saved with "
+                                       "optimizer=None?)")
+        for k, (dt, shape) in layout.items():
+            if k.startswith(_OPTIM):
+                optim_tensors[k] = torch.empty(shape, dtype=getattr(torch, dt))
+        dst.update(optim_tensors)
+    with torch.no_grad():
+        fields = store.restore_into(info["version"], dst)
+    if optimizer is not None:
+        optimizer.load_state_dict(_decode(json.loads(md[_META_OPTIM]), optim_tensors))
     user = {k[len(_META_USER):]: json.loads(x) for k, x in md.items() if k.startswith(_META_USER)}
-    info = store.info(v)
-    return LoadedState(step=snap.step, version=int(info["version"]), metadata=user)
+    return LoadedState(step=fields.step, version=int(info["version"]), metadata=user)
 
 
 __all__ = ["clip_grad_norm_", "get_total_norm", "clip_grads_with_norm_", "GradientAccumulator",

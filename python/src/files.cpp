@@ -1,6 +1,7 @@
 // python/src/files.cpp - Snapshot (safetensors files) and Store (versions with deltas).
 #include "common.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ public:
     Snapshot(gck_snapshot *owned, bool mapped) : s_(owned), mapped_(mapped) {}
     Snapshot(const Snapshot &) = delete;
     Snapshot &operator=(const Snapshot &) = delete;
+    // The snapshot goes first, then (with the members) the arrays it borrowed.
     ~Snapshot() { gck_snapshot_destroy(s_); }
     gck_snapshot *get() const { return s_; }
 
@@ -54,21 +56,34 @@ public:
     void set_loss_cid(const std::string &c) { check(gck_snapshot_set_loss_cid(s_, c.c_str())); }
     size_t len() const { return gck_snapshot_num_tensors(s_); }
 
-    void add(const std::string &name, nb::handle array)
+    // copy = false: the snapshot borrows the array's memory (gck_snapshot_add_tensor_ref),
+    // and this object keeps the array alive for as long as the snapshot lives.
+    void add(const std::string &name, nb::handle array, bool copy)
     {
-        Hold h;
+        if (copy) {
+            Hold h;
+            Array a;
+            resolve(array, ArgName{ "array" }, Access::Read, h, a, true);
+            add_resolved(name, a, true);
+            return;
+        }
         Array a;
-        resolve(array, ArgName{ "array" }, Access::Read, h, a, true);
-        add_resolved(s_, name, a);
+        resolve(array, ArgName{ "array" }, Access::Read, refs_, a, true);
+        refs_.keep(nb::borrow(array));
+        add_resolved(name, a, false);
     }
 
-    static void add_resolved(gck_snapshot *s, const std::string &name, const Array &a)
+    void add_resolved(const std::string &name, const Array &a, bool copy)
     {
         const gck_status st = maybe_nogil(a.n * a.itemsize, [&] {
-            return gck_snapshot_add_tensor(s, name.c_str(), a.dtype, a.shape.data(), a.shape.size(), a.data);
+            return copy ? gck_snapshot_add_tensor(s_, name.c_str(), a.dtype, a.shape.data(), a.shape.size(), a.data)
+                        : gck_snapshot_add_tensor_ref(s_, name.c_str(), a.dtype, a.shape.data(), a.shape.size(),
+                                                      a.data);
         });
         check(st);
     }
+
+    Hold &refs() { return refs_; }
 
     gck_tensor_info info(const std::string &name) const
     {
@@ -171,8 +186,9 @@ public:
     }
 
 private:
+    Hold refs_;                // arrays borrowed by tensors added with copy=False
     gck_snapshot *s_ = nullptr;
-    bool mapped_ = false;  // values may point into a read-only file mapping
+    bool mapped_ = false;      // values may point into a read-only file mapping
 };
 
 Snapshot *load_snapshot(const std::string &path, bool mmap, bool verify)
@@ -199,46 +215,79 @@ nb::dict tensor_meta(const gck_tensor_info &ti)
     return d;
 }
 
-// Builds a snapshot from Python arguments (tensors copied into it for now).
-gck_snapshot *build_snapshot(nb::handle tensors, uint64_t step, nb::handle optimizer_state, nb::handle metadata,
-                             nb::handle timestamp)
+// Builds a snapshot from Python arguments: tensors borrowed (no copy), kept
+// alive by the Snapshot object; blobs and metadata copied.
+std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::handle optimizer_state,
+                                         nb::handle metadata, nb::handle timestamp)
 {
-    gck_snapshot *s = nullptr;
-    check(gck_snapshot_create(step, &s));
-    try {
-        if (!timestamp.is_none())
-            check(gck_snapshot_set_timestamp(s, nb::cast<uint64_t>(timestamp)));
-        nb::object items = tensors.attr("items")();
-        for (nb::handle kv : items) {
-            nb::handle k = kv[0], v = kv[1];
-            const std::string name = nb::cast<std::string>(k);
+    auto snap = std::make_unique<Snapshot>(step);
+    gck_snapshot *s = snap->get();
+    if (!timestamp.is_none())
+        check(gck_snapshot_set_timestamp(s, nb::cast<uint64_t>(timestamp)));
+    for (nb::handle kv : tensors.attr("items")()) {
+        const std::string name = nb::cast<std::string>(kv[0]);
+        Array a;
+        const std::string an = "tensors['" + name + "']";
+        resolve(kv[1], ArgName{ an.c_str() }, Access::Read, snap->refs(), a, true);
+        snap->refs().keep(nb::borrow(kv[1]));
+        snap->add_resolved(name, a, false);
+    }
+    if (!optimizer_state.is_none())
+        for (nb::handle kv : optimizer_state.attr("items")()) {
+            const std::string p = nb::cast<std::string>(kv[0]);
             Hold h;
             Array a;
-            const std::string an = "tensors['" + name + "']";
-            resolve(v, ArgName{ an.c_str() }, Access::Read, h, a, true);
-            Snapshot::add_resolved(s, name, a);
+            const std::string an = "optimizer_state['" + p + "']";
+            resolve(kv[1], ArgName{ an.c_str() }, Access::Read, h, a);
+            check(gck_snapshot_set_optimizer_state(s, p.c_str(), a.data, a.n * a.itemsize));
         }
-        if (!optimizer_state.is_none())
-            for (nb::handle kv : optimizer_state.attr("items")()) {
-                const std::string p = nb::cast<std::string>(kv[0]);
-                Hold h;
-                Array a;
-                const std::string an = "optimizer_state['" + p + "']";
-                resolve(kv[1], ArgName{ an.c_str() }, Access::Read, h, a);
-                check(gck_snapshot_set_optimizer_state(s, p.c_str(), a.data, a.n * a.itemsize));
-            }
-        if (!metadata.is_none())
-            for (nb::handle kv : metadata.attr("items")()) {
-                if (!nb::isinstance<nb::str>(kv[0]) || !nb::isinstance<nb::str>(kv[1]))
-                    raise_msg(GCK_ERR_INVALID_ARGUMENT, "metadata keys and values must be str");
-                check(gck_snapshot_set_metadata(s, nb::cast<std::string>(kv[0]).c_str(),
-                                                nb::cast<std::string>(kv[1]).c_str()));
-            }
-    } catch (...) {
-        gck_snapshot_destroy(s);
-        throw;
+    if (!metadata.is_none())
+        for (nb::handle kv : metadata.attr("items")()) {
+            if (!nb::isinstance<nb::str>(kv[0]) || !nb::isinstance<nb::str>(kv[1]))
+                raise_msg(GCK_ERR_INVALID_ARGUMENT, "metadata keys and values must be str");
+            check(gck_snapshot_set_metadata(s, nb::cast<std::string>(kv[0]).c_str(),
+                                            nb::cast<std::string>(kv[1]).c_str()));
+        }
+    return snap;
+}
+
+// The destinations of a *_into call: a mapping name -> writable array.
+struct Dsts {
+    Hold hold;
+    std::vector<std::string> names;
+    std::vector<const char *> namep;
+    std::vector<void *> data;
+    std::vector<size_t> sizes;
+    size_t bytes = 0;
+    explicit Dsts(nb::handle mapping)
+    {
+        nb::list items = nb::list(mapping.attr("items")());
+        hold.keep(items);
+        for (nb::handle kv : items) {
+            names.push_back(nb::cast<std::string>(kv[0]));
+            const std::string an = "dst['" + names.back() + "']";
+            Array a;
+            resolve(kv[1], ArgName{ an.c_str() }, Access::Write, hold, a);
+            data.push_back(a.data);
+            sizes.push_back(a.n * a.itemsize);
+            bytes += sizes.back();
+        }
+        for (const auto &n : names)
+            namep.push_back(n.c_str());
     }
-    return s;
+};
+
+Snapshot *load_into(const std::string &path, nb::handle dst)
+{
+    Dsts d(dst);
+    gck_snapshot *fields = nullptr;
+    const gck_status st = [&] {
+        nb::gil_scoped_release nogil;
+        return gck_snapshot_load_into(path.c_str(), d.namep.data(), d.data.data(), d.sizes.data(), d.names.size(),
+                                      &fields);
+    }();
+    check(st);
+    return new Snapshot(fields, false);
 }
 
 class Store {
@@ -297,13 +346,13 @@ public:
         std::vector<const char *> tag_p;
         for (const auto &t : tag_s)
             tag_p.push_back(t.c_str());
-        gck_snapshot *s = build_snapshot(tensors, step, optimizer_state, metadata, timestamp);
+        std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp);
         uint64_t v = 0;
+        gck_snapshot *s = snap->get();
         const gck_status rc = [&] {
             nb::gil_scoped_release nogil;
             return gck_store_save(st, s, tag_p.data(), tag_p.size(), &v);
         }();
-        gck_snapshot_destroy(s);
         check(rc);
         return v;
     }
@@ -338,6 +387,20 @@ public:
         return new Snapshot(s, false);
     }
 
+    Snapshot *restore_into(nb::handle which, nb::handle dst)
+    {
+        const uint64_t v = resolve_version(which);
+        Dsts d(dst);
+        gck_store *st = get();
+        gck_snapshot *fields = nullptr;
+        const gck_status rc = maybe_nogil(d.bytes, [&] {
+            return gck_store_restore_into(st, v, d.namep.data(), d.data.data(), d.sizes.data(), d.names.size(),
+                                          &fields);
+        });
+        check(rc);
+        return new Snapshot(fields, false);
+    }
+
     nb::list versions() const
     {
         gck_store *st = get();
@@ -365,23 +428,25 @@ public:
     nb::dict info(nb::handle which) const
     {
         const uint64_t v = resolve_version(which);
-        const gck_entry *e = gck_store_get(get(), v);
-        if (e == nullptr)
-            raise_msg(GCK_ERR_NOT_FOUND, "version " + std::to_string(v) + " is not in the store '" + dir_ + "'");
+        gck_version_info vi;
+        check(gck_store_version_info(get(), v, &vi));
         nb::dict d;
-        d["version"] = e->version;
-        d["timestamp"] = e->timestamp_secs;
-        nb::list names, tags;
-        for (size_t i = 0; i < e->n_tensor_names; i++)
-            names.append(nb::str(e->tensor_names[i]));
-        for (size_t i = 0; i < e->n_tags; i++)
-            tags.append(nb::str(e->tags[i]));
-        d["tensor_names"] = names;
+        d["version"] = vi.version;
+        d["step"] = vi.step;
+        d["timestamp"] = vi.timestamp_secs;
+        nb::list tags;
+        for (size_t i = 0; i < vi.n_tags; i++)
+            tags.append(nb::str(vi.tags[i]));
+        nb::dict cids;
+        for (size_t i = 0; i < vi.n_tensors; i++)
+            cids[nb::str(vi.tensor_names[i])] = nb::str(vi.content_ids[i]);
         d["tags"] = tags;
-        d["full_bytes"] = e->full_bytes;
-        d["is_delta"] = (bool)e->is_delta;
-        d["delta_from"] = e->is_delta ? nb::object(nb::int_(e->delta_from)) : nb::none();
-        d["disk_bytes"] = gck_store_version_disk_bytes(get(), v);
+        d["content_ids"] = cids;
+        d["full_bytes"] = vi.full_bytes;
+        d["disk_bytes"] = vi.stored_bytes;
+        d["file"] = vi.file;
+        d["is_delta"] = (bool)vi.is_delta;
+        d["delta_from"] = vi.is_delta ? nb::object(nb::int_(vi.delta_from)) : nb::none();
         return d;
     }
 
@@ -461,12 +526,14 @@ void init_files(nb::module_ &m)
         .def_prop_rw("timestamp", &Snapshot::timestamp, &Snapshot::set_timestamp, "Creation time (seconds).")
         .def_prop_rw("loss_cid", &Snapshot::loss_cid, &Snapshot::set_loss_cid,
                      nb::sig("def loss_cid(self) -> str | None"), "The loss content id, or None.")
-        .def("add", &Snapshot::add, nb::arg("name"), nb::arg("array"),
-             nb::sig("def add(self, name: str, array: Array) -> None"),
-             "Adds a tensor (any dtype and shape, C-contiguous); its bytes are copied into the snapshot.\n"
-             "InvalidArgumentError for a name already present or reserved.")
-        .def("__setitem__", &Snapshot::add, nb::arg("name"), nb::arg("array"),
-             nb::sig("def __setitem__(self, name: str, array: Array) -> None"), "Same as add().")
+        .def("add", &Snapshot::add, nb::arg("name"), nb::arg("array"), nb::arg("copy") = true,
+             nb::sig("def add(self, name: str, array: Array, copy: bool = True) -> None"),
+             "Adds a tensor (any dtype and shape, C-contiguous). copy=True copies its bytes; copy=False borrows\n"
+             "the array (zero-copy: the snapshot keeps it alive and saves its memory as it is at save time; do\n"
+             "not change it in between). InvalidArgumentError for a name already present or reserved.")
+        .def("__setitem__", [](Snapshot &s, const std::string &n, nb::handle a) { s.add(n, a, true); },
+             nb::arg("name"), nb::arg("array"),
+             nb::sig("def __setitem__(self, name: str, array: Array) -> None"), "Same as add(name, array).")
         .def("__getitem__",
              [](nb::handle self, const std::string &name) {
                  const Snapshot &s = nb::cast<const Snapshot &>(self);
@@ -514,6 +581,12 @@ void init_files(nb::module_ &m)
                      nb::sig("def optimizer_params(self) -> list[str]"), "Parameters with an optimizer blob.")
         .def("save", &Snapshot::save, nb::arg("path"),
              "Writes a safetensors file atomically and durably (temporary file, fsync, rename, directory fsync).")
+        .def_static("load_into", &load_into, nb::arg("path"), nb::arg("dst"),
+                    nb::sig("def load_into(path: str, dst: Mapping[str, Array]) -> Snapshot"),
+                    "Reads the named tensors of a file straight into your arrays (each exactly the tensor's byte\n"
+                    "size; '__optimizer__/<param>' for a blob), checking every content id; returns a Snapshot with\n"
+                    "the file's step, timestamp and metadata and no tensors. Errors found while reading (IOError,\n"
+                    "CorruptError) leave the arrays with unspecified bytes; the others leave them untouched.")
         .def_static("load", &load_snapshot, nb::arg("path"), nb::arg("mmap") = true, nb::arg("verify") = true,
                     "Reads and validates a safetensors file (ours or another writer's). mmap=True maps it read-only\n"
                     "and tensors are views of the mapping; verify=True checks every content id. CorruptError for a\n"
@@ -541,6 +614,11 @@ void init_files(nb::module_ &m)
         .def("restore", &Store::restore, nb::arg("version") = "latest",
              nb::sig("def restore(self, version: int | str = 'latest') -> Snapshot"),
              "Rebuilds a version (a number, 'latest' or a tag) bit for bit as a Snapshot.")
+        .def("restore_into", &Store::restore_into, nb::arg("version"), nb::arg("dst"),
+             nb::sig("def restore_into(self, version: int | str, dst: Mapping[str, Array]) -> Snapshot"),
+             "Restores the named tensors of a version straight into your arrays (no other copy), every content id\n"
+             "checked; returns a Snapshot of its step and metadata without tensors (dst {} reads only those).\n"
+             "Errors while reading leave the arrays with unspecified bytes; argument errors leave them untouched.")
         .def_prop_ro("versions", &Store::versions, nb::sig("def versions(self) -> list[int]"),
                      "Retained versions, ascending.")
         .def_prop_ro("latest", &Store::latest, nb::sig("def latest(self) -> int | None"),
@@ -552,7 +630,8 @@ void init_files(nb::module_ &m)
              nb::sig("def untag(self, version: int | str, tag: str) -> None"), "Removes a tag from a version.")
         .def("info", &Store::info, nb::arg("version") = "latest",
              nb::sig("def info(self, version: int | str = 'latest') -> dict[str, object]"),
-             "A version's entry: timestamp, tensor_names, tags, full_bytes, is_delta, delta_from, disk_bytes.")
+             "What the manifest records (no data read): step, timestamp, tags, content_ids (tensor -> id),\n"
+             "full_bytes, disk_bytes, file, is_delta, delta_from.")
         .def("stats", &Store::stats, nb::sig("def stats(self) -> dict[str, int]"),
              "versions, full_versions, delta_versions, logical_bytes, disk_bytes.")
         .def("config", &Store::config, nb::sig("def config(self) -> dict[str, float]"), "The recorded policy.")

@@ -532,7 +532,7 @@ void init_checkpointer(nb::module_ &m)
         .def("__len__", &Checkpoint::len)
         .def("__contains__", &Checkpoint::contains, nb::arg("layer"))
         .def("__getitem__", &Checkpoint::getitem, nb::arg("layer"),
-             nb::sig("def __getitem__(self, layer: str) -> numpy.ndarray"),
+             nb::sig("def __getitem__(self, layer: str) -> NDArray"),
              "Read-only NumPy view of a layer's values (zero-copy). NotFoundError (a KeyError) if absent.")
         .def("torch", &Checkpoint::torch_view, nb::arg("layer"),
              nb::sig("def torch(self, layer: str) -> torch.Tensor"),
@@ -541,7 +541,7 @@ void init_checkpointer(nb::module_ &m)
         .def("layer_norm", &Checkpoint::layer_norm, nb::arg("layer"), "L2 norm of a layer (after clipping).")
         .def("layer_step", &Checkpoint::layer_step, nb::arg("layer"),
              "Step recorded by the last tensor accumulated into the layer.")
-        .def("replay", &Checkpoint::replay, nb::sig("def replay(self) -> list[tuple[str, numpy.ndarray]]"),
+        .def("replay", &Checkpoint::replay, nb::sig("def replay(self) -> list[tuple[str, NDArray]]"),
              "(layer_id, read-only view) pairs in layer-id order (the seed's replay).")
         .def("verify", &Checkpoint::verify, "True when the values still match the checksum.")
         .def("save", &Checkpoint::save, nb::arg("path"),
@@ -615,7 +615,7 @@ void init_checkpointer(nb::module_ &m)
         .def("global_norm", [](const Checkpointer &, const Checkpoint &c) { return c.global_norm(); }, nb::arg("cp"),
              "The global L2 norm of a checkpoint's stored values.")
         .def("replay", [](const Checkpointer &, const Checkpoint &c) { return c.replay(); }, nb::arg("cp"),
-             nb::sig("def replay(self, cp: Checkpoint) -> list[tuple[str, numpy.ndarray]]"),
+             nb::sig("def replay(self, cp: Checkpoint) -> list[tuple[str, NDArray]]"),
              "(layer_id, read-only view) pairs of a checkpoint in layer-id order.")
         .def_prop_ro("pending_layers", &Checkpointer::pending_layers, nb::sig("def pending_layers(self) -> list[str]"),
                      "Layer ids with pending tensors, bytewise order.")

@@ -524,8 +524,7 @@ void init_files(nb::module_ &m)
         .def(nb::init<uint64_t>(), nb::arg("step") = 0, "An empty snapshot at `step`, timestamped now.")
         .def_prop_ro("step", &Snapshot::step, "The training step it was saved at.")
         .def_prop_rw("timestamp", &Snapshot::timestamp, &Snapshot::set_timestamp, "Creation time (seconds).")
-        .def_prop_rw("loss_cid", &Snapshot::loss_cid, &Snapshot::set_loss_cid,
-                     nb::sig("def loss_cid(self) -> str | None"), "The loss content id, or None.")
+        .def_prop_rw("loss_cid", &Snapshot::loss_cid, &Snapshot::set_loss_cid, "The loss content id, or None.")
         .def("add", &Snapshot::add, nb::arg("name"), nb::arg("array"), nb::arg("copy") = true,
              nb::sig("def add(self, name: str, array: Array, copy: bool = True) -> None"),
              "Adds a tensor (any dtype and shape, C-contiguous). copy=True copies its bytes; copy=False borrows\n"
@@ -539,7 +538,7 @@ void init_files(nb::module_ &m)
                  const Snapshot &s = nb::cast<const Snapshot &>(self);
                  return s.numpy_of(s.info(name), self, true);
              },
-             nb::arg("name"), nb::sig("def __getitem__(self, name: str) -> numpy.ndarray"),
+             nb::arg("name"), nb::sig("def __getitem__(self, name: str) -> NDArray"),
              "Read-only NumPy view of a tensor (zero-copy). NotFoundError (a KeyError) if absent.")
         .def("numpy",
              [](nb::handle self, const std::string &name, bool writable) {
@@ -547,7 +546,7 @@ void init_files(nb::module_ &m)
                  return s.numpy_of(s.info(name), self, !writable);
              },
              nb::arg("name"), nb::arg("writable") = false,
-             nb::sig("def numpy(self, name: str, writable: bool = False) -> numpy.ndarray"),
+             nb::sig("def numpy(self, name: str, writable: bool = False) -> NDArray"),
              "NumPy view of a tensor; writable=True gives a writable view of a snapshot not loaded with mmap\n"
              "(writing changes the values the snapshot would save, not their recorded content id).")
         .def("torch",
@@ -559,7 +558,7 @@ void init_files(nb::module_ &m)
              "A tensor as a torch tensor over the snapshot's memory (zero-copy, keeps it alive). Refused for a\n"
              "snapshot loaded with mmap=True (read-only memory).")
         .def("tensor_info", [](const Snapshot &s, const std::string &name) { return tensor_meta(s.info(name)); },
-             nb::arg("name"), nb::sig("def tensor_info(self, name: str) -> dict[str, object]"),
+             nb::arg("name"), nb::sig("def tensor_info(self, name: str) -> dict[str, Any]"),
              "dtype, shape, nbytes and content_id ('xxh3:<16 hex>') of a tensor.")
         .def("names", &Snapshot::names, nb::sig("def names(self) -> list[str]"), "Tensor names in name order.")
         .def("__len__", &Snapshot::len)
@@ -575,7 +574,7 @@ void init_files(nb::module_ &m)
              [](nb::handle self, const std::string &p) {
                  return nb::cast<const Snapshot &>(self).optimizer_state(p, self);
              },
-             nb::arg("param"), nb::sig("def optimizer_state(self, param: str) -> numpy.ndarray"),
+             nb::arg("param"), nb::sig("def optimizer_state(self, param: str) -> NDArray"),
              "A parameter's optimizer blob as a read-only uint8 view.")
         .def_prop_ro("optimizer_params", &Snapshot::optimizer_params,
                      nb::sig("def optimizer_params(self) -> list[str]"), "Parameters with an optimizer blob.")
@@ -629,7 +628,7 @@ void init_files(nb::module_ &m)
         .def("untag", &Store::untag, nb::arg("version"), nb::arg("tag"),
              nb::sig("def untag(self, version: int | str, tag: str) -> None"), "Removes a tag from a version.")
         .def("info", &Store::info, nb::arg("version") = "latest",
-             nb::sig("def info(self, version: int | str = 'latest') -> dict[str, object]"),
+             nb::sig("def info(self, version: int | str = 'latest') -> dict[str, Any]"),
              "What the manifest records (no data read): step, timestamp, tags, content_ids (tensor -> id),\n"
              "full_bytes, disk_bytes, file, is_delta, delta_from.")
         .def("stats", &Store::stats, nb::sig("def stats(self) -> dict[str, int]"),

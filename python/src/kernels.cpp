@@ -337,7 +337,7 @@ double bench_c_sumsq(nb::handle x, int64_t iters)
 
 void init_kernels(nb::module_ &m)
 {
-    const char *arr = "numpy.ndarray | torch.Tensor | ArrayLike";
+    const char *arr = "NDArray | torch.Tensor | ArrayLike";
     (void)arr;
     m.def("sumsq", &sumsq, nb::arg("x"),
           nb::sig("def sumsq(x: Array, /) -> float"),
@@ -351,14 +351,14 @@ void init_kernels(nb::module_ &m)
     m.def("pnorm", &pnorm, nb::arg("x"), nb::arg("p"), nb::sig("def pnorm(x: Array, p: float, /) -> float"),
           "p-norm (sum |x|**p)**(1/p) for p = 1, 2, inf or any finite p > 0 (PyTorch's norm_type).\n\n"
           "Raises InvalidArgumentError for p <= 0 or NaN.");
-    m.def("add_", &add_, nb::arg("acc"), nb::arg("x"), nb::sig("def add_(acc: A, x: Array, /) -> A"),
+    m.def("add_", &add_, nb::arg("acc"), nb::arg("x"), nb::sig("def add_(acc: ArrayT, x: Array, /) -> ArrayT"),
           "acc += x in place, elementwise, one rounding (float32 or float64; acc float64 with x float32, or acc\n"
           "float32 with x float64 rounded to float first). x may be acc itself, not a partial overlap. Returns acc.");
     m.def("axpy_", &axpy_, nb::arg("acc"), nb::arg("w"), nb::arg("x"),
-          nb::sig("def axpy_(acc: A, w: float, x: Array, /) -> A"),
+          nb::sig("def axpy_(acc: ArrayT, w: float, x: Array, /) -> ArrayT"),
           "acc += w * x in place with two roundings (no fused multiply-add); w is rounded to float for a float32\n"
           "acc. Mixed dtypes as add_. Returns acc.");
-    m.def("scale_", &scale_, nb::arg("x"), nb::arg("s"), nb::sig("def scale_(x: A, s: float, /) -> A"),
+    m.def("scale_", &scale_, nb::arg("x"), nb::arg("s"), nb::sig("def scale_(x: ArrayT, s: float, /) -> ArrayT"),
           "x *= s in place (float32 arrays multiply by float(s) rounded to float32). Returns x.");
     m.def("fnv1a64", &fnv1a64, nb::arg("data"), nb::arg("h") = (uint64_t)GCK_FNV1A64_INIT,
           nb::sig("def fnv1a64(data: Buffer | Array, /, h: int = 14695981039346656037) -> int"),

@@ -191,11 +191,11 @@ void init_torch_ops(nb::module_ &m)
     m.def("_torch_clip_params", &clip_params, nb::arg("parameters"), nb::arg("max_norm"), nb::arg("norm_type"),
           nb::arg("error_if_nonfinite"),
           nb::sig("def _torch_clip_params(parameters: object, max_norm: float, norm_type: float, "
-                  "error_if_nonfinite: bool) -> tuple[float, object, int] | None"),
+                  "error_if_nonfinite: bool) -> tuple[float, torch.dtype, int] | None"),
           "gradckpt.torch internals: clips the .grad of every parameter in one gck_tensors_clip_by_norm call;\n"
           "(total_norm, dtype, count), or None when a gradient must go to torch (device, dtype, layout).");
     m.def("_torch_norm_tensors", &norm_tensors, nb::arg("tensors"), nb::arg("norm_type"),
-          nb::sig("def _torch_norm_tensors(tensors: object, norm_type: float) -> tuple[float, object, int] | None"),
+          nb::sig("def _torch_norm_tensors(tensors: object, norm_type: float) -> tuple[float, torch.dtype, int] | None"),
           "gradckpt.torch internals: one gck_tensors_norm over torch tensors, or None (torch's turn).");
     m.def("_torch_scale_params", &scale_params, nb::arg("parameters"), nb::arg("coef"),
           "gradckpt.torch internals: one gck_tensors_scale over the .grad of every parameter; False: torch's turn.");

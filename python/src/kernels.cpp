@@ -299,35 +299,37 @@ void set_num_threads(int n)
 #endif
 }
 
-// Benchmark helper: `iters` calls of gck_tensors_clip_by_norm on the same list,
-// timed in C, so the binding's own cost can be told apart from the C call's.
-double bench_c_clip(nb::handle tensors, double max_norm, int64_t iters)
+// Benchmark helper: `iters` calls of one C function on the same arguments,
+// timed in C, so the binding's own cost can be told apart from the C call's:
+// "sumsq" (gck_sumsq_* of tensors[0]), "norm" (gck_tensors_norm, p = 2),
+// "clip" (gck_tensors_clip_by_norm with max_norm, torch's eps).
+double bench_c(const std::string &op, nb::handle tensors, int64_t iters, double max_norm)
 {
     Hold h;
     List l;
-    resolve_list(tensors, "tensors", Access::Write, h, l);
+    resolve_list(tensors, "tensors", op == "clip" ? Access::Write : Access::Read, h, l);
+    if (op != "sumsq" && op != "norm" && op != "clip")
+        raise_msg(GCK_ERR_INVALID_ARGUMENT, "op must be 'sumsq', 'norm' or 'clip', got '" + op + "'");
+    if (l.data.empty())
+        raise_msg(GCK_ERR_INVALID_ARGUMENT, "tensors is empty");
     const gck_tensor_list t = l.view();
     nb::gil_scoped_release nogil;
+    volatile double sink = 0;
     gck_clip_info info{};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int64_t i = 0; i < iters; i++)
-        gck_tensors_clip_by_norm(&t, max_norm, 2.0, GCK_CLIP_EPS_DEFAULT, 0, &info);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / (double)iters;
-}
-
-double bench_c_sumsq(nb::handle x, int64_t iters)
-{
-    Hold h;
-    const Array a = read1(x, "x", h);
-    nb::gil_scoped_release nogil;
-    volatile double sink = 0;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int64_t i = 0; i < iters; i++)
-        sink = a.dtype == GCK_DTYPE_F32 ? gck_sumsq_f32((const float *)a.data, a.n)
-                                        : gck_sumsq_f64((const double *)a.data, a.n);
+    for (int64_t i = 0; i < iters; i++) {
+        if (op == "sumsq")
+            sink = l.dtypes[0] == GCK_DTYPE_F32 ? gck_sumsq_f32((const float *)l.data[0], l.lens[0])
+                                                : gck_sumsq_f64((const double *)l.data[0], l.lens[0]);
+        else if (op == "norm") {
+            double total;
+            gck_tensors_norm(&t, 2.0, nullptr, &total);
+            sink = total;
+        } else {
+            gck_tensors_clip_by_norm(&t, max_norm, 2.0, GCK_CLIP_EPS_DEFAULT, 0, &info);
+        }
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     (void)sink;
     return ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / (double)iters;
@@ -405,10 +407,8 @@ void init_kernels(nb::module_ &m)
     m.def("get_num_threads", &get_num_threads, "OpenMP threads gradckpt's kernels use for large arrays.");
     m.def("set_num_threads", &set_num_threads, nb::arg("n"),
           "Sets the OpenMP threads for large arrays (results do not depend on it).");
-    m.def("_bench_c_clip", &bench_c_clip, nb::arg("tensors"), nb::arg("max_norm"), nb::arg("iters"),
-          "Benchmarks only: seconds per gck_tensors_clip_by_norm call on the same list, timed in C.");
-    m.def("_bench_c_sumsq", &bench_c_sumsq, nb::arg("x"), nb::arg("iters"),
-          "Benchmarks only: seconds per gck_sumsq call on the same array, timed in C.");
+    m.def("_bench_c", &bench_c, nb::arg("op"), nb::arg("tensors"), nb::arg("iters"), nb::arg("max_norm") = 0.1,
+          "Benchmarks only: seconds per C call ('sumsq', 'norm' or 'clip') on the same arrays, timed in C.");
 }
 
 }  // namespace gckpy

@@ -318,3 +318,26 @@ def test_gradient_accumulator_writes_into_existing_grads_and_errors():
     assert acc.pending == 4
     with pytest.raises(gradckpt.InvalidArgumentError):
         gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=torch.bfloat16)))])
+
+
+def test_clip_of_124m_parameters_copies_nothing():
+    """RSS grows by less than 1 MB while 124 M float32 gradients (497 MB) are clipped."""
+    def rss_kb():
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+    n, count = 124_439_808, 148
+    flat = torch.full((n,), 1e-3)
+    chunks = flat.chunk(count)  # views of one buffer, as a trainer's flat gradient buffer
+    ps = [nn.Parameter(torch.empty(g.shape)) for g in chunks]  # never touched: no RSS
+    for p, g in zip(ps, chunks):
+        p.grad = g
+    warm = [nn.Parameter(torch.empty(1 << 20))]
+    warm[0].grad = torch.ones(1 << 20)
+    gt.clip_grad_norm_(warm, 0.5)  # OpenMP threads and first-call allocations happen here
+    before = rss_kb()
+    total = gt.clip_grad_norm_(ps, 1.0)
+    gradckpt.clip_([p.grad for p in ps], 0.5)
+    grown = rss_kb() - before
+    assert total.item() == pytest.approx(1e-3 * math.sqrt(n), rel=1e-6)
+    assert grown < 1024, f"RSS grew by {grown} kB"

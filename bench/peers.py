@@ -370,27 +370,42 @@ def run_gradckpt_py(args, threads, np, torch, out):
         nbytes = 12.0 * params
         cases = [
             ("gradckpt_py/clip_grad_norm_", f"{ver}: gradckpt.torch.clip_grad_norm_",
-             lambda m: gt.clip_grad_norm_(tp, m)),
+             Decaying(lambda m: gt.clip_grad_norm_(tp, m), renorm, start)),
             ("peer_torch/clip_only", f"{tver}: clip_grad_norm_(foreach=False)",
-             lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=False)),
+             Decaying(lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=False), renorm, start)),
             ("peer_torch/clip_only_foreach", f"{tver}: clip_grad_norm_(foreach=True)",
-             lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=True)),
+             Decaying(lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=True), renorm, start)),
         ]
-        for name, label, clip in cases:
-            add(f"{name}/{tail}", label, Decaying(clip, renorm, start), nbytes, params)
-        # the C call on the same buffers, timed in C (clipping to a fixed 0.1: the first call
-        # clips to 0.1, and each later one finds 0.1 * n / (n + 1e-6) and clips again)
-        iters = max(3, int(args.min_time / max(1e-6, statistics.median(
-            b["real_time"] for b in out if b["name"] == f"gradckpt_py/clip_grad_norm_/{tail}_median") * 1e-9)))
-        renorm(start / max(1e-30, float(gt.get_total_norm(grads))))
-        samples = []
+        # The C call on the same buffers, timed in C: clipping to a fixed max_norm m clips
+        # on every call (each finds m * n / (n + 1e-6) + 1e-6 > m).
+        c_name = "gradckpt_c/clip_by_norm"
+
+        def c_clip(iters):
+            renorm(start / max(1e-30, float(gt.get_total_norm(grads))))
+            return _gradckpt._bench_c("clip", grads, iters, 0.5 * start)
+
+        # Interleaved: one repetition of every case per round, so a slow minute of the
+        # shared machine hits them all alike.
+        iters = {}
+        for name, _, fn in cases:
+            iters[name], _ = measure(fn, 1, args.min_time / 2)
+        iters[c_name] = iters[cases[0][0]]
+        samples = {name: [] for name in iters}
         for _ in range(args.reps):
-            t = _gradckpt._bench_c("clip", grads, iters, 0.1)
-            samples.append((t, t))
-            renorm(start / 0.1)
-        out.extend(entries(f"gradckpt_c/clip_by_norm/{tail}", f"{ver}: gck_tensors_clip_by_norm timed in C",
-                           iters, samples, nbytes, params))
-        note(f"  {'gradckpt_c/clip_by_norm/' + tail:58s} {statistics.median(w for w, _ in samples) * 1e6:11.2f} us")
+            for name, _, fn in cases:
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _ in range(iters[name]):
+                    fn()
+                w1, c1 = time.perf_counter(), time.process_time()
+                samples[name].append(((w1 - w0) / iters[name], (c1 - c0) / iters[name]))
+            c0 = time.process_time()
+            t = c_clip(iters[c_name])
+            samples[c_name].append((t, (time.process_time() - c0) / iters[c_name]))
+        labels = {name: label for name, label, _ in cases}
+        labels[c_name] = f"{ver}: gck_tensors_clip_by_norm timed in C"
+        for name in samples:
+            out.extend(entries(f"{name}/{tail}", labels[name], iters[name], samples[name], nbytes, params))
+            note(f"  {name + '/' + tail:58s} {statistics.median(w for w, _ in samples[name]) * 1e6:11.2f} us")
         if model == "gpt2s" or model == args.models[-1]:
             before = rss_kb()
             gt.clip_grad_norm_(tp, 0.05)

@@ -226,10 +226,7 @@ class GradientAccumulator:
         Returns how many gradients were taken. Every gradient is checked
         before the first is added: on an error nothing was accumulated.
         """
-        n = self._cp._accumulate_grads(self.names, self.params)
-        if set_to_none:
-            for p in self.params:
-                p.grad = None
+        n = self._cp._accumulate_grads(self.names, self.params, None, set_to_none)
         self.micro_batches += 1
         return n
 

@@ -283,7 +283,7 @@ public:
     // gradckpt.torch.GradientAccumulator: the .grad of each parameter into the
     // layer of the same index in `names` (parameters without one are skipped),
     // every gradient checked before the first is accumulated.
-    size_t accumulate_grads(nb::handle names, nb::handle params, nb::object step)
+    size_t accumulate_grads(nb::handle names, nb::handle params, nb::object step, bool set_to_none)
     {
         Hold h;
         nb::list nl = nb::borrow<nb::list>(names), pl = nb::borrow<nb::list>(params);
@@ -311,6 +311,12 @@ public:
         }
         const uint64_t s = step.is_none() ? gck_global_step(cp_) : nb::cast<uint64_t>(step);
         accumulate_list(ids, arrs, s);
+        if (set_to_none) {
+            static PyObject *grad = PyUnicode_InternFromString("grad");
+            for (size_t i = 0; i < nb::len(pl); i++)
+                if (PyObject_SetAttr(pl[i].ptr(), grad, Py_None) != 0)
+                    throw nb::python_error();
+        }
         return ids.size();
     }
 
@@ -582,9 +588,11 @@ void init_checkpointer(nb::module_ &m)
              "Accumulates every (layer_id, grad) of a mapping or of pairs. All of them are checked first: on any\n"
              "error nothing was accumulated.")
         .def("_accumulate_grads", &Checkpointer::accumulate_grads, nb::arg("names"), nb::arg("params"),
-             nb::arg("step") = nb::none(),
-             nb::sig("def _accumulate_grads(self, names: list[str], params: list[object], step: int | None = None) -> int"),
-             "gradckpt.torch internals: accumulates p.grad of every parameter that has one; returns how many.")
+             nb::arg("step") = nb::none(), nb::arg("set_to_none") = false,
+             nb::sig("def _accumulate_grads(self, names: list[str], params: list[object], step: int | None = None, "
+                     "set_to_none: bool = False) -> int"),
+             "gradckpt.torch internals: accumulates p.grad of every parameter that has one (then sets them to\n"
+             "None when asked); returns how many.")
         .def("flush_into", &Checkpointer::flush_into, nb::arg("dst"), nb::arg("now") = nb::none(),
              nb::arg("record") = false,
              nb::sig("def flush_into(self, dst: Mapping[str, Array] | Iterable[Array], now: int | None = None, "

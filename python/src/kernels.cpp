@@ -174,7 +174,7 @@ double global_norm(nb::handle tensors, double p)
     return total;
 }
 
-double clip_(nb::handle tensors, double max_norm, double p, bool error_if_nonfinite, double eps)
+gck_clip_info clip_list(nb::handle tensors, double max_norm, double p, bool error_if_nonfinite, double eps)
 {
     check_p(p, "p");
     Hold h;
@@ -183,24 +183,19 @@ double clip_(nb::handle tensors, double max_norm, double p, bool error_if_nonfin
     const gck_tensor_list t = l.view();
     gck_clip_info info{};
     const unsigned flags = error_if_nonfinite ? GCK_CLIP_ERROR_IF_NONFINITE : 0u;
-    const gck_status st = maybe_nogil(
-        3 * l.total_bytes, [&] { return gck_tensors_clip_by_norm(&t, max_norm, p, eps, flags, &info); });
-    check(st);
-    return info.total_norm;
+    check(maybe_nogil(3 * l.total_bytes,
+                      [&] { return gck_tensors_clip_by_norm(&t, max_norm, p, eps, flags, &info); }));
+    return info;
+}
+
+double clip_(nb::handle tensors, double max_norm, double p, bool error_if_nonfinite, double eps)
+{
+    return clip_list(tensors, max_norm, p, error_if_nonfinite, eps).total_norm;
 }
 
 nb::tuple clip_info(nb::handle tensors, double max_norm, double p, bool error_if_nonfinite, double eps)
 {
-    check_p(p, "p");
-    Hold h;
-    List l;
-    resolve_list(tensors, "tensors", Access::Write, h, l);
-    const gck_tensor_list t = l.view();
-    gck_clip_info info{};
-    const unsigned flags = error_if_nonfinite ? GCK_CLIP_ERROR_IF_NONFINITE : 0u;
-    const gck_status st = maybe_nogil(
-        3 * l.total_bytes, [&] { return gck_tensors_clip_by_norm(&t, max_norm, p, eps, flags, &info); });
-    check(st);
+    const gck_clip_info info = clip_list(tensors, max_norm, p, error_if_nonfinite, eps);
     return nb::make_tuple(info.total_norm, info.coef, (bool)info.clipped);
 }
 

@@ -5,7 +5,17 @@
 #include <string>
 #include <vector>
 
+// The read-only open is in the C library only once branch wt/storefix is in:
+// a weak reference, so this extension builds either way and Store(readonly=True)
+// works as soon as the library has it (nullptr until then).
+extern "C" gck_status gck_store_open_readonly(const char *dir, gck_store **out) __attribute__((weak));
+
 namespace gckpy {
+
+bool has_readonly_store()
+{
+    return &gck_store_open_readonly != nullptr;
+}
 
 namespace {
 
@@ -296,9 +306,21 @@ public:
           nb::object zstd_level, bool readonly)
         : dir_(dir)
     {
-        if (readonly)
-            raise_msg(GCK_ERR_UNSUPPORTED, "Store(readonly=True) needs the read-only store open of the C library, "
-                                           "which this build does not have");
+        const bool configure_ro = !max_checkpoints.is_none() || !keep_every_n.is_none() ||
+                                  !delta_threshold.is_none() || !zstd_level.is_none();
+        if (readonly) {
+            if (!has_readonly_store())
+                raise_msg(GCK_ERR_UNSUPPORTED, "Store(readonly=True) needs the read-only store open of the C "
+                                               "library (gck_store_open_readonly), which this build does not have");
+            if (configure_ro)
+                raise_msg(GCK_ERR_INVALID_ARGUMENT, "a store opened read-only cannot be given a policy");
+            const gck_status rc = [&] {
+                nb::gil_scoped_release nogil;
+                return gck_store_open_readonly(dir_.c_str(), &s_);
+            }();
+            check(rc);
+            return;
+        }
         const bool configure = !max_checkpoints.is_none() || !keep_every_n.is_none() ||
                                !delta_threshold.is_none() || !zstd_level.is_none();
         open_(nullptr);
@@ -516,6 +538,7 @@ private:
 
 void init_files(nb::module_ &m)
 {
+    m.attr("HAS_READONLY_STORE") = has_readonly_store();
     nb::class_<Snapshot>(m, "Snapshot",
                          "A training snapshot: named tensors of any safetensors dtype, the step, optimizer-state blobs,\n"
                          "a timestamp, a loss content id and string metadata; saved as a safetensors file.\n\n"
@@ -602,7 +625,9 @@ void init_files(nb::module_ &m)
                      "keep_every_n: int | None = None, delta_threshold_bytes: int | None = None, "
                      "zstd_level: int | None = None, readonly: bool = False) -> None"),
              "Opens (or creates) the store. Policy values left None keep the store's recorded ones (defaults for a\n"
-             "new store: 10, 5, 1 MiB, zstd level 1). IOError if another process has it open.")
+             "new store: 10, 5, 1 MiB, zstd level 1). IOError if another writer has it open. readonly=True: a\n"
+             "reader beside a writer (no lock, nothing written; save/tag/untag/gc refused), when the C library has\n"
+             "gck_store_open_readonly (HAS_READONLY_STORE), else UnsupportedError.")
         .def("save", &Store::save, nb::arg("tensors"), nb::arg("step"), nb::arg("optimizer_state") = nb::none(),
              nb::arg("metadata") = nb::none(), nb::arg("tags") = nb::tuple(), nb::arg("timestamp") = nb::none(),
              nb::sig("def save(self, tensors: Mapping[str, Array], step: int, "

@@ -230,9 +230,25 @@ def test_store_versions_deltas_tags_restore(tmp_path, rng):
         assert st2.config()["max_checkpoints"] == 3 and st2.versions == [1, 4, 5]
 
 
-def test_store_readonly_is_refused_clearly(tmp_path):
-    with pytest.raises(gradckpt.UnsupportedError, match="read-only"):
-        gradckpt.Store(str(tmp_path / "s"), readonly=True)
+def test_store_readonly(tmp_path):
+    d = str(tmp_path / "s")
+    if not gradckpt._gradckpt.HAS_READONLY_STORE:
+        # this build's C library has no gck_store_open_readonly: refused clearly, nothing created
+        with pytest.raises(gradckpt.UnsupportedError, match="read-only store open"):
+            gradckpt.Store(d, readonly=True)
+        assert not os.path.exists(d)
+        return
+    with gradckpt.Store(d) as writer:
+        writer.save({"w": np.arange(4.0)}, 1)
+        with gradckpt.Store(d, readonly=True) as reader:  # beside the writer
+            assert reader.versions == [1] and list(reader.restore("latest")["w"]) == [0, 1, 2, 3]
+            with pytest.raises(gradckpt.InvalidArgumentError, match="read-only"):
+                reader.save({"w": np.zeros(4)}, 2)
+            with pytest.raises(gradckpt.InvalidArgumentError, match="read-only"):
+                reader.tag(1, "x")
+        assert writer.versions == [1]
+    with pytest.raises(gradckpt.InvalidArgumentError):
+        gradckpt.Store(d, readonly=True, max_checkpoints=3)
 
 
 def test_save_state_load_state_round_trip_bit_for_bit(tmp_path):

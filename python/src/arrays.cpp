@@ -94,16 +94,15 @@ std::string ArgName::str() const
 
 Hold::~Hold()
 {
-    for (Py_buffer *v : views_) {
-        PyBuffer_Release(v);
-        delete v;
-    }
+    for (Py_buffer &v : views_)
+        PyBuffer_Release(&v);  // a no-op for a view that was never filled (obj NULL)
 }
 
 Py_buffer *Hold::new_view()
 {
-    views_.push_back(new Py_buffer());
-    return views_.back();
+    views_.emplace_back();
+    views_.back().obj = nullptr;
+    return &views_.back();
 }
 
 // ---- torch -------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -67,7 +68,7 @@ public:
     void reserve(size_t n) { objs_.reserve(n); }
 
 private:
-    std::vector<Py_buffer *> views_;
+    std::deque<Py_buffer> views_;  // a deque: no allocation per view, stable addresses
     std::vector<nb::object> objs_;
 };
 

@@ -11,6 +11,7 @@ With --benchmark_repetitions the median aggregate is used. Standard library only
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 
@@ -198,6 +199,54 @@ def peer_tables(times, peers, isas):
     return out
 
 
+SMALL_SAVE_REF = "small_save/raw_durable"
+
+
+def small_save_rows(path):
+    """Rows for the small-save table: each small_save/<case> against
+    small_save/raw_durable of the same file. Per case the median real time
+    and its range over the repetitions, and the ratio to raw_durable: the
+    median over repetitions of (case rep i) / (raw_durable rep i), with its
+    range (repetition i of every case ran in the same round when the run used
+    --benchmark_enable_random_interleaving)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    reps = {}
+    for b in doc.get("benchmarks", []):
+        if b.get("error_occurred") or b.get("run_type") == "aggregate" or "real_time" not in b:
+            continue
+        name = b["run_name"]
+        if not name.startswith("small_save/"):
+            continue
+        # small_save/<case>/<t>t/<n>[/iterations:<k>] -> <case>
+        case = "/".join(p for p in name.split("/")
+                        if not re.fullmatch(r"\d+t|\d+|iterations:\d+", p))
+        secs = b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9)
+        rep = reps.setdefault(case, {})
+        rep[b.get("repetition_index", len(rep))] = (secs, b.get("disk_bytes"))
+    ref = reps.get(SMALL_SAVE_REF, {})
+    rows = []
+    for case in sorted(reps, key=lambda c: (c != SMALL_SAVE_REF, c)):
+        ts = [t for t, _ in reps[case].values()]
+        disk = next(iter(reps[case].values()))[1]
+        r = [reps[case][i][0] / ref[i][0] for i in reps[case] if i in ref]
+        med_ref = statistics.median(t for t, _ in ref.values()) if ref else None
+        rows.append([case.replace("small_save/", ""), str(len(ts)),
+                     f"{fmt_time(statistics.median(ts))} ({fmt_time(min(ts))} – {fmt_time(max(ts))})",
+                     f"{disk / 1e6:.3f}" if disk else "–", ratio(statistics.median(ts), med_ref),
+                     f"{statistics.median(r):.2f} ({min(r):.2f} – {max(r):.2f})" if r else "–"])
+    return rows
+
+
+def print_small_save(rows):
+    print("\n## Small durable saves (1.44 MB trainer state, real disk)\n")
+    print("Median wall time per save and its range over the repetitions; ÷ raw: the median time ÷ "
+          "raw_durable's median; per repetition: median (range) over repetitions of case time ÷ "
+          "raw_durable time of the same repetition index. raw_durable = write, fsync, rename, "
+          "directory fsync of the same bytes.\n")
+    print(table(["case", "reps", "time (range)", "MB written", "÷ raw", "÷ raw per repetition (range)"], rows))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="google-benchmark JSON (--benchmark_out_format=json)")
@@ -209,6 +258,10 @@ def main():
                     help="bench/peers.py output: add a table of NumPy/PyTorch time ÷ gradckpt time")
     args = ap.parse_args()
     ctx, bw = load(args.json)
+    small_rows = small_save_rows(args.json)
+    if not bw and small_rows:
+        print_small_save(small_rows)  # a run of the small-save benchmarks alone
+        return
     if not bw:
         sys.exit(f"{args.json}: no benchmark with bytes_per_second")
     small, big = args.in_cache, args.out_of_cache
@@ -244,6 +297,8 @@ def main():
               "(it also writes a checkpoint, which the peers do not).\n")
         tables = peer_tables(times, peers, ISAS)
         print("\n\n".join(tables) if tables else f"({args.peers}: no peer benchmarks)")
+    if small_rows:
+        print_small_save(small_rows)
 
 
 if __name__ == "__main__":

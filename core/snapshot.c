@@ -294,38 +294,33 @@ gck_status gck_snapshot_set_metadata_f64(gck_snapshot *s, const char *key, doubl
     return gck_snapshot_set_metadata(s, key, text);
 }
 
-/* The user metadata value of key for a typed getter: NOT_FOUND when unset. */
-static gck_status gck_typed_value(const gck_snapshot *s, const char *key, const void *out, const char *fn,
-                                  const char **value)
+/* The user metadata value of key parsed as an f64 (is_f64) or a u64 into *out. */
+static gck_status gck_typed_get(const gck_snapshot *s, const char *key, void *out, int is_f64, const char *fn)
 {
     GCK_CHECK_ARG(s != NULL && key != NULL && out != NULL, "%s: NULL argument", fn);
-    *value = gck_meta_get(&s->meta, key);
-    if (*value == NULL)
+    const char *v = gck_meta_get(&s->meta, key);
+    if (v == NULL)
         return gck_fail(GCK_ERR_NOT_FOUND, "metadata '%.200s' is not set", key);
+    uint64_t u = 0;
+    double d = 0;
+    if (is_f64 ? !gck_parse_f64(v, &d) : !gck_parse_u64(v, &u))
+        return gck_fail(GCK_ERR_CORRUPT, "metadata '%.200s' = '%.60s' is not %s", key, v,
+                        is_f64 ? "a number in gradckpt's f64 form" : "a decimal unsigned 64-bit integer");
+    if (is_f64)
+        memcpy(out, &d, sizeof d);
+    else
+        memcpy(out, &u, sizeof u);
     return GCK_OK;
 }
 
 gck_status gck_snapshot_metadata_u64(const gck_snapshot *s, const char *key, uint64_t *out)
 {
-    const char *v = NULL;
-    GCK_TRY(gck_typed_value(s, key, out, "gck_snapshot_metadata_u64", &v));
-    uint64_t x;
-    if (!gck_parse_u64(v, &x))
-        return gck_fail(GCK_ERR_CORRUPT, "metadata '%.200s' = '%.60s' is not a decimal unsigned 64-bit integer", key,
-                        v);
-    *out = x;
-    return GCK_OK;
+    return gck_typed_get(s, key, out, 0, "gck_snapshot_metadata_u64");
 }
 
 gck_status gck_snapshot_metadata_f64(const gck_snapshot *s, const char *key, double *out)
 {
-    const char *v = NULL;
-    GCK_TRY(gck_typed_value(s, key, out, "gck_snapshot_metadata_f64", &v));
-    double x;
-    if (!gck_parse_f64(v, &x))
-        return gck_fail(GCK_ERR_CORRUPT, "metadata '%.200s' = '%.60s' is not a number in gradckpt's f64 form", key, v);
-    *out = x;
-    return GCK_OK;
+    return gck_typed_get(s, key, out, 1, "gck_snapshot_metadata_f64");
 }
 
 gck_status gck_snapshot_set_sysmeta(gck_snapshot *s, const char *key, const char *value)

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,16 +177,30 @@ static void *gck_sync_run(void *arg)
     return NULL;
 }
 
+/* 1 in the process that first synced through here, 0 in a process forked
+ * from it. A forked child of a multi-threaded parent (a trainer saving from
+ * a child) should not start threads - POSIX allows it only async-signal-safe
+ * calls, and qemu-user, which runs the cross-architecture tests, crashes on
+ * it - so there the files are synced one after the other. */
+static int gck_may_thread(void)
+{
+    static _Atomic long owner;
+    long expect = 0;
+    const long me = (long)getpid();
+    return atomic_compare_exchange_strong(&owner, &expect, me) || expect == me;
+}
+
 /* fsyncs fds[0..n) and `also` at once - the data files on a helper thread,
  * `also` on this one - so that their device flushes overlap instead of
  * queueing one after the other; then closes fds (not `also`). A plain
- * thread, not OpenMP: a process that forked after using OpenMP (a trainer
- * saving from a child) would hang in a parallel region. 0 or the first errno. */
+ * thread, not OpenMP: a process that forked after using OpenMP would hang in
+ * a parallel region. 0 or the first errno. */
 static int gck_sync_together(const int *fds, size_t n, int also)
 {
     gck_sync_job job = {fds, n, 0};
     pthread_t helper;
-    const int threaded = n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
+    const int threaded =
+        gck_may_thread() && n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
     int err = gck_sys_fsync(also) != 0 ? errno : 0;
     if (threaded)
         pthread_join(helper, NULL);

@@ -545,10 +545,9 @@ static void test_mmap_load(void **state)
     assert_int_equal(gck_snapshot_load_mmap(path_of("bad.safetensors"), 0, &l), GCK_ERR_CORRUPT);
 }
 
-/* A file from another writer: no __metadata__ at all, or one without our keys. */
-static void test_foreign_files(void **state)
+/* Another writer's file: one I32 tensor "x" = {1, -1}, no __metadata__. */
+static void write_foreign(const char *name)
 {
-    (void)state;
     const char hdr[] = "{\"x\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
     unsigned char file[8 + sizeof hdr - 1 + 8];
     const uint64_t hl = sizeof hdr - 1;
@@ -557,7 +556,14 @@ static void test_foreign_files(void **state)
     memcpy(file + 8, hdr, hl);
     const unsigned char data[8] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
     memcpy(file + 8 + hl, data, 8);
-    write_file(path_of("foreign.safetensors"), file, sizeof file);
+    write_file(path_of(name), file, sizeof file);
+}
+
+/* A file from another writer: no __metadata__ at all, or one without our keys. */
+static void test_foreign_files(void **state)
+{
+    (void)state;
+    write_foreign("foreign.safetensors");
     gck_snapshot *l = NULL;
     assert_int_equal(gck_snapshot_load(path_of("foreign.safetensors"), &l), GCK_OK);
     assert_int_equal(gck_snapshot_step(l), 0);
@@ -1069,15 +1075,7 @@ static void test_load_into(void **state)
     assert_non_null(strstr(gck_last_error(), "'w'"));
     assert_non_null(strstr(gck_last_error(), "content id mismatch"));
     /* a foreign file without recorded ids is read as it is */
-    const char hdr[] = "{\"x\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
-    unsigned char file[8 + sizeof hdr - 1 + 8];
-    const uint64_t hl = sizeof hdr - 1;
-    for (int i = 0; i < 8; i++)
-        file[i] = (unsigned char)(hl >> (8 * i));
-    memcpy(file + 8, hdr, hl);
-    const unsigned char data[8] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
-    memcpy(file + 8 + hl, data, 8);
-    write_file(path_of("into_foreign.safetensors"), file, sizeof file);
+    write_foreign("into_foreign.safetensors");
     int32_t xi[2] = {0, 0};
     const char *xn[] = {"x"};
     void *xd[] = {xi};

@@ -1206,6 +1206,70 @@ static void test_manifest_matches_memory(void **state)
     gck_store_close(st);
 }
 
+/* tests/fuzz/fuzz_store.c's two versions, whose version-2 delta written by
+ * the format-1 encoder is kept as the fuzz seed corpus_store/delta. */
+static gck_snapshot *fuzz_version(int v)
+{
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create((uint64_t)v, &s), GCK_OK);
+    float w[300];
+    double b[17];
+    for (int i = 0; i < 300; i++)
+        w[i] = (float)i * 0.25f + (float)v * (i % 3 == 0 ? 0.001f : 0.0f);
+    for (int i = 0; i < 17; i++)
+        b[i] = (double)i;
+    const int64_t ws[2] = {30, 10}, bs = 17, vs = v == 1 ? 3 : 5;
+    unsigned char blob[40];
+    memset(blob, v, sizeof blob);
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, ws, 2, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, &bs, 1, b), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "v", GCK_DTYPE_F32, &vs, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "k", "x"), GCK_OK);
+    return s;
+}
+
+/* Deltas written before format 2 (one tensor per byte plane) still restore,
+ * whole and into caller buffers. */
+static void test_delta_format1_reads(void **state)
+{
+    (void)state;
+    char dir[300], f[600];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    gck_snapshot *v[2] = {fuzz_version(1), fuzz_version(2)};
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(gck_store_save(st, v[i], NULL, 0, NULL), GCK_OK);
+    gck_store_close(st);
+    size_t len = 0;
+    char *seed = read_whole(GCK_FUZZ_STORE_CORPUS "/delta", &len);
+    assert_true(len > 1 && seed[0] == 0); /* the fuzz target's "replace the delta file" input */
+    assert_non_null(strstr(seed + 1 + 8, "\\\"format\\\":1"));
+    file_of(dir, 2, 1, f, sizeof f);
+    FILE *out = fopen(f, "wb");
+    assert_non_null(out);
+    assert_int_equal(fwrite(seed + 1, 1, len - 1, out), len - 1);
+    fclose(out);
+    free(seed);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    gck_snapshot *got = NULL;
+    assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
+    assert_int_equal(gck_snapshot_set_timestamp(v[1], gck_snapshot_timestamp(got)), GCK_OK); /* the seed's */
+    assert_same_snapshot(v[1], got);
+    gck_snapshot_destroy(got);
+    into_set set;
+    into_alloc(&set, v[1], 0x33);
+    assert_int_equal(gck_store_restore_into(st, 2, (const char *const *)set.names, set.dsts, set.sizes, set.n, NULL),
+                     GCK_OK);
+    assert_into_equal(&set, v[1]);
+    into_free(&set);
+    size_t checked = 0;
+    assert_int_equal(gck_store_verify(st, &checked), GCK_OK);
+    assert_int_equal(checked, 2);
+    gck_store_close(st);
+    gck_snapshot_destroy(v[0]), gck_snapshot_destroy(v[1]);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -1235,6 +1299,7 @@ int main(void)
         cmocka_unit_test(test_save_refs),
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
+        cmocka_unit_test(test_delta_format1_reads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

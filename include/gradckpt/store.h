@@ -26,12 +26,18 @@ extern "C" {
  *   base's dtype and size is stored as the XOR of its bits with the base's,
  *   split into byte planes, each plane zstd-compressed when it is
  *   compressible (zstd_max_entropy); anything else is stored whole (planes);
+ *   an item's planes are one payload tensor;
  * - `manifest.json` lists the versions, tags, bases and content ids. Every
  *   change (save, tag, eviction) writes new data files first and then
- *   replaces the manifest atomically and durably (temporary file, fsync,
- *   rename, directory fsync), so after a crash at any point the store reopens
- *   in the old or the new state; files the manifest does not name are
- *   removed when the store is opened (or by gck_store_gc).
+ *   replaces the manifest atomically and durably, so after a crash at any
+ *   point the store reopens in the old or the new state; files the manifest
+ *   does not name are removed when the store is opened (or by gck_store_gc).
+ *   A save costs three fsyncs: the new data file (written under its final
+ *   name) and the manifest's temporary file, fsynced together, then after the
+ *   rename over manifest.json one fsync of the directory, which makes both
+ *   names durable (an eviction that rebases a version adds that file's
+ *   fsync). This relies on the file system committing a directory's entries
+ *   in the order they were made, as Linux's journaling file systems do.
  *
  * Eviction never leaves a version unrestorable: when the version to evict is
  * the base of a retained delta, that delta is rebased first - re-encoded

@@ -242,20 +242,7 @@ class GradientAccumulator:
         clip factor applied is in ``last_clip_coef``. Raises
         gradckpt.NoAccumulatedGradientsError when nothing was accumulated.
         """
-        pending = set(self._cp.pending_layers)
-        names, grads = [], []
-        for name, p in zip(self.names, self.params):
-            if name not in pending:
-                continue
-            g = p.grad
-            if g is None:
-                g = self._spare.get(name)
-                if g is None:
-                    g = self._spare[name] = torch.empty_like(p, memory_format=torch.contiguous_format)
-                p.grad = g
-            names.append(name)
-            grads.append(g)
-        total, coef, _, _ = self._cp._flush_into_grads(names, grads)
+        total, coef, _, _ = self._cp._step_params(self.names, self.params, self._spare)
         self.last_clip_coef = coef
         self.micro_batches = 0
         return total

@@ -1,6 +1,8 @@
 // python/src/checkpointer.cpp - Checkpointer and Checkpoint (zero-copy read-only views of layers).
 #include "common.h"
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 #include <ctime>
@@ -425,19 +427,55 @@ public:
         return flush_list(l, idp.empty() && ids.empty() ? nullptr : idp.data(), now, record);
     }
 
-    // gradckpt.torch.GradientAccumulator.step: the grads of these parameters
-    // (one per pending layer, named by `names`) receive the finished values.
-    nb::tuple flush_into_grads(nb::handle names, nb::handle grads)
+    // gradckpt.torch.GradientAccumulator.step: every parameter whose layer is
+    // pending receives the finished values in p.grad (a buffer from `spares`,
+    // made once with torch.empty_like, where p.grad is None); one
+    // gck_flush_into, nothing recorded.
+    nb::tuple step_params(nb::list names, nb::list params, nb::dict spares)
     {
+        const size_t np = gck_pending_layers(cp_, nullptr, 0);
+        std::vector<const char *> pend(np);
+        gck_pending_layers(cp_, pend.data(), np);  // bytewise order
+        static PyObject *grad = PyUnicode_InternFromString("grad");
         Hold h;
         List l;
-        resolve_list(grads, "grads", Access::Write, h, l);
-        std::vector<std::string> ids;
-        for (nb::handle n : names)
-            ids.push_back(nb::cast<std::string>(n));
         std::vector<const char *> idp;
-        for (const auto &id : ids)
-            idp.push_back(id.c_str());
+        nb::object empty_like, contiguous;
+        for (size_t i = 0; i < nb::len(params); i++) {
+            const char *id = PyUnicode_AsUTF8(names[i].ptr());
+            if (id == nullptr)
+                throw nb::python_error();
+            if (!std::binary_search(pend.begin(), pend.end(), id,
+                                    [](const char *x, const char *y) { return strcmp(x, y) < 0; }))
+                continue;
+            nb::handle p = params[i];
+            nb::object g = nb::steal(PyObject_GetAttr(p.ptr(), grad));
+            if (!g.is_valid())
+                throw nb::python_error();
+            if (g.is_none()) {
+                nb::handle key = names[i];
+                if (spares.contains(key)) {
+                    g = spares[key];
+                } else {
+                    if (!empty_like.is_valid()) {
+                        nb::module_ torch = nb::module_::import_("torch");
+                        empty_like = torch.attr("empty_like");
+                        contiguous = torch.attr("contiguous_format");
+                    }
+                    g = empty_like(p, nb::arg("memory_format") = contiguous);
+                    spares[key] = g;
+                }
+                if (PyObject_SetAttr(p.ptr(), grad, g.ptr()) != 0)
+                    throw nb::python_error();
+            }
+            const std::string an = std::string("the gradient of '") + id + "'";
+            Array a;
+            resolve(g, ArgName{ an.c_str() }, Access::Write, h, a);
+            need_float(a, ArgName{ an.c_str() });
+            h.keep(g);
+            l.push(a);
+            idp.push_back(id);
+        }
         return flush_list(l, idp.data(), nb::int_(0), false);
     }
 
@@ -602,10 +640,11 @@ void init_checkpointer(nb::module_ &m)
              "are bit for bit what flush() would store. record=False adds nothing to the history and copies\n"
              "nothing; record=True also records the checkpoint. Returns (norm_before_clip, clip_coef, clipped,\n"
              "checkpoint or None). On any error nothing changes.")
-        .def("_flush_into_grads", &Checkpointer::flush_into_grads, nb::arg("names"), nb::arg("grads"),
-             nb::sig("def _flush_into_grads(self, names: list[str], grads: list[object]) -> "
+        .def("_step_params", &Checkpointer::step_params, nb::arg("names"), nb::arg("params"), nb::arg("spares"),
+             nb::sig("def _step_params(self, names: list[str], params: list[object], spares: dict[str, object]) -> "
                      "tuple[float, float, bool, None]"),
-             "gradckpt.torch internals: flush_into the gradients of the named layers, recording nothing.")
+             "gradckpt.torch internals: flush_into p.grad of every parameter with a pending layer (p.grad made\n"
+             "from spares, or new ones kept there, where it is None), recording nothing.")
         .def_prop_ro("flush_count", &Checkpointer::flush_count, "Flush windows completed (flush and flush_into).")
         .def("flush", &Checkpointer::flush, nb::arg("now") = nb::none(),
              "Finishes every pending layer (mean division, norms, clipping, checksum) into a new Checkpoint added\n"

@@ -55,35 +55,27 @@ void check_p(double p, const char *name)
                   std::string(name) + " must be > 0 (1, 2, inf or any finite p > 0), got " + std::to_string(p));
 }
 
-double sumsq(nb::handle x)
+// One reduction over one array, the kernel chosen by its dtype (the place
+// where the bf16/f16 kernels join).
+template <typename KF, typename KD> double reduce_one(nb::handle x, KF f32, KD f64)
 {
     Hold h;
     const Array a = read1(x, "x", h);
     return maybe_nogil(a.n * a.itemsize, [&] {
-        return a.dtype == GCK_DTYPE_F32 ? gck_sumsq_f32((const float *)a.data, a.n)
-                                        : gck_sumsq_f64((const double *)a.data, a.n);
+        return a.dtype == GCK_DTYPE_F32 ? f32((const float *)a.data, a.n) : f64((const double *)a.data, a.n);
     });
 }
 
-double l2norm(nb::handle x)
-{
-    Hold h;
-    const Array a = read1(x, "x", h);
-    return maybe_nogil(a.n * a.itemsize, [&] {
-        return a.dtype == GCK_DTYPE_F32 ? gck_l2norm_f32((const float *)a.data, a.n)
-                                        : gck_l2norm_f64((const double *)a.data, a.n);
-    });
-}
+double sumsq(nb::handle x) { return reduce_one(x, gck_sumsq_f32, gck_sumsq_f64); }
+
+double l2norm(nb::handle x) { return reduce_one(x, gck_l2norm_f32, gck_l2norm_f64); }
 
 double pnorm(nb::handle x, double p)
 {
-    Hold h;
-    const Array a = read1(x, "x", h);
     check_p(p, "p");
-    return maybe_nogil(a.n * a.itemsize, [&] {
-        return a.dtype == GCK_DTYPE_F32 ? gck_pnorm_f32((const float *)a.data, a.n, p)
-                                        : gck_pnorm_f64((const double *)a.data, a.n, p);
-    });
+    return reduce_one(
+        x, [p](const float *d, size_t n) { return gck_pnorm_f32(d, n, p); },
+        [p](const double *d, size_t n) { return gck_pnorm_f64(d, n, p); });
 }
 
 double dist2(nb::handle ao, nb::handle bo)

@@ -69,6 +69,8 @@ gck_status gck_fail_ctx(gck_status s, const char *fmt, ...)
 
 gck_status gck_fail_oom(const char *what, size_t bytes)
 {
+    if (bytes == 0) /* an allocation inside a library (jansson), of a size we do not see */
+        return gck_fail(GCK_ERR_NO_MEMORY, "out of memory: %s", what ? what : "allocation");
     return gck_fail(GCK_ERR_NO_MEMORY, "out of memory: %s (%zu bytes)", what ? what : "allocation", bytes);
 }
 

@@ -33,7 +33,8 @@ GCK_INTERNAL gck_status gck_fail_ctx(gck_status s, const char *fmt, ...) GCK_PRI
     do { gck_status gck_s_ = (expr); if (gck_s_ != GCK_OK) return gck_fail_ctx(gck_s_, __VA_ARGS__); } while (0)
 
 /* The one out-of-memory failure: GCK_ERR_NO_MEMORY with the message
- * "out of memory: <what> (<bytes> bytes)". */
+ * "out of memory: <what> (<bytes> bytes)"; bytes 0 (the size is unknown, as
+ * for an allocation inside jansson) drops the parenthesis. */
 GCK_INTERNAL gck_status gck_fail_oom(const char *what, size_t bytes);
 
 #endif /* GCK_STATUS_INTERNAL_H */

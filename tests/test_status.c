@@ -81,6 +81,8 @@ static void test_context_and_oom(void **state)
     assert_string_equal(gck_last_error(), "ctx x: kept");
     assert_int_equal(gck_fail_oom("delta arena", 4096), GCK_ERR_NO_MEMORY);
     assert_string_equal(gck_last_error(), "out of memory: delta arena (4096 bytes)");
+    assert_int_equal(gck_fail_oom("JSON header", 0), GCK_ERR_NO_MEMORY);
+    assert_string_equal(gck_last_error(), "out of memory: JSON header");
     /* a long chain is cut like any message, never overflows */
     char big[2000];
     memset(big, 'y', sizeof big - 1);

@@ -280,8 +280,8 @@ static gck_status gck_meta_set(gck_named_vec *v, const char *key, const char *va
     return GCK_OK;
 oom:
     free(m), free(k), free(val);
-    return gck_fail_ctx(gck_fail_oom("metadata entry", sizeof *m + strlen(key) + strlen(value) + 2), "metadata '%.200s'",
-                        key);
+    return gck_fail_ctx(gck_fail_oom("metadata entry", sizeof *m + strlen(key) + strlen(value) + 2),
+                        "metadata '%.200s'", key);
 }
 
 static const char *gck_meta_get(const gck_named_vec *v, const char *key)

@@ -23,7 +23,7 @@ gck_status gck_snapshot_create(uint64_t step, gck_snapshot **out)
     GCK_CHECK_ARG(out != NULL, "gck_snapshot_create: out is NULL");
     gck_snapshot *s = gck_calloc(1, sizeof *s);
     if (s == NULL)
-        return gck_fail_ctx(gck_fail_oom("snapshot", sizeof *s), "gck_snapshot_create");
+        return gck_fail_oom("snapshot", sizeof *s);
     s->step = step;
     const time_t now = time(NULL);
     s->timestamp = now > 0 ? (uint64_t)now : 0;
@@ -213,7 +213,7 @@ gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)
     GCK_CHECK_ARG(s != NULL && cid != NULL, "gck_snapshot_set_loss_cid: NULL argument");
     char *c = gck_strdup(cid);
     if (c == NULL)
-        return gck_fail_ctx(gck_fail_oom("loss content id", strlen(cid) + 1), "gck_snapshot_set_loss_cid");
+        return gck_fail_oom("loss content id", strlen(cid) + 1);
     free(s->loss_cid);
     s->loss_cid = c;
     return GCK_OK;

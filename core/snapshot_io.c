@@ -409,7 +409,7 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
             if (st == GCK_ERR_INVALID_ARGUMENT) /* an empty or over-long key: the file's fault */
                 return GCK_CORRUPT("%.300s: __metadata__: %s", path, gck_last_error());
             if (st != GCK_OK)
-                return st;
+                return gck_fail_ctx(st, "%.300s: __metadata__", path);
             continue;
         }
         const char *k = key + strlen(GCK_METADATA_PREFIX);
@@ -425,9 +425,9 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
                 return GCK_CORRUPT("%.300s: %.40s '%.40s' is not a decimal number", path, key, val);
             *(k[0] == 's' ? &s->step : &s->timestamp) = u;
         } else if (strcmp(k, "loss_cid") == 0) {
-            GCK_TRY(gck_snapshot_set_loss_cid(s, val));
+            GCK_TRY_CTX(gck_snapshot_set_loss_cid(s, val), "%.300s: __metadata__", path);
         } else if (strncmp(k, "cid.", 4) != 0) {
-            GCK_TRY(gck_snapshot_set_sysmeta(s, key, val)); /* kept for the next save */
+            GCK_TRY_CTX(gck_snapshot_set_sysmeta(s, key, val), "%.300s: __metadata__", path); /* kept for the next save */
         }
         /* gradckpt.cid.* are checked against the loaded bytes by the caller */
     }
@@ -564,7 +564,7 @@ static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off,
             }
         }
         if (st != GCK_OK)
-            return st;
+            return gck_fail_ctx(st, "%.300s", path);
     }
     return GCK_OK;
 }
@@ -792,8 +792,10 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
         return gck_io_fail("cannot open", path, errno);
     gck_snapshot *s = NULL;
     gck_status st = gck_snapshot_create(0, &s);
-    if (st != GCK_OK)
+    if (st != GCK_OK) {
+        st = gck_fail_ctx(st, "%.300s", path);
         goto done;
+    }
     s->timestamp = 0; /* absent from other writers' files */
     st = gck_load_fd(path, fd, s, use_map, verify);
     if (st == GCK_OK) {
@@ -1000,7 +1002,7 @@ gck_status gck_snapshot_load_into(const char *path, const char *const *names, vo
                                   const size_t *sizes, size_t n, gck_snapshot **fields)
 {
     GCK_CHECK_ARG(path != NULL, "gck_snapshot_load_into: path is NULL");
-    GCK_TRY(gck_check_dsts("gck_snapshot_load_into", names, dsts, sizes, n));
+    GCK_TRY_CTX(gck_check_dsts("gck_snapshot_load_into", names, dsts, sizes, n), "%.300s", path);
     gck_st_file *f = NULL;
     GCK_TRY(gck_st_open(path, &f));
     gck_status st = GCK_OK;

@@ -799,6 +799,8 @@ static void test_tensor_ref_errors(void **state)
         if (st == GCK_OK)
             break;
         assert_int_equal(st, GCK_ERR_NO_MEMORY);
+        /* the one out-of-memory message, naming the tensor */
+        assert_non_null(strstr(gck_last_error(), "tensor 'late': out of memory: "));
         assert_int_equal(gck_snapshot_num_tensors(s), 6);
         failures++;
     }
@@ -1057,6 +1059,9 @@ static void test_load_into(void **state)
             break;
         if (st != GCK_ERR_NO_MEMORY)
             fail_msg("allocation %ld: %s: %s", k, gck_status_name(st), gck_last_error());
+        /* the one out-of-memory message, naming the file */
+        if (strstr(gck_last_error(), "out of memory: ") == NULL || strstr(gck_last_error(), p) == NULL)
+            fail_msg("allocation %ld: '%s' does not name the file or say 'out of memory: '", k, gck_last_error());
         assert_null(fields);
         assert_memory_equal(w2, wz, sizeof w2); /* every allocation comes before the first read */
     }
@@ -1096,6 +1101,78 @@ static void test_load_into(void **state)
     assert_int_equal(gck_snapshot_step(fields), 0);
     gck_snapshot_destroy(fields);
     gck_snapshot_destroy(s);
+}
+
+/* Every allocation of a save, a load (copied, mapped, verified or not) and a
+ * checkpoint load failing in turn: NO_MEMORY with the one out-of-memory
+ * message, and the file named (the context added on the way up). */
+static void test_out_of_memory_messages(void **state)
+{
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s", path_of("oom.safetensors"));
+    const float w[5] = {1, 2, 3, 4, 5};
+    const double b[3] = {-1, 0.5, 2};
+    const int64_t sw[1] = {5}, sb[2] = {1, 3};
+    const unsigned char blob[4] = {1, 2, 3, 4};
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(9, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, sw, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, sb, 2, b), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.1"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:0123456789abcdef"), GCK_OK);
+    for (int what = 0; what < 4; what++) {
+        int failures = 0;
+        for (long k = 0;; k++) {
+            gck_snapshot *l = NULL;
+            gck_alloc_fail_after(k);
+            const gck_status st = what == 0 ? gck_snapshot_save(s, p)
+                                  : what == 1 ? gck_snapshot_load(p, &l)
+                                              : gck_snapshot_load_mmap(p, what == 3, &l);
+            gck_alloc_fail_after(-1);
+            gck_snapshot_destroy(l);
+            if (st == GCK_OK)
+                break;
+            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
+                strstr(gck_last_error(), p) == NULL)
+                fail_msg("case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st), gck_last_error());
+            failures++;
+        }
+        assert_true(failures >= 3);
+    }
+    gck_snapshot_destroy(s);
+
+    /* a checkpoint file: the checkpoint's own allocations name the file too */
+    gck_config cfg;
+    gck_config_init(&cfg);
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    const double g[4] = {1, 2, 3, 4};
+    assert_int_equal(gck_accumulate_f64(cp, "fc", g, 4, 1), GCK_OK);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 1, &c), GCK_OK);
+    snprintf(p, sizeof p, "%s", path_of("oom.ckpt"));
+    for (int what = 0; what < 2; what++) {
+        int failures = 0;
+        for (long k = 0;; k++) {
+            gck_checkpoint *l = NULL;
+            gck_alloc_fail_after(k);
+            const gck_status st = what == 0 ? gck_checkpoint_save(c, p) : gck_checkpoint_load(p, &l);
+            gck_alloc_fail_after(-1);
+            gck_checkpoint_release(l);
+            if (st == GCK_OK)
+                break;
+            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
+                strstr(gck_last_error(), p) == NULL)
+                fail_msg("checkpoint case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st),
+                         gck_last_error());
+            failures++;
+        }
+        assert_true(failures >= 3);
+    }
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
 }
 
 /* A large restore (read on threads): bit-exact, and the same on 1 and 2 threads. */
@@ -1289,6 +1366,7 @@ int main(void)
         cmocka_unit_test(test_tensor_ref_errors),
         cmocka_unit_test(test_typed_metadata),
         cmocka_unit_test(test_load_into),
+        cmocka_unit_test(test_out_of_memory_messages),
         cmocka_unit_test(test_load_into_large),
         cmocka_unit_test(test_sweep_temporaries),
     };

@@ -427,7 +427,8 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
         } else if (strcmp(k, "loss_cid") == 0) {
             GCK_TRY_CTX(gck_snapshot_set_loss_cid(s, val), "%.300s: __metadata__", path);
         } else if (strncmp(k, "cid.", 4) != 0) {
-            GCK_TRY_CTX(gck_snapshot_set_sysmeta(s, key, val), "%.300s: __metadata__", path); /* kept for the next save */
+            /* kept for the next save */
+            GCK_TRY_CTX(gck_snapshot_set_sysmeta(s, key, val), "%.300s: __metadata__", path);
         }
         /* gradckpt.cid.* are checked against the loaded bytes by the caller */
     }
@@ -475,6 +476,75 @@ typedef struct gck_pre {
     int err;
 } gck_pre;
 
+/* Adds entry e of the file to s as a tensor or an optimizer state, on its
+ * bytes `data` (the mapping's or the arena's when shared) with content id
+ * cid (NULL: hash the bytes). On failure nothing is added and data, unless
+ * shared, is freed. */
+static gck_status gck_adopt_entry(const char *path, const gck_ld_entry *e, gck_snapshot *s, void *data, int shared,
+                                  const char *cid)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX), nbytes = (size_t)(e->end - e->begin);
+    const size_t esz = gck_dtype_size(e->dtype);
+    gck_snap_blob *b = NULL;
+    gck_snap_tensor *t = NULL;
+    char *nm = NULL;
+    int64_t *sh = NULL;
+    gck_status st;
+    if (strncmp(e->name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
+        if (e->dtype != GCK_DTYPE_U8 || e->ndim != 1) {
+            st = GCK_CORRUPT("%.300s: optimizer state '%.200s' is not a 1-D U8 tensor", path, e->name);
+            goto fail;
+        }
+        b = gck_calloc(1, sizeof *b);
+        nm = gck_concat(e->name + plen, "", "");
+        if (b == NULL || nm == NULL) {
+            st = gck_fail_ctx(gck_blob_oom(e->name + plen, 0), "%.300s", path);
+            goto fail;
+        }
+        *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
+        if (cid)
+            memcpy(b->cid, cid, 22);
+        else
+            gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
+        int dup;
+        (void)gck_named_find(&s->blobs, nm, &dup);
+        if (nm[0] == '\0' || dup) {
+            st = GCK_CORRUPT("%.300s: optimizer state name '%.200s' is empty or repeated", path, e->name);
+            goto fail;
+        }
+        if ((st = gck_snapshot_adopt_blob(s, b)) != GCK_OK) {
+            st = gck_fail_ctx(st, "%.300s", path);
+            goto fail;
+        }
+        return GCK_OK;
+    }
+    t = gck_calloc(1, sizeof *t);
+    nm = gck_concat(e->name, "", "");
+    sh = gck_malloc((e->ndim ? e->ndim : 1) * sizeof *sh);
+    if (t == NULL || nm == NULL || sh == NULL) {
+        st = gck_fail_ctx(gck_tensor_oom(e->name, e->ndim, 0), "%.300s", path);
+        goto fail;
+    }
+    memcpy(sh, e->shape, e->ndim * sizeof *sh);
+    *t = (gck_snap_tensor){.name = nm, .dtype = e->dtype, .shape = sh, .ndim = e->ndim, .data = data,
+                           .nbytes = nbytes, .borrowed = shared};
+    if (cid)
+        memcpy(t->cid, cid, 22);
+    else
+        gck_content_id(data, esz ? nbytes / esz : 0, e->dtype, t->cid);
+    if ((st = gck_snapshot_adopt_tensor(s, t)) != GCK_OK) {
+        /* a bad name is the file's fault; running out of memory is not */
+        st = gck_fail_ctx(st == GCK_ERR_NO_MEMORY ? st : GCK_ERR_CORRUPT, "%.300s", path);
+        goto fail;
+    }
+    return GCK_OK;
+fail:
+    free(b), free(t), free(nm), free(sh);
+    if (!shared)
+        free(data);
+    return st;
+}
+
 /* Builds the tensors and blobs of the snapshot from the file (reading what
  * `pre` did not read ahead). */
 static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
@@ -513,58 +583,7 @@ static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off,
                 return gck_io_fail("cannot read", path, err);
             }
         }
-        gck_status st;
-        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
-            if (e[i].dtype != GCK_DTYPE_U8 || e[i].ndim != 1) {
-                free(data);
-                return GCK_CORRUPT("%.300s: optimizer state '%.200s' is not a 1-D U8 tensor", path, e[i].name);
-            }
-            gck_snap_blob *b = gck_calloc(1, sizeof *b);
-            char *nm = gck_concat(e[i].name + plen, "", "");
-            if (b == NULL || nm == NULL) {
-                free(b), free(nm), free(data);
-                return gck_fail_ctx(gck_blob_oom(e[i].name + plen, 0), "%.300s", path);
-            }
-            *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
-            if (cid)
-                memcpy(b->cid, cid, 22);
-            else
-                gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
-            int dup;
-            (void)gck_named_find(&s->blobs, nm, &dup);
-            if (nm[0] == '\0' || dup) {
-                free(nm), free(data), free(b);
-                return GCK_CORRUPT("%.300s: optimizer state name '%.200s' is empty or repeated", path, e[i].name);
-            }
-            st = gck_snapshot_adopt_blob(s, b);
-            if (st != GCK_OK)
-                free(nm), free(data), free(b);
-        } else {
-            gck_snap_tensor *t = gck_calloc(1, sizeof *t);
-            char *nm = gck_concat(e[i].name, "", "");
-            int64_t *sh = gck_malloc((e[i].ndim ? e[i].ndim : 1) * sizeof *sh);
-            if (t == NULL || nm == NULL || sh == NULL) {
-                free(t), free(nm), free(sh);
-                if (!shared)
-                    free(data);
-                return gck_fail_ctx(gck_tensor_oom(e[i].name, e[i].ndim, 0), "%.300s", path);
-            }
-            memcpy(sh, e[i].shape, e[i].ndim * sizeof *sh);
-            *t = (gck_snap_tensor){.name = nm, .dtype = e[i].dtype, .shape = sh, .ndim = e[i].ndim, .data = data,
-                                   .nbytes = nbytes, .borrowed = shared};
-            if (cid)
-                memcpy(t->cid, cid, 22);
-            else
-                gck_content_id(data, esz ? nbytes / esz : 0, e[i].dtype, t->cid);
-            st = gck_snapshot_adopt_tensor(s, t);
-            if (st != GCK_OK) {
-                gck_snap_tensor_free(t);
-                /* a bad name is the file's fault; running out of memory is not */
-                return gck_fail_ctx(st == GCK_ERR_NO_MEMORY ? st : GCK_ERR_CORRUPT, "%.300s", path);
-            }
-        }
-        if (st != GCK_OK)
-            return gck_fail_ctx(st, "%.300s", path);
+        GCK_TRY(gck_adopt_entry(path, &e[i], s, data, shared, cid));
     }
     return GCK_OK;
 }

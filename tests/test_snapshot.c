@@ -1103,9 +1103,53 @@ static void test_load_into(void **state)
     gck_snapshot_destroy(s);
 }
 
-/* Every allocation of a save, a load (copied, mapped, verified or not) and a
- * checkpoint load failing in turn: NO_MEMORY with the one out-of-memory
- * message, and the file named (the context added on the way up). */
+/* The operations the out-of-memory walk runs on one file (case: which). */
+typedef struct oom_case {
+    const char *path;
+    const gck_snapshot *s;
+    const gck_checkpoint *c;
+} oom_case;
+
+static gck_status oom_run(const oom_case *o, int what)
+{
+    gck_snapshot *l = NULL;
+    gck_checkpoint *lc = NULL;
+    gck_status st;
+    switch (what) {
+    case 0: st = gck_snapshot_save(o->s, o->path); break;
+    case 1: st = gck_snapshot_load(o->path, &l); break;
+    case 2: st = gck_snapshot_load_mmap(o->path, 0, &l); break;
+    case 3: st = gck_snapshot_load_mmap(o->path, 1, &l); break;
+    case 4: st = gck_checkpoint_save(o->c, o->path); break;
+    default: st = gck_checkpoint_load(o->path, &lc); break;
+    }
+    gck_snapshot_destroy(l);
+    gck_checkpoint_release(lc);
+    return st;
+}
+
+/* Every allocation of each case failing in turn: NO_MEMORY with the one
+ * out-of-memory message, and the file named (the context added on the way up). */
+static void oom_walk(const oom_case *o, int first, int last)
+{
+    for (int what = first; what <= last; what++) {
+        int failures = 0;
+        for (long k = 0;; k++) {
+            gck_alloc_fail_after(k);
+            const gck_status st = oom_run(o, what);
+            gck_alloc_fail_after(-1);
+            if (st == GCK_OK)
+                break;
+            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
+                strstr(gck_last_error(), o->path) == NULL)
+                fail_msg("case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st), gck_last_error());
+            failures++;
+        }
+        assert_true(failures >= 3);
+    }
+}
+
+/* A save, a load (copied, mapped, verified or not), a checkpoint save and load. */
 static void test_out_of_memory_messages(void **state)
 {
     (void)state;
@@ -1122,28 +1166,9 @@ static void test_out_of_memory_messages(void **state)
     assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob), GCK_OK);
     assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.1"), GCK_OK);
     assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:0123456789abcdef"), GCK_OK);
-    for (int what = 0; what < 4; what++) {
-        int failures = 0;
-        for (long k = 0;; k++) {
-            gck_snapshot *l = NULL;
-            gck_alloc_fail_after(k);
-            const gck_status st = what == 0 ? gck_snapshot_save(s, p)
-                                  : what == 1 ? gck_snapshot_load(p, &l)
-                                              : gck_snapshot_load_mmap(p, what == 3, &l);
-            gck_alloc_fail_after(-1);
-            gck_snapshot_destroy(l);
-            if (st == GCK_OK)
-                break;
-            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
-                strstr(gck_last_error(), p) == NULL)
-                fail_msg("case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st), gck_last_error());
-            failures++;
-        }
-        assert_true(failures >= 3);
-    }
+    oom_walk(&(oom_case){.path = p, .s = s}, 0, 3);
     gck_snapshot_destroy(s);
 
-    /* a checkpoint file: the checkpoint's own allocations name the file too */
     gck_config cfg;
     gck_config_init(&cfg);
     gck_checkpointer *cp = NULL;
@@ -1153,24 +1178,7 @@ static void test_out_of_memory_messages(void **state)
     gck_checkpoint *c = NULL;
     assert_int_equal(gck_flush(cp, 1, &c), GCK_OK);
     snprintf(p, sizeof p, "%s", path_of("oom.ckpt"));
-    for (int what = 0; what < 2; what++) {
-        int failures = 0;
-        for (long k = 0;; k++) {
-            gck_checkpoint *l = NULL;
-            gck_alloc_fail_after(k);
-            const gck_status st = what == 0 ? gck_checkpoint_save(c, p) : gck_checkpoint_load(p, &l);
-            gck_alloc_fail_after(-1);
-            gck_checkpoint_release(l);
-            if (st == GCK_OK)
-                break;
-            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
-                strstr(gck_last_error(), p) == NULL)
-                fail_msg("checkpoint case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st),
-                         gck_last_error());
-            failures++;
-        }
-        assert_true(failures >= 3);
-    }
+    oom_walk(&(oom_case){.path = p, .c = c}, 4, 5);
     gck_checkpoint_release(c);
     gck_checkpointer_destroy(cp);
 }

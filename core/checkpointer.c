@@ -191,18 +191,22 @@ static size_t gck_layer_search(const gck_checkpointer *cp, const char *id, int *
 /* Trainers pass the same ids in the same order every call, so entry i of a
  * list call is first compared with the layer entry i named last time: one
  * comparison instead of a binary search. */
-static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+static gck_status gck_hints_grow(gck_checkpointer *cp, size_t count, const char *fn)
 {
-    if (count <= cp->hint_cap)
-        return GCK_OK;
-    size_t bytes = SIZE_MAX;
+    size_t bytes;
     gck_layer **h = gck_mul_size(count, sizeof *h, &bytes) ? gck_realloc(cp->hint, bytes) : NULL;
-    if (h == NULL)
-        return gck_fail_ctx(gck_fail_oom("layer hints", bytes), "%s", fn);
+    if (h == NULL) /* count entries exist: the product cannot wrap here */
+        return gck_fail_ctx(gck_fail_oom("layer hints", count * sizeof *h), "%s", fn);
     memset(h + cp->hint_cap, 0, (count - cp->hint_cap) * sizeof *h);
     cp->hint = h;
     cp->hint_cap = count;
     return GCK_OK;
+}
+
+/* The check stays inline in the list calls; growing (rare) is out of line. */
+static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+{
+    return count <= cp->hint_cap ? GCK_OK : gck_hints_grow(cp, count, fn);
 }
 
 /* The layer named id, or NULL; through hint slot `slot` (or none: SIZE_MAX),
@@ -375,11 +379,12 @@ static gck_status gck_check_entry(const char *id, const void *values, size_t n, 
     return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s layer '%.200s': values is NULL with n = %zu", fn, at, id, n);
 }
 
-/* The failure of making room for n values of layer id. */
-static gck_status gck_layer_oom(const char *id, size_t n, size_t esz)
+/* The failure of making room for n values of layer id (the storage size
+ * looked up again here, so the hot path need not keep it across calls). */
+static gck_status gck_layer_oom(const gck_checkpointer *cp, const char *id, size_t n)
 {
     size_t bytes;
-    if (!gck_mul_size(n, esz, &bytes))
+    if (!gck_mul_size(n, gck_storage_size(cp), &bytes))
         return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
     return gck_fail_ctx(gck_fail_oom("accumulation buffer", bytes), "layer '%.200s'", id);
 }
@@ -407,7 +412,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
         if (l->count == 0 && l->occ == 0 && n > l->cap) {
             void *nb = gck_mul_size(n, esz, &bytes) ? gck_aligned_alloc(bytes) : NULL;
             if (nb == NULL)
-                return gck_layer_oom(id, n, esz);
+                return gck_layer_oom(cp, id, n);
             free(l->buf); /* idle: it holds nothing */
             l->buf = nb;
             l->cap = n;
@@ -416,7 +421,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
         return GCK_OK;
     }
     if (!gck_mul_size(n, esz, &bytes))
-        return gck_layer_oom(id, n, esz);
+        return gck_layer_oom(cp, id, n);
     if (cp->n_layers == cp->cap_layers) {
         const size_t ncap = cp->cap_layers ? 2 * cp->cap_layers : 16;
         gck_layer **nl = gck_realloc(cp->layers, ncap * sizeof *nl);
@@ -430,7 +435,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
     void *buf = gck_aligned_alloc(bytes);
     if (l == NULL || cid == NULL || buf == NULL) {
         free(l), free(cid), free(buf);
-        return gck_layer_oom(id, n, esz);
+        return gck_layer_oom(cp, id, n);
     }
     *l = (gck_layer){.id = cid, .buf = buf, .cap = n, .mark = cp->serial, .call_n = n, .created = 1};
     memmove(&cp->layers[at + 1], &cp->layers[at], (cp->n_layers - at) * sizeof *cp->layers);
@@ -543,10 +548,11 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
     gck_layer **ent = few;
     size_t *round = few_round;
     if (count > GCK_FEW_ENTRIES) {
-        size_t bytes = SIZE_MAX;
+        size_t bytes;
         char *mem = gck_mul_size(count, sizeof *ent + sizeof *round, &bytes) ? gck_scratch(cp, bytes) : NULL;
-        if (mem == NULL)
-            return gck_fail_ctx(gck_fail_oom("entry scratch", bytes), "gck_accumulate_many");
+        if (mem == NULL) /* count entries exist: the product cannot wrap here */
+            return gck_fail_ctx(gck_fail_oom("entry scratch", count * (sizeof *ent + sizeof *round)),
+                                "gck_accumulate_many");
         ent = (gck_layer **)(void *)mem;
         round = (size_t *)(void *)(mem + count * sizeof *ent);
     }
@@ -748,10 +754,10 @@ static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, cons
     const size_t np = cp->pending_layers;
     const size_t per = sizeof *p->layers + sizeof *p->ids + sizeof *p->lens + sizeof *p->dst + sizeof *p->L +
                        sizeof *p->bufs + sizeof *p->sums;
-    size_t bytes = SIZE_MAX;
+    size_t bytes;
     char *mem = gck_mul_size(np, per, &bytes) ? gck_scratch(cp, bytes) : NULL;
-    if (mem == NULL)
-        return gck_fail_ctx(gck_fail_oom("per-layer scratch", bytes), "%s", fn);
+    if (mem == NULL) /* np layers exist: the product cannot wrap here */
+        return gck_fail_ctx(gck_fail_oom("per-layer scratch", np * per), "%s", fn);
     p->np = np;
     p->L = (gck_ckpt_layer *)(void *)mem; /* the widest member first: every part stays aligned */
     p->layers = (const gck_layer **)(void *)(mem + np * sizeof *p->L);

@@ -269,9 +269,10 @@ gck_status gck_checkpoint_diff(const gck_checkpoint *a, const gck_checkpoint *b,
         *n_out = 0;
         return GCK_OK;
     }
-    gck_layer_distance *d = gck_malloc(n * sizeof *d + id_bytes);
+    const size_t bytes = n * sizeof(gck_layer_distance) + id_bytes;
+    gck_layer_distance *d = gck_malloc(bytes);
     if (d == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_checkpoint_diff: cannot allocate %zu entries", n);
+        return gck_fail_ctx(gck_fail_oom("layer distances", bytes), "gck_checkpoint_diff");
     char *ids = (char *)(d + n);
     size_t k = 0;
     i = j = 0;

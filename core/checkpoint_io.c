@@ -40,37 +40,39 @@ static gck_status gck_set_f64_key(gck_snapshot *s, const char *key, double v)
     return gck_snapshot_set_sysmeta(s, key, buf);
 }
 
+/* Everything of c but the values' bytes into s (the values borrowed). */
+static gck_status gck_checkpoint_fields(const gck_checkpoint *c, gck_snapshot *s)
+{
+    char key[GCK_NAME_MAX + 64], hex[24];
+    for (size_t i = 0; i < c->n_layers; i++) {
+        const gck_ckpt_layer *l = &c->layers[i];
+        GCK_TRY(gck_snapshot_add_borrowed(s, l->id, c->dtype, l->values, l->n));
+        snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", l->id);
+        GCK_TRY(gck_set_u64_key(s, key, l->step));
+    }
+    snprintf(hex, sizeof hex, "%016" PRIx64, c->checksum);
+    GCK_TRY(gck_set_u64_key(s, GCK_CK_PREFIX "id", c->id));
+    GCK_TRY(gck_set_u64_key(s, GCK_CK_PREFIX "compressed_size", c->compressed_size));
+    GCK_TRY(gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum_algo", gck_checksum_names[c->checksum_algo]));
+    GCK_TRY(gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum", hex));
+    GCK_TRY(gck_set_f64_key(s, GCK_CK_PREFIX "norm_before_clip", c->norm_before_clip));
+    GCK_TRY(gck_set_f64_key(s, GCK_CK_PREFIX "clip_coef", c->clip_coef));
+    return GCK_OK;
+}
+
 gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path)
 {
     GCK_CHECK_ARG(c != NULL && path != NULL, "gck_checkpoint_save: NULL argument");
     gck_snapshot *s = NULL;
-    GCK_TRY(gck_snapshot_create(c->step, &s));
+    GCK_TRY_CTX(gck_snapshot_create(c->step, &s), "%.300s: checkpoint %llu", path, (unsigned long long)c->id);
     s->timestamp = c->created_at;
-    gck_status st = GCK_OK;
-    char key[GCK_NAME_MAX + 64], hex[24];
-    for (size_t i = 0; i < c->n_layers && st == GCK_OK; i++) {
-        const gck_ckpt_layer *l = &c->layers[i];
-        st = gck_snapshot_add_borrowed(s, l->id, c->dtype, l->values, l->n);
-        if (st == GCK_OK) {
-            snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", l->id);
-            st = gck_set_u64_key(s, key, l->step);
-        }
+    gck_status st = gck_checkpoint_fields(c, s);
+    if (st != GCK_OK) {
+        st = gck_fail_ctx(st, "%.300s: checkpoint %llu", path, (unsigned long long)c->id);
+        goto done;
     }
-    snprintf(hex, sizeof hex, "%016" PRIx64, c->checksum);
-    if (st == GCK_OK)
-        st = gck_set_u64_key(s, GCK_CK_PREFIX "id", c->id);
-    if (st == GCK_OK)
-        st = gck_set_u64_key(s, GCK_CK_PREFIX "compressed_size", c->compressed_size);
-    if (st == GCK_OK)
-        st = gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum_algo", gck_checksum_names[c->checksum_algo]);
-    if (st == GCK_OK)
-        st = gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum", hex);
-    if (st == GCK_OK)
-        st = gck_set_f64_key(s, GCK_CK_PREFIX "norm_before_clip", c->norm_before_clip);
-    if (st == GCK_OK)
-        st = gck_set_f64_key(s, GCK_CK_PREFIX "clip_coef", c->clip_coef);
-    if (st == GCK_OK)
-        st = gck_snapshot_save(s, path);
+    st = gck_snapshot_save(s, path); /* its messages name the path */
+done:
     gck_snapshot_destroy(s);
     return st;
 }
@@ -112,28 +114,33 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
             return GCK_CK_CORRUPT("%.300s: layer '%.200s' is not a 1-D tensor of the file's F32/F64 dtype", path,
                                   t->name);
     }
+    const size_t list_bytes = (n ? n : 1) * (sizeof(const char *) + sizeof(size_t));
     const char **ids = gck_malloc((n ? n : 1) * sizeof *ids);
     size_t *lens = gck_malloc((n ? n : 1) * sizeof *lens);
     gck_checkpoint *c = NULL;
-    if (ids != NULL && lens != NULL) {
-        for (size_t i = 0; i < n; i++) {
-            const gck_snap_tensor *t = s->tensors.items[i];
-            ids[i] = t->name;
-            lens[i] = (size_t)t->shape[0];
-        }
-        c = gck_checkpoint_new(dt, n, ids, lens, NULL, 0);
+    gck_status st = GCK_OK;
+    if (ids == NULL || lens == NULL) {
+        st = gck_fail_ctx(gck_fail_oom("layer list", list_bytes), "%.300s", path);
+        goto done;
     }
-    free(ids), free(lens);
-    if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate the checkpoint", path);
+    for (size_t i = 0; i < n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        ids[i] = t->name;
+        lens[i] = (size_t)t->shape[0];
+    }
+    c = gck_checkpoint_new(dt, n, ids, lens, NULL, 0);
+    if (c == NULL) {
+        st = gck_fail_ctx(gck_fail_oom("checkpoint values", gck_checkpoint_arena_bytes(dt, n, lens)), "%.300s", path);
+        goto done;
+    }
     char key[GCK_NAME_MAX + 64];
     for (size_t i = 0; i < n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
         gck_ckpt_layer *l = &c->layers[i];
         snprintf(key, sizeof key, GCK_LAYER_STEP_PREFIX "%s", t->name);
         if (!gck_parse_u64(gck_snapshot_sysmeta(s, key), &l->step)) {
-            gck_checkpoint_release(c);
-            return GCK_CK_CORRUPT("%.300s: layer '%.200s' has no gradckpt.layer_step", path, t->name);
+            st = GCK_CK_CORRUPT("%.300s: layer '%.200s' has no gradckpt.layer_step", path, t->name);
+            goto done;
         }
         if (t->nbytes)
             memcpy(l->values, t->data, t->nbytes);
@@ -145,15 +152,19 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
     c->clip_coef = coef;
     gck_checkpoint_seal(c, (gck_checksum)algo);
     if (c->checksum != sum) {
-        gck_checkpoint_release(c);
-        return GCK_CK_CORRUPT("%.300s: checkpoint checksum mismatch (file says %016" PRIx64 ")", path, sum);
+        st = GCK_CK_CORRUPT("%.300s: checkpoint checksum mismatch (file says %016" PRIx64 ")", path, sum);
+        goto done;
     }
     c->id = id;
     c->step = s->step;
     c->created_at = s->timestamp;
     c->compressed_size = (size_t)csize;
     *out = c;
-    return GCK_OK;
+    c = NULL; /* the caller's */
+done:
+    free(ids), free(lens);
+    gck_checkpoint_release(c);
+    return st;
 }
 
 gck_status gck_checkpoint_load(const char *path, gck_checkpoint **out)

@@ -119,7 +119,11 @@ gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out
     if (cp == NULL || hist == NULL || (c.n_weights && w == NULL) ||
         c.max_checkpoints > (size_t)-1 / sizeof *hist || c.n_weights > (size_t)-1 / sizeof *w) {
         free(cp), free(hist), free(w);
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_checkpointer_create: out of memory");
+        size_t hb, wb;
+        const int fits =
+            gck_mul_size(c.max_checkpoints, sizeof *hist, &hb) && gck_mul_size(c.n_weights, sizeof *w, &wb);
+        return gck_fail_ctx(gck_fail_oom("checkpointer", fits ? sizeof *cp + hb + wb : SIZE_MAX),
+                            "gck_checkpointer_create");
     }
     if (c.n_weights)
         memcpy(w, c.weights, c.n_weights * sizeof *w);
@@ -187,18 +191,22 @@ static size_t gck_layer_search(const gck_checkpointer *cp, const char *id, int *
 /* Trainers pass the same ids in the same order every call, so entry i of a
  * list call is first compared with the layer entry i named last time: one
  * comparison instead of a binary search. */
-static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+static gck_status gck_hints_grow(gck_checkpointer *cp, size_t count, const char *fn)
 {
-    if (count <= cp->hint_cap)
-        return GCK_OK;
     size_t bytes;
     gck_layer **h = gck_mul_size(count, sizeof *h, &bytes) ? gck_realloc(cp->hint, bytes) : NULL;
-    if (h == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu entries", fn, count);
+    if (h == NULL) /* count entries exist: the product cannot wrap here */
+        return gck_fail_ctx(gck_fail_oom("layer hints", count * sizeof *h), "%s", fn);
     memset(h + cp->hint_cap, 0, (count - cp->hint_cap) * sizeof *h);
     cp->hint = h;
     cp->hint_cap = count;
     return GCK_OK;
+}
+
+/* The check stays inline in the list calls; growing (rare) is out of line. */
+static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+{
+    return count <= cp->hint_cap ? GCK_OK : gck_hints_grow(cp, count, fn);
 }
 
 /* The layer named id, or NULL; through hint slot `slot` (or none: SIZE_MAX),
@@ -371,6 +379,16 @@ static gck_status gck_check_entry(const char *id, const void *values, size_t n, 
     return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s layer '%.200s': values is NULL with n = %zu", fn, at, id, n);
 }
 
+/* The failure of making room for n values of layer id (the storage size
+ * looked up again here, so the hot path need not keep it across calls). */
+static gck_status gck_layer_oom(const gck_checkpointer *cp, const char *id, size_t n)
+{
+    size_t bytes;
+    if (!gck_mul_size(n, gck_storage_size(cp), &bytes))
+        return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
+    return gck_fail_ctx(gck_fail_oom("accumulation buffer", bytes), "layer '%.200s'", id);
+}
+
 /* Finds or creates the layer of one entry of the running call (serial),
  * checks the length against the window's (or the call's first entry of the
  * layer) and makes the buffer ready for n values. A created layer is flagged
@@ -394,7 +412,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
         if (l->count == 0 && l->occ == 0 && n > l->cap) {
             void *nb = gck_mul_size(n, esz, &bytes) ? gck_aligned_alloc(bytes) : NULL;
             if (nb == NULL)
-                return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': cannot allocate %zu values", id, n);
+                return gck_layer_oom(cp, id, n);
             free(l->buf); /* idle: it holds nothing */
             l->buf = nb;
             l->cap = n;
@@ -403,12 +421,12 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
         return GCK_OK;
     }
     if (!gck_mul_size(n, esz, &bytes))
-        return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
+        return gck_layer_oom(cp, id, n);
     if (cp->n_layers == cp->cap_layers) {
         const size_t ncap = cp->cap_layers ? 2 * cp->cap_layers : 16;
         gck_layer **nl = gck_realloc(cp->layers, ncap * sizeof *nl);
         if (nl == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "cannot grow the layer map to %zu layers", ncap);
+            return gck_fail_ctx(gck_fail_oom("layer map", ncap * sizeof *nl), "layer '%.200s'", id);
         cp->layers = nl;
         cp->cap_layers = ncap;
     }
@@ -417,7 +435,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
     void *buf = gck_aligned_alloc(bytes);
     if (l == NULL || cid == NULL || buf == NULL) {
         free(l), free(cid), free(buf);
-        return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': cannot allocate %zu bytes", id, bytes);
+        return gck_layer_oom(cp, id, n);
     }
     *l = (gck_layer){.id = cid, .buf = buf, .cap = n, .mark = cp->serial, .call_n = n, .created = 1};
     memmove(&cp->layers[at + 1], &cp->layers[at], (cp->n_layers - at) * sizeof *cp->layers);
@@ -532,8 +550,9 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
     if (count > GCK_FEW_ENTRIES) {
         size_t bytes;
         char *mem = gck_mul_size(count, sizeof *ent + sizeof *round, &bytes) ? gck_scratch(cp, bytes) : NULL;
-        if (mem == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "gck_accumulate_many: cannot allocate scratch for %zu entries", count);
+        if (mem == NULL) /* count entries exist: the product cannot wrap here */
+            return gck_fail_ctx(gck_fail_oom("entry scratch", count * (sizeof *ent + sizeof *round)),
+                                "gck_accumulate_many");
         ent = (gck_layer **)(void *)mem;
         round = (size_t *)(void *)(mem + count * sizeof *ent);
     }
@@ -722,6 +741,13 @@ typedef struct gck_pending {
     double *sums;        /* per-layer sums of squares from the list functions */
 } gck_pending;
 
+/* The failure of allocating a checkpoint (what) for the pending layers. */
+static gck_status gck_pending_oom(const gck_checkpointer *cp, const gck_pending *p, const char *what, const char *fn)
+{
+    const size_t bytes = gck_checkpoint_arena_bytes(cp->cfg.dtype, p->np, p->lens);
+    return gck_fail_ctx(gck_fail_oom(what, bytes), "%s", fn);
+}
+
 /* Fills p from the pending layers, on the checkpointer's scratch. */
 static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, const char *fn)
 {
@@ -730,8 +756,8 @@ static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, cons
                        sizeof *p->bufs + sizeof *p->sums;
     size_t bytes;
     char *mem = gck_mul_size(np, per, &bytes) ? gck_scratch(cp, bytes) : NULL;
-    if (mem == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu layers", fn, np);
+    if (mem == NULL) /* np layers exist: the product cannot wrap here */
+        return gck_fail_ctx(gck_fail_oom("per-layer scratch", np * per), "%s", fn);
     p->np = np;
     p->L = (gck_ckpt_layer *)(void *)mem; /* the widest member first: every part stays aligned */
     p->layers = (const gck_layer **)(void *)(mem + np * sizeof *p->L);
@@ -825,14 +851,6 @@ static int gck_finish_kind(const gck_checkpointer *cp, const gck_pending *p, dou
     return kind;
 }
 
-/* A list function's failure (its only one: scratch) under this call's name. */
-static gck_status gck_list_failed(gck_status st, const char *fn)
-{
-    char why[256];
-    snprintf(why, sizeof why, "%s", gck_last_error());
-    return gck_fail(st, "%s: %s", fn, why);
-}
-
 /* The finished, clipped values into L[k].values (L[k].n set): *norm the
  * global norm before clipping, *coef the clip factor (1.0: not clipped);
  * with `norms` each L[k]'s sum of squares and norm are those of the stored
@@ -869,8 +887,8 @@ static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gc
     const gck_tensor_list bl = {.count = np, .data = p->bufs, .lens = p->lens, .dtype = dt};
     const gck_status st = kind == GCK_FIN_COPY ? gck_tensors_sumsq(&bl, p->sums, NULL)
                                                : gck_tensors_div_sumsq(&bl, d, p->sums, NULL);
-    if (st != GCK_OK)
-        return gck_list_failed(st, fn);
+    if (st != GCK_OK) /* its only failure: scratch */
+        return gck_fail_ctx(st, "%s", fn);
     for (size_t k = 0; k < np; k++) {
         L[k].sumsq = p->sums[k];
         L[k].norm = gck_layer_norm(p->bufs[k], L[k].n, dt, L[k].sumsq);
@@ -971,7 +989,7 @@ gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
     GCK_TRY(gck_pending_collect(cp, &p, "flush"));
     gck_checkpoint *c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
     if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "flush: cannot allocate the checkpoint of %zu layers", p.np);
+        return gck_pending_oom(cp, &p, "checkpoint", "flush");
     /* finish into the checkpoint and sum the squares in one pass, clip in
      * place only when it triggers, then checksum */
     const gck_status st = gck_finish_checkpoint(cp, &p, c, "flush", NULL);
@@ -1068,7 +1086,7 @@ static gck_status gck_flush_into_staged(gck_checkpointer *cp, uint64_t now, gck_
 {
     gck_checkpoint *c = gck_checkpoint_new(cp->cfg.dtype, p->np, p->ids, p->lens, cp->spare, cp->spare_bytes);
     if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_flush_into: cannot allocate the staging copy of %zu layers", p->np);
+        return gck_pending_oom(cp, p, "staging checkpoint", "gck_flush_into");
     if (c->arena == cp->spare) {
         cp->spare = NULL; /* c owns it now */
         cp->spare_bytes = 0;
@@ -1112,7 +1130,7 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
     if (out != NULL) {
         c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
         if (c == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "gck_flush_into: cannot allocate the checkpoint of %zu layers", p.np);
+            return gck_pending_oom(cp, &p, "checkpoint", "gck_flush_into");
     }
     for (size_t k = 0; k < p.np; k++)
         p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->step};

@@ -23,7 +23,7 @@ gck_status gck_snapshot_create(uint64_t step, gck_snapshot **out)
     GCK_CHECK_ARG(out != NULL, "gck_snapshot_create: out is NULL");
     gck_snapshot *s = gck_calloc(1, sizeof *s);
     if (s == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_create: out of memory");
+        return gck_fail_oom("snapshot", sizeof *s);
     s->step = step;
     const time_t now = time(NULL);
     s->timestamp = now > 0 ? (uint64_t)now : 0;
@@ -71,6 +71,27 @@ void gck_snapshot_destroy(gck_snapshot *s)
     free(s);
 }
 
+gck_status gck_tensor_oom(const char *name, size_t ndim, size_t data_bytes)
+{
+    const size_t bytes = sizeof(gck_snap_tensor) + strlen(name) + 1 + (ndim ? ndim : 1) * sizeof(int64_t);
+    return gck_fail_ctx(gck_fail_oom(data_bytes ? "tensor and its values" : "tensor entry", bytes + data_bytes),
+                        "tensor '%.200s'", name);
+}
+
+gck_status gck_blob_oom(const char *param, size_t len)
+{
+    return gck_fail_ctx(gck_fail_oom("optimizer state", sizeof(gck_snap_blob) + strlen(param) + 1 + len),
+                        "optimizer state '%.200s'", param);
+}
+
+/* gck_named_reserve, or the out-of-memory failure for its grown array. */
+static gck_status gck_reserve_one(gck_named_vec *v, const char *what)
+{
+    if (gck_named_reserve(v))
+        return GCK_OK;
+    return gck_fail_oom(what, (v->cap ? 2 * v->cap : 8) * sizeof *v->items);
+}
+
 static gck_status gck_check_key(const char *what, const char *key)
 {
     const size_t len = strnlen(key, GCK_NAME_MAX + 1);
@@ -94,8 +115,7 @@ gck_status gck_snapshot_adopt_tensor(gck_snapshot *s, gck_snap_tensor *t)
     int found;
     const size_t at = gck_named_find(&s->tensors, t->name, &found);
     GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", t->name);
-    if (!gck_named_reserve(&s->tensors))
-        return gck_fail(GCK_ERR_NO_MEMORY, "cannot add tensor '%.200s': out of memory", t->name);
+    GCK_TRY_CTX(gck_reserve_one(&s->tensors, "tensor list"), "cannot add tensor '%.200s'", t->name);
     gck_named_insert(&s->tensors, at, t);
     return GCK_OK;
 }
@@ -140,9 +160,7 @@ static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dt
         free(t), free(n), free(sh);
         if (copy)
             free(d);
-        if (!copy)
-            return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': out of memory", name);
-        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
+        return gck_tensor_oom(name, ndim, copy ? nbytes : 0);
     }
     if (ndim)
         memcpy(sh, shape, ndim * sizeof *sh);
@@ -178,7 +196,7 @@ gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtyp
     int64_t *sh = gck_malloc(sizeof *sh);
     if (t == NULL || n == NULL || sh == NULL) {
         free(t), free(n), free(sh);
-        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': out of memory", name);
+        return gck_tensor_oom(name, 1, 0);
     }
     sh[0] = (int64_t)count;
     *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = 1, .data = (void *)(uintptr_t)data,
@@ -195,7 +213,7 @@ gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)
     GCK_CHECK_ARG(s != NULL && cid != NULL, "gck_snapshot_set_loss_cid: NULL argument");
     char *c = gck_strdup(cid);
     if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_set_loss_cid: out of memory");
+        return gck_fail_oom("loss content id", strlen(cid) + 1);
     free(s->loss_cid);
     s->loss_cid = c;
     return GCK_OK;
@@ -211,8 +229,7 @@ gck_status gck_snapshot_adopt_blob(gck_snapshot *s, gck_snap_blob *b)
         free(old->name), free(old->data), free(old);
         return GCK_OK;
     }
-    if (!gck_named_reserve(&s->blobs))
-        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': out of memory", b->name);
+    GCK_TRY_CTX(gck_reserve_one(&s->blobs, "optimizer state list"), "optimizer state '%.200s'", b->name);
     gck_named_insert(&s->blobs, at, b);
     return GCK_OK;
 }
@@ -227,7 +244,7 @@ gck_status gck_snapshot_set_optimizer_state(gck_snapshot *s, const char *param, 
     void *d = gck_malloc(len);
     if (b == NULL || n == NULL || d == NULL) {
         free(b), free(n), free(d);
-        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': cannot allocate %zu bytes", param, len);
+        return gck_blob_oom(param, len);
     }
     if (len)
         memcpy(d, blob, len);
@@ -244,24 +261,27 @@ static gck_status gck_meta_set(gck_named_vec *v, const char *key, const char *va
 {
     int found;
     const size_t at = gck_named_find(v, key, &found);
-    char *val = gck_strdup(value);
+    gck_snap_meta *m = NULL;
+    char *k = NULL, *val = gck_strdup(value);
     if (val == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
+        goto oom;
     if (found) {
-        gck_snap_meta *m = v->items[at];
+        m = v->items[at];
         free(m->value);
         m->value = val;
         return GCK_OK;
     }
-    gck_snap_meta *m = gck_calloc(1, sizeof *m);
-    char *k = gck_strdup(key);
-    if (m == NULL || k == NULL || !gck_named_reserve(v)) {
-        free(m), free(k), free(val);
-        return gck_fail(GCK_ERR_NO_MEMORY, "metadata '%.200s': out of memory", key);
-    }
+    m = gck_calloc(1, sizeof *m);
+    k = gck_strdup(key);
+    if (m == NULL || k == NULL || !gck_named_reserve(v))
+        goto oom;
     *m = (gck_snap_meta){.name = k, .value = val};
     gck_named_insert(v, at, m);
     return GCK_OK;
+oom:
+    free(m), free(k), free(val);
+    return gck_fail_ctx(gck_fail_oom("metadata entry", sizeof *m + strlen(key) + strlen(value) + 2),
+                        "metadata '%.200s'", key);
 }
 
 static const char *gck_meta_get(const gck_named_vec *v, const char *key)
@@ -413,7 +433,7 @@ gck_status gck_snapshot_reserve(gck_snapshot *s, size_t bytes)
         return GCK_OK;
     s->arena = gck_aligned_alloc(bytes);
     if (s->arena == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "snapshot: cannot allocate %zu bytes", bytes);
+        return gck_fail_oom("snapshot tensor arena", bytes);
     s->arena_cap = bytes, s->arena_used = 0;
     return GCK_OK;
 }
@@ -444,7 +464,7 @@ gck_status gck_snapshot_new_tensor(gck_snapshot *s, const char *name, gck_dtype 
         if (!from_arena)
             free(d);
         s->arena_used = used;
-        return gck_fail(GCK_ERR_NO_MEMORY, "tensor '%.200s': cannot allocate %zu bytes", name, nbytes);
+        return gck_tensor_oom(name, ndim, from_arena ? 0 : nbytes);
     }
     if (ndim)
         memcpy(sh, shape, ndim * sizeof *sh);
@@ -467,7 +487,7 @@ gck_status gck_snapshot_new_blob(gck_snapshot *s, const char *param, size_t len,
     void *d = gck_malloc(len ? len : 1);
     if (b == NULL || n == NULL || d == NULL) {
         free(b), free(n), free(d);
-        return gck_fail(GCK_ERR_NO_MEMORY, "optimizer state '%.200s': cannot allocate %zu bytes", param, len);
+        return gck_blob_oom(param, len);
     }
     *b = (gck_snap_blob){.name = n, .data = d, .len = len};
     const gck_status st = gck_snapshot_adopt_blob(s, b);
@@ -502,32 +522,33 @@ gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out)
     gck_snapshot *c = NULL;
     GCK_TRY(gck_snapshot_create(s->step, &c));
     gck_status st = gck_snapshot_copy_fields(c, s, NULL);
-    for (size_t i = 0; st == GCK_OK && i < s->tensors.n; i++) {
+    if (st != GCK_OK)
+        goto fail;
+    for (size_t i = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
         gck_snap_tensor *n = NULL;
         st = gck_snapshot_new_tensor(c, t->name, t->dtype, t->shape, t->ndim, t->nbytes, &n);
-        if (st == GCK_OK) {
-            if (t->nbytes)
-                memcpy(n->data, t->data, t->nbytes);
-            memcpy(n->cid, t->cid, sizeof n->cid);
-        }
+        if (st != GCK_OK)
+            goto fail;
+        if (t->nbytes)
+            memcpy(n->data, t->data, t->nbytes);
+        memcpy(n->cid, t->cid, sizeof n->cid);
     }
-    for (size_t i = 0; st == GCK_OK && i < s->blobs.n; i++) {
+    for (size_t i = 0; i < s->blobs.n; i++) {
         const gck_snap_blob *b = s->blobs.items[i];
         gck_snap_blob *n = NULL;
         st = gck_snapshot_new_blob(c, b->name, b->len, &n);
-        if (st == GCK_OK) {
-            if (b->len)
-                memcpy(n->data, b->data, b->len);
-            memcpy(n->cid, b->cid, sizeof n->cid);
-        }
-    }
-    if (st != GCK_OK) {
-        gck_snapshot_destroy(c);
-        return st;
+        if (st != GCK_OK)
+            goto fail;
+        if (b->len)
+            memcpy(n->data, b->data, b->len);
+        memcpy(n->cid, b->cid, sizeof n->cid);
     }
     *out = c;
     return GCK_OK;
+fail:
+    gck_snapshot_destroy(c);
+    return st;
 }
 
 gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)

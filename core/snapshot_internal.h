@@ -73,6 +73,12 @@ GCK_INTERNAL void gck_snap_tensor_free(gck_snap_tensor *t);
 /* Same for a blob and a metadata entry (both replace an existing key). */
 GCK_INTERNAL gck_status gck_snapshot_adopt_blob(gck_snapshot *s, gck_snap_blob *b);
 
+/* The out-of-memory failure of building a tensor named name (record, name,
+ * ndim dimensions and data_bytes of its own values) or an optimizer state
+ * (record, name, len bytes): gck_fail_oom with the object named. */
+GCK_INTERNAL gck_status gck_tensor_oom(const char *name, size_t ndim, size_t data_bytes);
+GCK_INTERNAL gck_status gck_blob_oom(const char *param, size_t len);
+
 /* Adds a 1-D tensor whose data stays owned by the caller (who keeps it
  * alive and unchanged for the snapshot's life): no copy of large values. */
 GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype,

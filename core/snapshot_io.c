@@ -175,7 +175,7 @@ static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_ou
     const size_t n = s->tensors.n + s->blobs.n;
     gck_entry *e = gck_calloc(n ? n : 1, sizeof *e);
     if (e == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "save: out of memory");
+        return gck_fail_oom("header entries", (n ? n : 1) * sizeof *e);
     int bad = 0;
     for (size_t i = 0; i < s->tensors.n && !bad; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
@@ -217,18 +217,26 @@ static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_ou
     }
     char *js = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(root);
-    const size_t jl = js ? strlen(js) : 0, hlen = (jl + 7) / 8 * 8;
-    char *hdr = js ? gck_malloc(hlen) : NULL;
+    gck_status st = GCK_OK;
+    if (js == NULL) { /* a name or a jansson allocation */
+        st = gck_fail_oom("JSON header", 0);
+        goto fail;
+    }
+    const size_t jl = strlen(js), hlen = (jl + 7) / 8 * 8;
+    char *hdr = gck_malloc(hlen);
     if (hdr == NULL) {
-        free(js);
-        gck_free_entries(e, n);
-        return gck_fail(GCK_ERR_NO_MEMORY, "save: out of memory building the header");
+        st = gck_fail_oom("file header", hlen);
+        goto fail;
     }
     memcpy(hdr, js, jl);
     memset(hdr + jl, ' ', hlen - jl);
     free(js);
     *entries_out = e, *n_out = n, *hdr_out = hdr, *hlen_out = hlen;
     return GCK_OK;
+fail:
+    free(js);
+    gck_free_entries(e, n);
+    return st;
 }
 
 /* What gck_write_atomic puts in the temporary file. */
@@ -259,7 +267,7 @@ static gck_status gck_save_as(const gck_snapshot *s, const char *path, int *fd)
     gck_save_ctx c = {0};
     gck_entry *e = NULL;
     char *hdr = NULL;
-    GCK_TRY(gck_build_header(s, &e, &c.n, &hdr, &c.hlen));
+    GCK_TRY_CTX(gck_build_header(s, &e, &c.n, &hdr, &c.hlen), "cannot save '%.300s'", path);
     c.e = e, c.hdr = hdr;
     const gck_status st =
         fd ? gck_write_unsynced(path, gck_save_fill, &c, fd) : gck_write_atomic(path, gck_save_fill, &c, NULL);
@@ -401,7 +409,7 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
             if (st == GCK_ERR_INVALID_ARGUMENT) /* an empty or over-long key: the file's fault */
                 return GCK_CORRUPT("%.300s: __metadata__: %s", path, gck_last_error());
             if (st != GCK_OK)
-                return st;
+                return gck_fail_ctx(st, "%.300s: __metadata__", path);
             continue;
         }
         const char *k = key + strlen(GCK_METADATA_PREFIX);
@@ -417,9 +425,10 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
                 return GCK_CORRUPT("%.300s: %.40s '%.40s' is not a decimal number", path, key, val);
             *(k[0] == 's' ? &s->step : &s->timestamp) = u;
         } else if (strcmp(k, "loss_cid") == 0) {
-            GCK_TRY(gck_snapshot_set_loss_cid(s, val));
+            GCK_TRY_CTX(gck_snapshot_set_loss_cid(s, val), "%.300s: __metadata__", path);
         } else if (strncmp(k, "cid.", 4) != 0) {
-            GCK_TRY(gck_snapshot_set_sysmeta(s, key, val)); /* kept for the next save */
+            /* kept for the next save */
+            GCK_TRY_CTX(gck_snapshot_set_sysmeta(s, key, val), "%.300s: __metadata__", path);
         }
         /* gradckpt.cid.* are checked against the loaded bytes by the caller */
     }
@@ -467,6 +476,75 @@ typedef struct gck_pre {
     int err;
 } gck_pre;
 
+/* Adds entry e of the file to s as a tensor or an optimizer state, on its
+ * bytes `data` (the mapping's or the arena's when shared) with content id
+ * cid (NULL: hash the bytes). On failure nothing is added and data, unless
+ * shared, is freed. */
+static gck_status gck_adopt_entry(const char *path, const gck_ld_entry *e, gck_snapshot *s, void *data, int shared,
+                                  const char *cid)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX), nbytes = (size_t)(e->end - e->begin);
+    const size_t esz = gck_dtype_size(e->dtype);
+    gck_snap_blob *b = NULL;
+    gck_snap_tensor *t = NULL;
+    char *nm = NULL;
+    int64_t *sh = NULL;
+    gck_status st;
+    if (strncmp(e->name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
+        if (e->dtype != GCK_DTYPE_U8 || e->ndim != 1) {
+            st = GCK_CORRUPT("%.300s: optimizer state '%.200s' is not a 1-D U8 tensor", path, e->name);
+            goto fail;
+        }
+        b = gck_calloc(1, sizeof *b);
+        nm = gck_concat(e->name + plen, "", "");
+        if (b == NULL || nm == NULL) {
+            st = gck_fail_ctx(gck_blob_oom(e->name + plen, 0), "%.300s", path);
+            goto fail;
+        }
+        *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
+        if (cid)
+            memcpy(b->cid, cid, 22);
+        else
+            gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
+        int dup;
+        (void)gck_named_find(&s->blobs, nm, &dup);
+        if (nm[0] == '\0' || dup) {
+            st = GCK_CORRUPT("%.300s: optimizer state name '%.200s' is empty or repeated", path, e->name);
+            goto fail;
+        }
+        if ((st = gck_snapshot_adopt_blob(s, b)) != GCK_OK) {
+            st = gck_fail_ctx(st, "%.300s", path);
+            goto fail;
+        }
+        return GCK_OK;
+    }
+    t = gck_calloc(1, sizeof *t);
+    nm = gck_concat(e->name, "", "");
+    sh = gck_malloc((e->ndim ? e->ndim : 1) * sizeof *sh);
+    if (t == NULL || nm == NULL || sh == NULL) {
+        st = gck_fail_ctx(gck_tensor_oom(e->name, e->ndim, 0), "%.300s", path);
+        goto fail;
+    }
+    memcpy(sh, e->shape, e->ndim * sizeof *sh);
+    *t = (gck_snap_tensor){.name = nm, .dtype = e->dtype, .shape = sh, .ndim = e->ndim, .data = data,
+                           .nbytes = nbytes, .borrowed = shared};
+    if (cid)
+        memcpy(t->cid, cid, 22);
+    else
+        gck_content_id(data, esz ? nbytes / esz : 0, e->dtype, t->cid);
+    if ((st = gck_snapshot_adopt_tensor(s, t)) != GCK_OK) {
+        /* a bad name is the file's fault; running out of memory is not */
+        st = gck_fail_ctx(st == GCK_ERR_NO_MEMORY ? st : GCK_ERR_CORRUPT, "%.300s", path);
+        goto fail;
+    }
+    return GCK_OK;
+fail:
+    free(b), free(t), free(nm), free(sh);
+    if (!shared)
+        free(data);
+    return st;
+}
+
 /* Builds the tensors and blobs of the snapshot from the file (reading what
  * `pre` did not read ahead). */
 static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off, gck_ld_entry *e, size_t n,
@@ -487,7 +565,8 @@ static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off,
         if (data == NULL)
             data = gck_aligned_alloc(nbytes);
         if (data == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate %zu bytes", path, nbytes);
+            return gck_fail_ctx(is_blob ? gck_blob_oom(e[i].name + plen, nbytes) : gck_tensor_oom(e[i].name, 0, nbytes),
+                                "%.300s", path);
         const char *cid = done ? pre[i].cid : verify ? NULL : gck_recorded_cid(md, e[i].name);
         char hashed[24];
         if (!borrow && !done) {
@@ -504,60 +583,7 @@ static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off,
                 return gck_io_fail("cannot read", path, err);
             }
         }
-        gck_status st;
-        if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
-            if (e[i].dtype != GCK_DTYPE_U8 || e[i].ndim != 1) {
-                free(data);
-                return GCK_CORRUPT("%.300s: optimizer state '%.200s' is not a 1-D U8 tensor", path, e[i].name);
-            }
-            gck_snap_blob *b = gck_calloc(1, sizeof *b);
-            char *nm = gck_concat(e[i].name + plen, "", "");
-            if (b == NULL || nm == NULL) {
-                free(b), free(nm), free(data);
-                return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
-            }
-            *b = (gck_snap_blob){.name = nm, .data = data, .len = nbytes};
-            if (cid)
-                memcpy(b->cid, cid, 22);
-            else
-                gck_content_id(data, nbytes, GCK_DTYPE_U8, b->cid);
-            int dup;
-            (void)gck_named_find(&s->blobs, nm, &dup);
-            if (nm[0] == '\0' || dup) {
-                free(nm), free(data), free(b);
-                return GCK_CORRUPT("%.300s: optimizer state name '%.200s' is empty or repeated", path, e[i].name);
-            }
-            st = gck_snapshot_adopt_blob(s, b);
-            if (st != GCK_OK)
-                free(nm), free(data), free(b);
-        } else {
-            gck_snap_tensor *t = gck_calloc(1, sizeof *t);
-            char *nm = gck_concat(e[i].name, "", "");
-            int64_t *sh = gck_malloc((e[i].ndim ? e[i].ndim : 1) * sizeof *sh);
-            if (t == NULL || nm == NULL || sh == NULL) {
-                free(t), free(nm), free(sh);
-                if (!shared)
-                    free(data);
-                return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
-            }
-            memcpy(sh, e[i].shape, e[i].ndim * sizeof *sh);
-            *t = (gck_snap_tensor){.name = nm, .dtype = e[i].dtype, .shape = sh, .ndim = e[i].ndim, .data = data,
-                                   .nbytes = nbytes, .borrowed = shared};
-            if (cid)
-                memcpy(t->cid, cid, 22);
-            else
-                gck_content_id(data, esz ? nbytes / esz : 0, e[i].dtype, t->cid);
-            st = gck_snapshot_adopt_tensor(s, t);
-            if (st != GCK_OK) {
-                gck_snap_tensor_free(t);
-                /* a bad name is the file's fault; running out of memory is not */
-                if (st == GCK_ERR_NO_MEMORY)
-                    return gck_fail(st, "%.300s: %s", path, gck_last_error());
-                return GCK_CORRUPT("%.300s: %s", path, gck_last_error());
-            }
-        }
-        if (st != GCK_OK)
-            return st;
+        GCK_TRY(gck_adopt_entry(path, &e[i], s, data, shared, cid));
     }
     return GCK_OK;
 }
@@ -683,7 +709,7 @@ static gck_status gck_read_header(const char *path, int fd, gck_snapshot *s, gck
                            (unsigned long long)hlen, (unsigned long long)size);
     char *hdr = gck_malloc((size_t)hlen + 1);
     if (hdr == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: cannot allocate the header", path);
+        return gck_fail_ctx(gck_fail_oom("header", (size_t)hlen + 1), "%.300s", path);
     err = gck_read_at(fd, hdr, (size_t)hlen, 8);
     if (err) {
         free(hdr);
@@ -699,52 +725,56 @@ static gck_status gck_read_header(const char *path, int fd, gck_snapshot *s, gck
     if (root == NULL)
         return GCK_CORRUPT("%.300s: header is not valid JSON: %s (byte %d)", path, jerr.text, jerr.position);
     gck_status st = GCK_OK;
-    if (!json_is_object(root))
+    gck_ld_entry *e = NULL;
+    if (!json_is_object(root)) {
         st = GCK_CORRUPT("%.300s: header is not a JSON object", path);
-    const size_t nkeys = st == GCK_OK ? json_object_size(root) : 0;
-    gck_ld_entry *e = st == GCK_OK ? gck_calloc(nkeys ? nkeys : 1, sizeof *e) : NULL;
-    if (st == GCK_OK && e == NULL)
-        st = gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+        goto fail;
+    }
+    const size_t nkeys = json_object_size(root);
+    e = gck_calloc(nkeys ? nkeys : 1, sizeof *e);
+    if (e == NULL) {
+        st = gck_fail_ctx(gck_fail_oom("header entries", (nkeys ? nkeys : 1) * sizeof *e), "%.300s", path);
+        goto fail;
+    }
     size_t n = 0;
     json_t *md = NULL;
-    if (st == GCK_OK) {
-        const char *key;
-        json_t *v;
-        json_object_foreach(root, key, v) {
-            if (strcmp(key, "__metadata__") == 0) {
-                md = v;
-                continue;
-            }
-            st = gck_parse_entry(path, key, v, &e[n]);
-            if (st != GCK_OK)
-                break;
-            n++;
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v) {
+        if (strcmp(key, "__metadata__") == 0) {
+            md = v;
+            continue;
         }
+        st = gck_parse_entry(path, key, v, &e[n]);
+        if (st != GCK_OK)
+            goto fail;
+        n++;
     }
     const uint64_t data_len = size - 8 - hlen;
-    if (st == GCK_OK) {
-        qsort(e, n, sizeof *e, gck_ld_cmp);
-        uint64_t expect = 0;
-        for (size_t i = 0; i < n && st == GCK_OK; i++) {
-            if (e[i].begin != expect)
-                st = GCK_CORRUPT("%.300s: tensor '%.200s' starts at byte %llu, expected %llu (offsets must be "
-                                 "contiguous from 0, without gaps or overlaps)",
-                                 path, e[i].name, (unsigned long long)e[i].begin, (unsigned long long)expect);
-            expect = e[i].end;
+    qsort(e, n, sizeof *e, gck_ld_cmp);
+    uint64_t expect = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].begin != expect) {
+            st = GCK_CORRUPT("%.300s: tensor '%.200s' starts at byte %llu, expected %llu (offsets must be "
+                             "contiguous from 0, without gaps or overlaps)",
+                             path, e[i].name, (unsigned long long)e[i].begin, (unsigned long long)expect);
+            goto fail;
         }
-        if (st == GCK_OK && expect != data_len)
-            st = GCK_CORRUPT("%.300s: tensors cover %llu data bytes but the file holds %llu", path,
-                             (unsigned long long)expect, (unsigned long long)data_len);
+        expect = e[i].end;
     }
-    if (st == GCK_OK && md != NULL)
-        st = gck_apply_metadata(path, md, s);
-    if (st != GCK_OK) {
-        free(e);
-        json_decref(root);
-        return st;
+    if (expect != data_len) {
+        st = GCK_CORRUPT("%.300s: tensors cover %llu data bytes but the file holds %llu", path,
+                         (unsigned long long)expect, (unsigned long long)data_len);
+        goto fail;
     }
+    if (md != NULL && (st = gck_apply_metadata(path, md, s)) != GCK_OK)
+        goto fail;
     *h = (gck_header){.root = root, .md = md, .e = e, .n = n, .size = size, .data_off = 8 + hlen};
     return GCK_OK;
+fail:
+    free(e);
+    json_decref(root);
+    return st;
 }
 
 static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use_map, int verify)
@@ -757,15 +787,18 @@ static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use
 #endif
     if (use_map && h.size > 0) {
         void *m = mmap(NULL, (size_t)h.size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED)
+        if (m == MAP_FAILED) {
             st = gck_io_fail("cannot map", path, errno);
-        else
-            s->map = m, s->map_len = (size_t)h.size;
+            goto done;
+        }
+        s->map = m, s->map_len = (size_t)h.size;
     }
-    if (st == GCK_OK)
-        st = gck_load_tensors(path, fd, h.data_off, h.e, h.n, s, s->map, h.md, verify);
-    if (st == GCK_OK && h.md != NULL && verify)
+    st = gck_load_tensors(path, fd, h.data_off, h.e, h.n, s, s->map, h.md, verify);
+    if (st != GCK_OK)
+        goto done;
+    if (h.md != NULL && verify)
         st = gck_check_cids(path, h.md, s);
+done:
     gck_header_free(&h);
     return st;
 }
@@ -778,17 +811,20 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
         return gck_io_fail("cannot open", path, errno);
     gck_snapshot *s = NULL;
     gck_status st = gck_snapshot_create(0, &s);
-    if (st == GCK_OK) {
-        s->timestamp = 0; /* absent from other writers' files */
-        st = gck_load_fd(path, fd, s, use_map, verify);
-    }
-    close(fd);
     if (st != GCK_OK) {
-        gck_snapshot_destroy(s);
-        return st;
+        st = gck_fail_ctx(st, "%.300s", path);
+        goto done;
     }
-    *out = s;
-    return GCK_OK;
+    s->timestamp = 0; /* absent from other writers' files */
+    st = gck_load_fd(path, fd, s, use_map, verify);
+    if (st == GCK_OK) {
+        *out = s;
+        s = NULL;
+    }
+done:
+    close(fd);
+    gck_snapshot_destroy(s);
+    return st;
 }
 
 gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
@@ -835,19 +871,24 @@ gck_status gck_st_open(const char *path, gck_st_file **out)
     gck_st_file *f = gck_calloc(1, sizeof *f);
     if (f == NULL || (f->path = gck_concat(path, "", "")) == NULL) {
         free(f);
-        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
+        return gck_fail_ctx(gck_fail_oom("file handle", sizeof *f + strlen(path) + 1), "%.300s", path);
     }
+    gck_status st;
     f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    gck_status st = f->fd < 0 ? gck_io_fail("cannot open", path, errno) : gck_snapshot_create(0, &f->fields);
-    if (st == GCK_OK) {
-        f->fields->timestamp = 0; /* absent from other writers' files */
-        st = gck_read_header(path, f->fd, f->fields, &f->h);
+    if (f->fd < 0) {
+        st = gck_io_fail("cannot open", path, errno);
+        goto fail;
     }
-    if (st == GCK_OK && (f->ents = gck_calloc(f->h.n ? f->h.n : 1, sizeof *f->ents)) == NULL)
-        st = gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", path);
-    if (st != GCK_OK) {
-        gck_st_close(f);
-        return st;
+    if ((st = gck_snapshot_create(0, &f->fields)) != GCK_OK) {
+        st = gck_fail_ctx(st, "%.300s", path);
+        goto fail;
+    }
+    f->fields->timestamp = 0; /* absent from other writers' files */
+    if ((st = gck_read_header(path, f->fd, f->fields, &f->h)) != GCK_OK)
+        goto fail;
+    if ((f->ents = gck_calloc(f->h.n ? f->h.n : 1, sizeof *f->ents)) == NULL) {
+        st = gck_fail_ctx(gck_fail_oom("tensor index", (f->h.n ? f->h.n : 1) * sizeof *f->ents), "%.300s", path);
+        goto fail;
     }
     for (size_t i = 0; i < f->h.n; i++) {
         const gck_ld_entry *e = &f->h.e[i];
@@ -858,6 +899,9 @@ gck_status gck_st_open(const char *path, gck_st_file **out)
     qsort(f->ents, f->n, sizeof *f->ents, gck_st_cmp);
     *out = f;
     return GCK_OK;
+fail:
+    gck_st_close(f);
+    return st;
 }
 
 const gck_st_entry *gck_st_find(const gck_st_file *f, const char *name)
@@ -881,9 +925,10 @@ gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ent
         total += ents[i]->nbytes;
     int *err = gck_calloc(n ? n : 1, sizeof *err);
     char(*cid)[24] = gck_calloc(n ? n : 1, sizeof *cid);
+    gck_status st = GCK_OK;
     if (err == NULL || cid == NULL) {
-        free(err), free(cid);
-        return gck_fail(GCK_ERR_NO_MEMORY, "%.300s: out of memory", f->path);
+        st = gck_fail_ctx(gck_fail_oom("read status", (n ? n : 1) * (sizeof *err + sizeof *cid)), "%.300s", f->path);
+        goto done;
     }
     /* tensors are independent; each one's bytes and id are the same on any thread */
     const long ln = (long)n;
@@ -892,16 +937,20 @@ gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ent
         const gck_st_entry *e = ents[k];
         err[k] = gck_read_hashed(f->fd, dst[k], e->nbytes, e->offset, e->dtype, cid[k]);
     }
-    gck_status st = GCK_OK;
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         const char *w = want != NULL && want[i] != NULL ? want[i] : ents[i]->cid;
-        if (err[i])
+        if (err[i]) {
             st = gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, ents[i]->name,
                           strerror(err[i]));
-        else if (w != NULL && strcmp(w, cid[i]) != 0)
+            goto done;
+        }
+        if (w != NULL && strcmp(w, cid[i]) != 0) {
             st = GCK_CORRUPT("%.300s: tensor '%.200s': content id mismatch (expected %.40s, the bytes give %s)",
                              f->path, ents[i]->name, w, cid[i]);
+            goto done;
+        }
     }
+done:
     free(err), free(cid);
     return st;
 }
@@ -940,25 +989,30 @@ gck_status gck_check_dsts(const char *fn, const char *const *names, void *const 
     }
     gck_dst_ref *r = gck_malloc(n * sizeof *r);
     if (r == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+        return gck_fail_ctx(gck_fail_oom("destination list", n * sizeof *r), "%s", fn);
     for (size_t i = 0; i < n; i++)
         r[i] = (gck_dst_ref){.name = names[i], .at = (uintptr_t)dsts[i], .len = sizes[i]};
     gck_status st = GCK_OK;
     qsort(r, n, sizeof *r, gck_dst_by_name);
-    for (size_t i = 1; i < n && st == GCK_OK; i++)
-        if (strcmp(r[i - 1].name, r[i].name) == 0)
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(r[i - 1].name, r[i].name) == 0) {
             st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s: tensor '%.200s' is named twice", fn, r[i].name);
+            goto done;
+        }
     qsort(r, n, sizeof *r, gck_dst_by_addr);
     size_t last = n; /* the non-empty destination reaching furthest so far */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (r[i].len == 0)
             continue;
-        if (last < n && r[i].at < r[last].at + r[last].len)
+        if (last < n && r[i].at < r[last].at + r[last].len) {
             st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s: the destinations of '%.200s' and '%.200s' overlap", fn,
                           r[last].name, r[i].name);
+            goto done;
+        }
         if (last == n || r[i].at + r[i].len > r[last].at + r[last].len)
             last = i;
     }
+done:
     free(r);
     return st;
 }
@@ -967,24 +1021,33 @@ gck_status gck_snapshot_load_into(const char *path, const char *const *names, vo
                                   const size_t *sizes, size_t n, gck_snapshot **fields)
 {
     GCK_CHECK_ARG(path != NULL, "gck_snapshot_load_into: path is NULL");
-    GCK_TRY(gck_check_dsts("gck_snapshot_load_into", names, dsts, sizes, n));
+    GCK_TRY_CTX(gck_check_dsts("gck_snapshot_load_into", names, dsts, sizes, n), "%.300s", path);
     gck_st_file *f = NULL;
     GCK_TRY(gck_st_open(path, &f));
+    gck_status st = GCK_OK;
     const gck_st_entry **ents = gck_calloc(n ? n : 1, sizeof *ents);
-    gck_status st = ents ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "gck_snapshot_load_into: out of memory");
+    if (ents == NULL) {
+        st = gck_fail_ctx(gck_fail_oom("tensor list", (n ? n : 1) * sizeof *ents), "gck_snapshot_load_into '%.300s'",
+                          path);
+        goto done;
+    }
     /* every name and size checked before the first byte is written */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         ents[i] = gck_st_find(f, names[i]);
-        if (ents[i] == NULL)
+        if (ents[i] == NULL) {
             st = gck_fail(GCK_ERR_NOT_FOUND, "%.300s: no tensor '%.200s'", path, names[i]);
-        else if (ents[i]->nbytes != sizes[i])
+            goto done;
+        }
+        if (ents[i]->nbytes != sizes[i]) {
             st = gck_fail(GCK_ERR_DIMENSION_MISMATCH, "%.300s: tensor '%.200s' holds %zu bytes, its destination %zu",
                           path, names[i], ents[i]->nbytes, sizes[i]);
+            goto done;
+        }
     }
-    if (st == GCK_OK)
-        st = gck_st_read_into(f, ents, dsts, NULL, n);
+    st = gck_st_read_into(f, ents, dsts, NULL, n);
     if (st == GCK_OK && fields != NULL)
         *fields = gck_st_take_fields(f);
+done:
     free(ents);
     gck_st_close(f);
     return st;

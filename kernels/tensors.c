@@ -202,9 +202,10 @@ static gck_status gck_tl_prepare(gck_tl_ctx *c, const char *fn, const gck_tensor
         scratch_bytes = SIZE_MAX;
     if (item_bytes > 0 || scratch_bytes > 0) {
         c->heap = item_bytes <= SIZE_MAX - scratch_bytes ? gck_malloc(item_bytes + scratch_bytes) : NULL;
-        if (c->heap == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu tensors (%zu work items)", fn,
-                            count, nitems);
+        if (c->heap == NULL) {
+            const size_t want = item_bytes <= SIZE_MAX - scratch_bytes ? item_bytes + scratch_bytes : SIZE_MAX;
+            return gck_fail_ctx(gck_fail_oom("list scratch", want), "%s", fn);
+        }
         if (scratch_bytes > 0)
             c->scratch = (double *)(void *)((char *)c->heap + item_bytes);
     }
@@ -486,7 +487,7 @@ static gck_status gck_tl_norm(const char *fn, const gck_tl_ctx *c, const gck_ten
         }
         if (j.res == NULL) { /* rescaled total of a long list: the sums again, kept this time */
             if ((heap = gck_malloc(count * sizeof(double))) == NULL)
-                return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu tensors", fn, count);
+                return gck_fail_ctx(gck_fail_oom("list scratch", count * sizeof(double)), "%s", fn);
             j.res = heap;
             gck_tl_exec(&j, c);
         }

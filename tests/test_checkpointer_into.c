@@ -617,6 +617,7 @@ static void test_allocation_failures_change_nothing(void **state)
             if (s != GCK_OK) {
                 gck_alloc_fail_after(-1);
                 assert_int_equal(s, GCK_ERR_NO_MEMORY);
+                assert_non_null(strstr(gck_last_error(), "out of memory: "));
                 assert_observed(cp, &o);
                 assert_int_equal(walk_accumulate(cp, 1, ne), GCK_OK);
             } else {
@@ -629,7 +630,8 @@ static void test_allocation_failures_change_nothing(void **state)
                     assert_true(k > 0);
                 } else {
                     assert_int_equal(s, GCK_ERR_NO_MEMORY);
-                    assert_true(strlen(gck_last_error()) > 0);
+                    assert_non_null(strstr(gck_last_error(), "gck_flush_into: "));
+                    assert_non_null(strstr(gck_last_error(), "out of memory: "));
                     assert_observed(cp, &o);
                     assert_untouched(&g);
                 }
@@ -699,6 +701,7 @@ static void test_list_scratch_failures_change_nothing(void **state)
             } else {
                 assert_int_equal(st, GCK_ERR_NO_MEMORY);
                 assert_non_null(strstr(gck_last_error(), "gck_flush_into"));
+                assert_non_null(strstr(gck_last_error(), "out of memory: "));
                 failures += strstr(gck_last_error(), "gck_tensors_") != NULL;
                 assert_observed(cp, &o);
                 for (size_t i = 0; i < (size_t)LL * LN; i++)

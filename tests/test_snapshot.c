@@ -799,6 +799,8 @@ static void test_tensor_ref_errors(void **state)
         if (st == GCK_OK)
             break;
         assert_int_equal(st, GCK_ERR_NO_MEMORY);
+        /* the one out-of-memory message, naming the tensor */
+        assert_non_null(strstr(gck_last_error(), "tensor 'late': out of memory: "));
         assert_int_equal(gck_snapshot_num_tensors(s), 6);
         failures++;
     }
@@ -1057,6 +1059,9 @@ static void test_load_into(void **state)
             break;
         if (st != GCK_ERR_NO_MEMORY)
             fail_msg("allocation %ld: %s: %s", k, gck_status_name(st), gck_last_error());
+        /* the one out-of-memory message, naming the file */
+        if (strstr(gck_last_error(), "out of memory: ") == NULL || strstr(gck_last_error(), p) == NULL)
+            fail_msg("allocation %ld: '%s' does not name the file or say 'out of memory: '", k, gck_last_error());
         assert_null(fields);
         assert_memory_equal(w2, wz, sizeof w2); /* every allocation comes before the first read */
     }
@@ -1096,6 +1101,86 @@ static void test_load_into(void **state)
     assert_int_equal(gck_snapshot_step(fields), 0);
     gck_snapshot_destroy(fields);
     gck_snapshot_destroy(s);
+}
+
+/* The operations the out-of-memory walk runs on one file (case: which). */
+typedef struct oom_case {
+    const char *path;
+    const gck_snapshot *s;
+    const gck_checkpoint *c;
+} oom_case;
+
+static gck_status oom_run(const oom_case *o, int what)
+{
+    gck_snapshot *l = NULL;
+    gck_checkpoint *lc = NULL;
+    gck_status st;
+    switch (what) {
+    case 0: st = gck_snapshot_save(o->s, o->path); break;
+    case 1: st = gck_snapshot_load(o->path, &l); break;
+    case 2: st = gck_snapshot_load_mmap(o->path, 0, &l); break;
+    case 3: st = gck_snapshot_load_mmap(o->path, 1, &l); break;
+    case 4: st = gck_checkpoint_save(o->c, o->path); break;
+    default: st = gck_checkpoint_load(o->path, &lc); break;
+    }
+    gck_snapshot_destroy(l);
+    gck_checkpoint_release(lc);
+    return st;
+}
+
+/* Every allocation of each case failing in turn: NO_MEMORY with the one
+ * out-of-memory message, and the file named (the context added on the way up). */
+static void oom_walk(const oom_case *o, int first, int last)
+{
+    for (int what = first; what <= last; what++) {
+        int failures = 0;
+        for (long k = 0;; k++) {
+            gck_alloc_fail_after(k);
+            const gck_status st = oom_run(o, what);
+            gck_alloc_fail_after(-1);
+            if (st == GCK_OK)
+                break;
+            if (st != GCK_ERR_NO_MEMORY || strstr(gck_last_error(), "out of memory: ") == NULL ||
+                strstr(gck_last_error(), o->path) == NULL)
+                fail_msg("case %d, allocation %ld: %s '%s'", what, k, gck_status_name(st), gck_last_error());
+            failures++;
+        }
+        assert_true(failures >= 3);
+    }
+}
+
+/* A save, a load (copied, mapped, verified or not), a checkpoint save and load. */
+static void test_out_of_memory_messages(void **state)
+{
+    (void)state;
+    char p[512];
+    snprintf(p, sizeof p, "%s", path_of("oom.safetensors"));
+    const float w[5] = {1, 2, 3, 4, 5};
+    const double b[3] = {-1, 0.5, 2};
+    const int64_t sw[1] = {5}, sb[2] = {1, 3};
+    const unsigned char blob[4] = {1, 2, 3, 4};
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(9, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, sw, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, sb, 2, b), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob), GCK_OK);
+    assert_int_equal(gck_snapshot_set_metadata(s, "lr", "0.1"), GCK_OK);
+    assert_int_equal(gck_snapshot_set_loss_cid(s, "xxh3:0123456789abcdef"), GCK_OK);
+    oom_walk(&(oom_case){.path = p, .s = s}, 0, 3);
+    gck_snapshot_destroy(s);
+
+    gck_config cfg;
+    gck_config_init(&cfg);
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    const double g[4] = {1, 2, 3, 4};
+    assert_int_equal(gck_accumulate_f64(cp, "fc", g, 4, 1), GCK_OK);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 1, &c), GCK_OK);
+    snprintf(p, sizeof p, "%s", path_of("oom.ckpt"));
+    oom_walk(&(oom_case){.path = p, .c = c}, 4, 5);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
 }
 
 /* A large restore (read on threads): bit-exact, and the same on 1 and 2 threads. */
@@ -1289,6 +1374,7 @@ int main(void)
         cmocka_unit_test(test_tensor_ref_errors),
         cmocka_unit_test(test_typed_metadata),
         cmocka_unit_test(test_load_into),
+        cmocka_unit_test(test_out_of_memory_messages),
         cmocka_unit_test(test_load_into_large),
         cmocka_unit_test(test_sweep_temporaries),
     };

@@ -48,6 +48,9 @@ int cli_fail(const cli_command *c, const char *fmt, ...)
 /** cli_fail with gck_last_error() as the message. */
 int cli_fail_gck(const cli_command *c);
 
+/** The one out-of-memory line, as the library words it: "out of memory: <what>". Returns CLI_FAIL. */
+int cli_fail_oom(const cli_command *c, const char *what);
+
 /** The error line, then "usage: gradckpt <cmd> <synopsis>". Returns CLI_USAGE. */
 int cli_usage(const cli_command *c, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -83,6 +86,10 @@ void cli_put_escaped(FILE *out, const char *s);
 
 /** Prints the JSON value (2-space indent, keys in insertion order) and a newline. */
 int cli_print_json(const cli_command *c, json_t *root);
+
+/** The end of a --json command: cli_print_json, or when `bad` (a builder ran
+ *  out of memory) the out-of-memory line; root is released either way. */
+int cli_finish_json(const cli_command *c, json_t *root, int bad);
 
 /** Builders that tolerate NULL (out of memory) by marking *bad. */
 void cli_jset(json_t *obj, const char *key, json_t *v, int *bad);

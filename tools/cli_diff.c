@@ -221,7 +221,7 @@ static int diff_run2(const cli_command *c, const char *pa, const char *pb, const
     if (nomem) {
         json_decref(root), json_decref(jt), json_decref(jonly_a), json_decref(jonly_b), json_decref(jmis);
         json_decref(jopt);
-        return cli_fail(c, "out of memory");
+        return cli_fail_oom(c, "F16/BF16 values converted to F32");
     }
     const int same = k.identical == k.compared && k.only_a == 0 && k.only_b == 0 && k.mismatched == 0 &&
                      k.opt_differ == 0 && k.opt_only_a == 0 && k.opt_only_b == 0;
@@ -232,9 +232,7 @@ static int diff_run2(const cli_command *c, const char *pa, const char *pb, const
         cli_jset(root, "mismatched", jmis, &bad);
         cli_jset(root, "optimizer_states", jopt, &bad);
         cli_jset(root, "identical", json_boolean(same), &bad);
-        const int rc = bad ? cli_fail(c, "out of memory building the JSON output") : cli_print_json(c, root);
-        json_decref(root);
-        return rc;
+        return cli_finish_json(c, root, bad);
     }
     printf("summary: %zu compared (%zu identical, %zu differ), %zu only in a, %zu only in b, %zu dtype/shape "
            "differ; optimizer states: %zu identical, %zu differ, %zu only in a, %zu only in b\n",
@@ -255,10 +253,13 @@ static int diff_run(const cli_command *c, int argc, char **argv)
         return p < 0 ? CLI_OK : p;
     gck_snapshot *a = NULL, *b = NULL;
     int rc = cli_load_snapshot(c, pos[0], &a);
-    if (rc == CLI_OK)
-        rc = cli_load_snapshot(c, pos[1], &b);
-    if (rc == CLI_OK)
-        rc = diff_run2(c, pos[0], pos[1], a, b, json);
+    if (rc != CLI_OK)
+        goto done;
+    rc = cli_load_snapshot(c, pos[1], &b);
+    if (rc != CLI_OK)
+        goto done;
+    rc = diff_run2(c, pos[0], pos[1], a, b, json);
+done:
     gck_snapshot_destroy(a);
     gck_snapshot_destroy(b);
     return rc;

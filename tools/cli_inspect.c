@@ -68,9 +68,7 @@ static int inspect_json(const cli_command *c, const char *path, const gck_snapsh
     cli_jset(ids, "verified", json_true(), &bad);
     cli_jset(root, "content_ids", ids, &bad);
 
-    const int rc = bad ? cli_fail(c, "out of memory building the JSON output") : cli_print_json(c, root);
-    json_decref(root);
-    return rc;
+    return cli_finish_json(c, root, bad);
 }
 
 static int inspect_text(const char *path, const gck_snapshot *s, const cli_header_info *h)
@@ -178,8 +176,10 @@ static int inspect_run(const cli_command *c, int argc, char **argv)
         return CLI_FAIL;
     cli_header_info h;
     int rc = cli_read_header_info(c, path, &h);
-    if (rc == CLI_OK)
-        rc = json ? inspect_json(c, path, s, &h) : inspect_text(path, s, &h);
+    if (rc != CLI_OK)
+        goto done;
+    rc = json ? inspect_json(c, path, s, &h) : inspect_text(path, s, &h);
+done:
     gck_snapshot_destroy(s);
     return rc;
 }

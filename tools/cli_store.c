@@ -78,9 +78,7 @@ static int ls_json(const cli_command *c, const char *dir, gck_store *s, const ui
     cli_jset(tot, "disk_ratio",
              st->logical_bytes ? cli_jreal((double)st->disk_bytes / (double)st->logical_bytes) : json_null(), &bad);
     cli_jset(root, "totals", tot, &bad);
-    const int rc = bad ? cli_fail(c, "out of memory building the JSON output") : cli_print_json(c, root);
-    json_decref(root);
-    return rc;
+    return cli_finish_json(c, root, bad);
 }
 
 static void ls_text(const char *dir, gck_store *s, const uint64_t *vs, size_t nv, json_t *mversions,
@@ -147,8 +145,10 @@ static int ls_run(const cli_command *c, int argc, char **argv)
     json_t *mversions = store_manifest_versions(dir, &mroot);
     gck_store_stats st;
     int rc;
-    if (vs == NULL || gck_store_stats_get(s, &st) != GCK_OK) {
-        rc = cli_fail(c, "out of memory");
+    if (vs == NULL) {
+        rc = cli_fail_oom(c, "version list");
+    } else if (gck_store_stats_get(s, &st) != GCK_OK) {
+        rc = cli_fail_gck(c);
     } else {
         gck_store_versions(s, vs, nv);
         rc = CLI_OK;
@@ -177,16 +177,17 @@ static int restore_run(const cli_command *c, int argc, char **argv)
     uint64_t v = 0;
     gck_snapshot *snap = NULL;
     int rc = cli_resolve_version(c, s, pos[0], pos[1], &v);
-    if (rc == CLI_OK && gck_store_restore(s, v, &snap) != GCK_OK)
+    if (rc != CLI_OK)
+        goto done;
+    if (gck_store_restore(s, v, &snap) != GCK_OK || gck_snapshot_save(snap, pos[2]) != GCK_OK) {
         rc = cli_fail_gck(c);
-    if (rc == CLI_OK && gck_snapshot_save(snap, pos[2]) != GCK_OK)
-        rc = cli_fail_gck(c);
-    if (rc == CLI_OK) {
-        printf("restored version %" PRIu64 " (step %" PRIu64 ", %zu tensors) to ", v, gck_snapshot_step(snap),
-               gck_snapshot_num_tensors(snap));
-        cli_put_escaped(stdout, pos[2]);
-        fputc('\n', stdout);
+        goto done;
     }
+    printf("restored version %" PRIu64 " (step %" PRIu64 ", %zu tensors) to ", v, gck_snapshot_step(snap),
+           gck_snapshot_num_tensors(snap));
+    cli_put_escaped(stdout, pos[2]);
+    fputc('\n', stdout);
+done:
     gck_snapshot_destroy(snap);
     gck_store_close(s);
     return rc;
@@ -206,13 +207,16 @@ static int retag(const cli_command *c, int argc, char **argv, int add)
         return CLI_FAIL;
     uint64_t v = 0;
     int rc = cli_resolve_version(c, s, pos[0], pos[1], &v);
-    if (rc == CLI_OK && (add ? gck_store_tag(s, v, pos[2]) : gck_store_untag(s, v, pos[2])) != GCK_OK)
+    if (rc != CLI_OK)
+        goto done;
+    if ((add ? gck_store_tag(s, v, pos[2]) : gck_store_untag(s, v, pos[2])) != GCK_OK) {
         rc = cli_fail_gck(c);
-    if (rc == CLI_OK) {
-        printf("%s version %" PRIu64 " '", add ? "tagged" : "untagged", v);
-        cli_put_escaped(stdout, pos[2]);
-        printf("'\n");
+        goto done;
     }
+    printf("%s version %" PRIu64 " '", add ? "tagged" : "untagged", v);
+    cli_put_escaped(stdout, pos[2]);
+    printf("'\n");
+done:
     gck_store_close(s);
     return rc;
 }

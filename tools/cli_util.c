@@ -54,6 +54,11 @@ int cli_fail_gck(const cli_command *c)
     return cli_fail(c, "%s", m[0] ? m : "failed (no message)");
 }
 
+int cli_fail_oom(const cli_command *c, const char *what)
+{
+    return cli_fail(c, "out of memory: %s", what);
+}
+
 int cli_usage(const cli_command *c, const char *fmt, ...)
 {
     va_list ap;
@@ -143,6 +148,13 @@ int cli_print_json(const cli_command *c, json_t *root)
         return cli_fail(c, "cannot write the JSON output");
     fputc('\n', stdout);
     return CLI_OK;
+}
+
+int cli_finish_json(const cli_command *c, json_t *root, int bad)
+{
+    const int rc = bad ? cli_fail_oom(c, "JSON output") : cli_print_json(c, root);
+    json_decref(root);
+    return rc;
 }
 
 void cli_jset(json_t *obj, const char *key, json_t *v, int *bad)
@@ -375,7 +387,7 @@ int cli_open_store(const cli_command *c, const char *dir, int readonly, gck_stor
     const size_t len = strlen(dir) + sizeof "/manifest.json";
     char *m = malloc(len);
     if (m == NULL)
-        return cli_fail(c, "out of memory");
+        return cli_fail_oom(c, "manifest path");
     snprintf(m, len, "%s/manifest.json", dir);
     const int have = stat(m, &st) == 0;
     const int err = errno;

@@ -54,6 +54,24 @@ gck_status gck_fail(gck_status s, const char *fmt, ...)
     return s;
 }
 
+gck_status gck_fail_ctx(gck_status s, const char *fmt, ...)
+{
+    char ctx[GCK_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    const int len = vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    if (len < 0)
+        ctx[0] = '\0';
+    /* gck_fail copies its arguments first, so the old message may be one of them */
+    return gck_fail(s, "%s: %s", ctx, gck_error_buf);
+}
+
+gck_status gck_fail_oom(const char *what, size_t bytes)
+{
+    return gck_fail(GCK_ERR_NO_MEMORY, "out of memory: %s (%zu bytes)", what ? what : "allocation", bytes);
+}
+
 const char *gck_version_string(void)
 {
     return GCK_VERSION_STRING;

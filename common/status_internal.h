@@ -2,6 +2,8 @@
 #ifndef GCK_STATUS_INTERNAL_H
 #define GCK_STATUS_INTERNAL_H
 
+#include <stddef.h>
+
 #include <gradckpt/status.h>
 
 #include "attributes.h"
@@ -18,5 +20,20 @@ GCK_INTERNAL gck_status gck_fail(gck_status s, const char *fmt, ...) GCK_PRINTF(
 
 #define GCK_TRY(expr) \
     do { gck_status gck_s_ = (expr); if (gck_s_ != GCK_OK) return gck_s_; } while (0)
+
+/* Adds context to the thread's current message and returns s: the message
+ * becomes "<formatted context>: <previous message>" (as zstd's
+ * FORWARD_IF_ERROR), so an error names every level it passed through. */
+GCK_INTERNAL gck_status gck_fail_ctx(gck_status s, const char *fmt, ...) GCK_PRINTF(2, 3);
+
+/* GCK_TRY that adds context on the way up: on failure the message becomes
+ * "<context>: <previous message>", the status is kept and returned.
+ *   GCK_TRY_CTX(gck_load(path), "version %llu", v);                         */
+#define GCK_TRY_CTX(expr, ...) \
+    do { gck_status gck_s_ = (expr); if (gck_s_ != GCK_OK) return gck_fail_ctx(gck_s_, __VA_ARGS__); } while (0)
+
+/* The one out-of-memory failure: GCK_ERR_NO_MEMORY with the message
+ * "out of memory: <what> (<bytes> bytes)". */
+GCK_INTERNAL gck_status gck_fail_oom(const char *what, size_t bytes);
 
 #endif /* GCK_STATUS_INTERNAL_H */

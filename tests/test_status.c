@@ -45,6 +45,51 @@ static void test_fail_formats_message(void **state)
     assert_string_equal(gck_last_error(), "outer: inner 7");
 }
 
+static gck_status inner_fails(int k)
+{
+    return gck_fail(GCK_ERR_CORRUPT, "plane %d is short", k);
+}
+
+static gck_status middle(int k)
+{
+    GCK_TRY_CTX(inner_fails(k), "item '%s'", "w");
+    return GCK_OK;
+}
+
+static gck_status outer(void)
+{
+    GCK_TRY_CTX(middle(3), "version %d", 7);
+    return GCK_OK;
+}
+
+static gck_status passes(void)
+{
+    GCK_TRY_CTX(GCK_OK, "never formatted %d", 1);
+    return GCK_OK;
+}
+
+/* GCK_TRY_CTX keeps the status and prefixes each level's context; gck_fail_oom's one message. */
+static void test_context_and_oom(void **state)
+{
+    (void)state;
+    assert_int_equal(outer(), GCK_ERR_CORRUPT);
+    assert_string_equal(gck_last_error(), "version 7: item 'w': plane 3 is short");
+    gck_fail(GCK_ERR_IO, "kept");
+    assert_int_equal(passes(), GCK_OK);
+    assert_string_equal(gck_last_error(), "kept");
+    assert_int_equal(gck_fail_ctx(GCK_ERR_IO, "ctx %s", "x"), GCK_ERR_IO);
+    assert_string_equal(gck_last_error(), "ctx x: kept");
+    assert_int_equal(gck_fail_oom("delta arena", 4096), GCK_ERR_NO_MEMORY);
+    assert_string_equal(gck_last_error(), "out of memory: delta arena (4096 bytes)");
+    /* a long chain is cut like any message, never overflows */
+    char big[2000];
+    memset(big, 'y', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    gck_fail(GCK_ERR_IO, "%s", big);
+    gck_fail_ctx(GCK_ERR_IO, "%s", big);
+    assert_int_equal(strlen(gck_last_error()), GCK_ERROR_MAX - 1);
+}
+
 static void *other_thread(void *arg)
 {
     (void)arg;
@@ -84,6 +129,7 @@ int main(void)
         cmocka_unit_test(test_every_status_has_a_name),
         cmocka_unit_test(test_fail_formats_message),
         cmocka_unit_test(test_message_is_thread_local),
+        cmocka_unit_test(test_context_and_oom),
         cmocka_unit_test(test_public_errors_set_message),
     };
     return cmocka_run_group_tests_name("status", tests, NULL, NULL);

@@ -37,7 +37,10 @@ void gck_store_config_init(gck_store_config *c)
         return;
     gck_policy_init(&c->policy);
     c->zstd_level = 1;
-    c->zstd_max_entropy = 0.25;
+    c->zstd_max_entropy = 0.97;
+    c->coder = GCK_STORE_CODER_AUTO;
+    c->compress_full = 0;
+    c->async_threads = 1;
 }
 
 /* dir + "/" + name into buf; 0 when too long. */
@@ -155,6 +158,12 @@ static gck_status gck_check_config(const gck_store_config *cfg)
                   "store config: zstd_level %d is not in -7..-1 or 1..19", cfg->zstd_level);
     GCK_CHECK_ARG(cfg->zstd_max_entropy > 0.0 && cfg->zstd_max_entropy <= 1.0,
                   "store config: zstd_max_entropy %g is not in (0, 1]", cfg->zstd_max_entropy);
+    GCK_CHECK_ARG(cfg->coder == GCK_STORE_CODER_AUTO || cfg->coder == GCK_STORE_CODER_ZSTD,
+                  "store config: coder %d is not GCK_STORE_CODER_AUTO or GCK_STORE_CODER_ZSTD", cfg->coder);
+    GCK_CHECK_ARG(cfg->compress_full == 0 || cfg->compress_full == 1, "store config: compress_full %d is not 0 or 1",
+                  cfg->compress_full);
+    GCK_CHECK_ARG(cfg->async_threads >= 0 && cfg->async_threads <= 1024,
+                  "store config: async_threads %d is not in 0..1024", cfg->async_threads);
     return GCK_OK;
 }
 
@@ -224,7 +233,7 @@ gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_stor
         s->cfg = *cfg;
     }
     if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
+        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec);
     /* record a new store (and a changed configuration) right away */
     if (st == GCK_OK && (fresh || cfg != NULL)) {
         int renamed;
@@ -259,7 +268,7 @@ gck_status gck_store_open_readonly(const char *dir, gck_store **out)
     if (st == GCK_ERR_NOT_FOUND)
         st = gck_fail(GCK_ERR_NOT_FOUND, "'%.300s' is not a store (no %s)", dir, GCK_MANIFEST_NAME);
     if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
+        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec);
     if (st != GCK_OK) {
         gck_store_close(s);
         return st;
@@ -270,6 +279,12 @@ gck_status gck_store_open_readonly(const char *dir, gck_store **out)
 
 /* ---- reading versions ------------------------------------------------------------ */
 
+/* The version's file holds coded planes (a delta, or a full version saved with compress_full). */
+static int gck_is_coded(const gck_mentry *e)
+{
+    return e->pub.is_delta || gck_store_packed_name(e->file);
+}
+
 static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_snapshot **out)
 {
     char p[PATH_MAX];
@@ -278,7 +293,7 @@ static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_sna
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here; a delta's payloads are not, as every tensor rebuilt from them is
      * checked against its recorded content id */
-    const gck_status st = gck_snapshot_load_mmap(p, !e->pub.is_delta, out);
+    const gck_status st = gck_snapshot_load_mmap(p, !gck_is_coded(e), out);
     if (st != GCK_OK)
         return gck_fail(st, "version %" PRIu64 ": %s", e->pub.version, gck_last_error());
     return GCK_OK;
@@ -336,9 +351,10 @@ static gck_status gck_rebuild(gck_store *s, const gck_mentry *e, const gck_snaps
     GCK_TRY(gck_load_file(s, e, &file));
     gck_snapshot *r = file;
     gck_status st = GCK_OK;
-    if (e->pub.is_delta) {
+    if (gck_is_coded(e)) {
         r = NULL;
-        st = gck_delta_decode(s->codec, file, base, e->pub.delta_from, &r);
+        st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL, e->pub.is_delta ? e->pub.delta_from : 0,
+                              &r);
         gck_snapshot_destroy(file);
         if (st != GCK_OK)
             return gck_fail(st, "version %" PRIu64 " (%s): %s", e->pub.version, e->file, gck_last_error());
@@ -575,8 +591,9 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
                                     uint64_t base_v, gck_names *written, const char **name_out, uint64_t *bytes_out)
 {
     char name[96], p[PATH_MAX];
+    const int packed = base == NULL && s->cfg.compress_full;
     snprintf(name, sizeof name, "v%08" PRIu64 "-g%" PRIu64 "%s.safetensors", v, s->generation + 1,
-             base ? ".delta" : "");
+             base ? ".delta" : packed ? ".packed" : "");
     if (!gck_path(p, s, name))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
@@ -588,7 +605,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
      * power loss would leave a version whose data is empty or partial), and
      * its name becomes durable with the commit's single directory fsync. */
     int fd = -1;
-    if (base != NULL) {
+    if (base != NULL || packed) {
         gck_snapshot *d = NULL;
         st = gck_delta_encode(s->codec, content, base, base_v, &d);
         if (st == GCK_OK)
@@ -1005,10 +1022,10 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
     if (!gck_path(p, s, lv->e->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
-    if (lv->e->pub.is_delta) {
+    if (gck_is_coded(lv->e)) {
         st = gck_snapshot_load_mmap(p, 0, &lv->delta); /* payloads are read as they are decoded */
         if (st == GCK_OK)
-            st = gck_delta_index_open(lv->delta, lv->e->pub.delta_from, &lv->index);
+            st = gck_delta_index_open(lv->delta, lv->e->pub.is_delta ? lv->e->pub.delta_from : 0, &lv->index);
     } else {
         st = gck_st_open(p, &lv->full);
     }

@@ -35,7 +35,9 @@ GCK_INTERNAL gck_status gck_manifest_read(const char *path, gck_manager **m_out,
                                           gck_store_config *cfg);
 
 /* 1 when name is a file name the store could have written (a data file
- * "v<digits>-g<digits>[.delta].safetensors") - never a path. */
+ * "v<digits>-g<digits>[.delta|.packed].safetensors") - never a path. */
 GCK_INTERNAL int gck_store_data_name_ok(const char *name);
+/* 1 for a full version's data file with coded planes (".packed.safetensors"). */
+GCK_INTERNAL int gck_store_packed_name(const char *name);
 
 #endif /* GCK_STORE_INTERNAL_H */

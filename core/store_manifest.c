@@ -17,7 +17,9 @@
 #include "snapshot_internal.h"
 
 #define GCK_MANIFEST_FORMAT "gradckpt-store"
-#define GCK_MANIFEST_VERSION 1
+/* 2: names ".packed.safetensors" files (full versions with coded planes),
+ * which readers of 1 do not know; a manifest without them is written as 1. */
+#define GCK_MANIFEST_VERSION 2
 
 /* u64 as a decimal string: JSON numbers are not safe past 2^53 in many readers. */
 static json_t *gck_ju64(uint64_t v)
@@ -43,7 +45,14 @@ int gck_store_data_name_ok(const char *name)
         return 0;
     while (*p >= '0' && *p <= '9')
         p++;
-    return strcmp(p, ".safetensors") == 0 || strcmp(p, ".delta.safetensors") == 0;
+    return strcmp(p, ".safetensors") == 0 || strcmp(p, ".delta.safetensors") == 0 ||
+           strcmp(p, ".packed.safetensors") == 0;
+}
+
+int gck_store_packed_name(const char *name)
+{
+    const size_t n = strlen(name), k = strlen(".packed.safetensors");
+    return n > k && strcmp(name + n - k, ".packed.safetensors") == 0;
 }
 
 static json_t *gck_entry_json(const gck_mentry *e)
@@ -252,10 +261,16 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
     json_t *policy = json_pack("{s:o, s:o, s:o}", "max_checkpoints", gck_ju64(m->policy.max_checkpoints),
                                "keep_every_n", gck_ju64(m->policy.keep_every_n), "delta_threshold_bytes",
                                gck_ju64(m->policy.delta_threshold_bytes));
-    json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
-                             "format_version", GCK_MANIFEST_VERSION, "generation", gck_ju64(generation),
-                             "next_version", gck_ju64(m->next_version), "zstd_level", cfg->zstd_level,
-                             "zstd_max_entropy", cfg->zstd_max_entropy, "policy", policy, "versions", json_array());
+    int fv = 1;
+    for (size_t i = 0; i < m->n; i++)
+        if (m->entries[i]->file != NULL && gck_store_packed_name(m->entries[i]->file))
+            fv = 2;
+    json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:s, s:b, s:i, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
+                             "format_version", fv, "generation", gck_ju64(generation), "next_version",
+                             gck_ju64(m->next_version), "zstd_level", cfg->zstd_level, "zstd_max_entropy",
+                             cfg->zstd_max_entropy, "coder", cfg->coder == GCK_STORE_CODER_ZSTD ? "zstd" : "auto",
+                             "compress_full", cfg->compress_full, "async_threads", cfg->async_threads, "policy",
+                             policy, "versions", json_array());
     char *head = root && !bad ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     /* the versions go into the empty array that ends the top-level object */
@@ -402,6 +417,10 @@ gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *ge
     const char *fmt = json_string_value(json_object_get(root, "format"));
     json_t *fv = json_object_get(root, "format_version"), *jl = json_object_get(root, "zstd_level");
     json_t *je = json_object_get(root, "zstd_max_entropy");
+    /* optional (manifests before them: zstd for every coded plane, plain full versions) */
+    json_t *jc = json_object_get(root, "coder"), *jf = json_object_get(root, "compress_full"),
+           *ja = json_object_get(root, "async_threads");
+    const char *coder = jc ? json_string_value(jc) : "zstd";
     json_t *policy = json_object_get(root, "policy"), *versions = json_object_get(root, "versions");
     uint64_t gen = 0, next = 0, maxc = 0;
     gck_policy p;
@@ -417,6 +436,10 @@ gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *ge
              !gck_get_u64(policy, "keep_every_n", &p.keep_every_n) ||
              !gck_get_u64(policy, "delta_threshold_bytes", &p.delta_threshold_bytes) || maxc > SIZE_MAX)
         st = gck_bad(path, "missing or bad top-level field");
+    else if (coder == NULL || (strcmp(coder, "auto") != 0 && strcmp(coder, "zstd") != 0) ||
+             (jf != NULL && !json_is_boolean(jf)) ||
+             (ja != NULL && (!json_is_integer(ja) || json_integer_value(ja) < 0 || json_integer_value(ja) > 1024)))
+        st = gck_bad(path, "bad coder, compress_full or async_threads");
     gck_manager *m = NULL;
     if (st == GCK_OK) {
         p.max_checkpoints = (size_t)maxc;
@@ -435,6 +458,9 @@ gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *ge
         cfg->policy = m->policy;
         cfg->zstd_level = (int)json_integer_value(jl);
         cfg->zstd_max_entropy = json_number_value(je);
+        cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
+        cfg->compress_full = json_is_true(jf);
+        cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
     } else {
         gck_manager_destroy(m);
     }

@@ -683,6 +683,16 @@ static char *read_whole(const char *path, size_t *len)
     return b;
 }
 
+/* A file's bytes and a NUL after them (for strstr). */
+static char *read_text(const char *path, size_t *len)
+{
+    char *b = read_whole(path, len);
+    char *t = realloc(b, *len + 1);
+    assert_non_null(t);
+    t[*len] = '\0';
+    return t;
+}
+
 /* Encoding spreads tensors over threads: the delta file is the same bytes
  * on 1 and 2 threads (large enough for the threaded path). */
 static void test_delta_thread_independent(void **state)
@@ -1234,15 +1244,29 @@ static gck_snapshot *fuzz_version(int v)
 
 /* Deltas written before format 2 (one tensor per byte plane) still restore,
  * whole and into caller buffers. */
-static void test_delta_format1_reads(void **state)
+/* A delta written by an older format (a fuzz seed: "delta" format 1,
+ * "delta_format2" format 2, both with zstd planes) restores, restores into
+ * caller memory and verifies. */
+static void assert_old_delta_reads(const char *seed_name, int format)
 {
-    (void)state;
-    char dir[300], f[600];
+    char dir[300], f[600], path[600], want_format[32];
     new_dir(dir, sizeof dir);
-    gck_store *st = open_store(dir, 10, 0, 0);
+    gck_store_config cfg;
+    gck_store_config_init(&cfg);
+    cfg.policy.keep_every_n = 0, cfg.policy.delta_threshold_bytes = 0;
+    cfg.coder = GCK_STORE_CODER_ZSTD, cfg.zstd_max_entropy = 0.25; /* as the stores that wrote them */
+    gck_store *st = NULL;
+    assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
     gck_snapshot *v[2] = {fuzz_version(1), fuzz_version(2)};
+    for (int i = 0; i < 2 && format >= 2; i++) { /* the seeds of format 2 on carry these too */
+        char note[8];
+        snprintf(note, sizeof note, "n%d", i + 1);
+        assert_int_equal(gck_snapshot_set_metadata(v[i], "note", note), GCK_OK);
+        assert_int_equal(gck_snapshot_set_loss_cid(v[i], note), GCK_OK);
+    }
     size_t len = 0;
-    char *seed = read_whole(GCK_FUZZ_STORE_CORPUS "/delta", &len);
+    snprintf(path, sizeof path, "%s/%s", GCK_FUZZ_STORE_CORPUS, seed_name);
+    char *seed = read_whole(path, &len);
     assert_true(len > 1 && seed[0] == 0); /* the fuzz target's "replace the delta file" input */
     /* restore checks every field against the manifest: save v[1] with the seed's timestamp */
     const char *ts = strstr(seed + 1 + 8, "\"gradckpt.timestamp\":\"");
@@ -1252,7 +1276,8 @@ static void test_delta_format1_reads(void **state)
     for (int i = 0; i < 2; i++)
         assert_int_equal(gck_store_save(st, v[i], NULL, 0, NULL), GCK_OK);
     gck_store_close(st);
-    assert_non_null(strstr(seed + 1 + 8, "\\\"format\\\":1"));
+    snprintf(want_format, sizeof want_format, "\\\"format\\\":%d", format);
+    assert_non_null(strstr(seed + 1 + 8, want_format));
     file_of(dir, 2, 1, f, sizeof f);
     FILE *out = fopen(f, "wb");
     assert_non_null(out);
@@ -1286,6 +1311,138 @@ static void test_delta_format1_reads(void **state)
     assert_int_equal(checked, 2);
     gck_store_close(st);
     gck_snapshot_destroy(v[0]), gck_snapshot_destroy(v[1]);
+}
+
+static void test_delta_format1_reads(void **state)
+{
+    (void)state;
+    assert_old_delta_reads("delta", 1);
+}
+
+static void test_delta_format2_reads(void **state)
+{
+    (void)state;
+    assert_old_delta_reads("delta_format2", 2);
+}
+
+/* ---- the per-plane coders --------------------------------------------------------- */
+
+/* Version v of a run whose planes call for every codec: AdamW-like weights
+ * drifting slowly (low-entropy exponent planes: rANS; middling: Huffman), an
+ * embedding of which a few rows change (long runs of zero XOR: zstd), noise
+ * (raw), and a small tensor (too short to code). */
+static gck_snapshot *coded_version(uint64_t v)
+{
+    enum { N = 1 << 16, ROWS = 256, COLS = 128 };
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(v, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_set_timestamp(s, 5000 + v), GCK_OK);
+    float *w = malloc(N * sizeof *w), *e = malloc(ROWS * COLS * sizeof *e);
+    uint32_t *noise = malloc(N * sizeof *noise);
+    uint64_t r = 99;
+    for (size_t i = 0; i < N; i++) {
+        const float g = (float)((int)(rng_next(&r) % 20001) - 10000) * 1e-6f;
+        w[i] = g * 30.0f + (float)v * g * 1e-3f;
+    }
+    for (size_t i = 0; i < ROWS * COLS; i++)
+        e[i] = (float)(rng_next(&r) % 1000) * 1e-3f + ((i / COLS) % 64 == v % 64 ? (float)v : 0.0f);
+    r = 7 + v;
+    for (size_t i = 0; i < N; i++)
+        noise[i] = (uint32_t)rng_next(&r);
+    const int64_t ws = N, es[2] = {ROWS, COLS}, ts = 3;
+    const double tiny[3] = {1.0, (double)v, -2.5};
+    assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, &ws, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "emb", GCK_DTYPE_F32, es, 2, e), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "noise", GCK_DTYPE_U32, &ws, 1, noise), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "tiny", GCK_DTYPE_F64, &ts, 1, tiny), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", w, 4096), GCK_OK);
+    free(w), free(e), free(noise);
+    return s;
+}
+
+/* Each coder and compress_full setting: every version restores bit for bit
+ * (whole, into caller memory, after reopening, through a reader), files are
+ * safetensors, deltas record the codecs their planes need, a packed full
+ * version is smaller than its data and named so. */
+static void test_coders(void **state)
+{
+    (void)state;
+    for (int coder = 0; coder <= 1; coder++)
+        for (int packed = 0; packed <= 1; packed++) {
+            char dir[300], f[600];
+            new_dir(dir, sizeof dir);
+            gck_store_config cfg;
+            gck_store_config_init(&cfg);
+            cfg.policy.keep_every_n = 3, cfg.policy.delta_threshold_bytes = 0;
+            cfg.coder = coder, cfg.compress_full = packed;
+            gck_store *st = NULL;
+            assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
+            gck_snapshot *vs[7] = {NULL};
+            for (uint64_t v = 1; v <= 6; v++) {
+                vs[v] = coded_version(v);
+                assert_int_equal(gck_store_save(st, vs[v], NULL, 0, NULL), GCK_OK);
+            }
+            for (int reopen = 0; reopen <= 2; reopen++) {
+                for (uint64_t v = 1; v <= 6; v++) {
+                    gck_snapshot *got = NULL;
+                    assert_int_equal(gck_store_restore(st, v, &got), GCK_OK);
+                    assert_same_snapshot(vs[v], got);
+                    gck_snapshot_destroy(got);
+                    into_set set;
+                    into_alloc(&set, vs[v], 0x5a);
+                    assert_int_equal(gck_store_restore_into(st, v, (const char *const *)set.names, set.dsts,
+                                                            set.sizes, set.n, NULL), GCK_OK);
+                    assert_into_equal(&set, vs[v]);
+                    into_free(&set);
+                }
+                size_t checked = 0;
+                assert_int_equal(gck_store_verify(st, &checked), GCK_OK);
+                assert_int_equal(checked, 6);
+                gck_store_close(st);
+                st = NULL;
+                if (reopen == 0)
+                    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+                else if (reopen == 1)
+                    assert_int_equal(gck_store_open_readonly(dir, &st), GCK_OK);
+            }
+            /* the recorded configuration */
+            assert_int_equal(gck_store_open_readonly(dir, &st), GCK_OK);
+            gck_store_config got;
+            assert_int_equal(gck_store_config_get(st, &got), GCK_OK);
+            assert_int_equal(got.coder, coder);
+            assert_int_equal(got.compress_full, packed);
+            gck_version_info vi;
+            assert_int_equal(gck_store_version_info(st, 3, &vi), GCK_OK); /* 3 % 3 == 0: full */
+            assert_false(vi.is_delta);
+            assert_int_equal(strstr(vi.file, ".packed.") != NULL, packed);
+            if (packed)
+                assert_true(vi.stored_bytes < vi.full_bytes);
+            char mpath[600];
+            snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+            size_t mlen;
+            char *man = read_text(mpath, &mlen);
+            assert_non_null(strstr(man, packed ? "\"format_version\":2" : "\"format_version\":1"));
+            free(man);
+            gck_store_close(st);
+            /* every data file opens as a safetensors file; deltas name their codecs */
+            file_of(dir, 5, 1, f, sizeof f);
+            gck_snapshot *raw = NULL;
+            assert_int_equal(gck_snapshot_load(f, &raw), GCK_OK);
+            size_t flen;
+            char *text = read_text(f, &flen);
+            const char *head = text + 8; /* after the header's length (it has NUL bytes) */
+            assert_non_null(strstr(head, "[\\\"raw\\\","));
+            if (gck_delta_have_zstd())
+                assert_non_null(strstr(head, "[\\\"zstd\\\","));
+            if (coder == GCK_STORE_CODER_AUTO && gck_delta_have_rans())
+                assert_non_null(strstr(head, "[\\\"rans\\\","));
+            if (coder == GCK_STORE_CODER_ZSTD)
+                assert_null(strstr(head, "rans"));
+            free(text);
+            gck_snapshot_destroy(raw);
+            for (uint64_t v = 1; v <= 6; v++)
+                gck_snapshot_destroy(vs[v]);
+        }
 }
 
 /* ---- readers beside a writer (gck_store_open_readonly) --------------------------- */
@@ -1684,15 +1841,6 @@ static void replace_in_file(const char *path, const char *from, const char *to)
     free(b);
 }
 
-/* A file's bytes and a NUL after them (for strstr). */
-static char *read_text(const char *path, size_t *len)
-{
-    char *b = read_whole(path, len);
-    char *t = realloc(b, *len + 1);
-    assert_non_null(t);
-    t[*len] = '\0';
-    return t;
-}
 
 /* A store of versions 1 (full), 2 and 3 (deltas) in a fresh directory. */
 static void three_versions(char *dir, size_t cap)
@@ -1835,7 +1983,8 @@ int main(void)
         cmocka_unit_test(test_save_refs),
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
-        cmocka_unit_test(test_delta_format1_reads),
+        cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads),
+        cmocka_unit_test(test_coders),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
         cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),
         cmocka_unit_test(test_every_field_checked),

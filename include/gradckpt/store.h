@@ -19,14 +19,24 @@ extern "C" {
  * delta, keep_every_n, bounded history, tags) but with real data:
  *
  * - a full version is a plain safetensors file (gck_snapshot_save), which any
- *   safetensors reader opens;
+ *   safetensors reader opens - unless compress_full is set: then it is
+ *   stored as a delta against nothing (every tensor's byte planes coded as
+ *   below; "v<N>-g<G>.packed.safetensors"), still a valid safetensors file
+ *   whose tensors are U8 payloads;
  * - a delta version is a safetensors file too, holding only what changed
  *   against its base (the latest version at save time): a tensor or
  *   optimizer blob with the base's content id is a reference; one with the
  *   base's dtype and size is stored as the XOR of its bits with the base's,
- *   split into byte planes, each plane zstd-compressed when it is
- *   compressible (zstd_max_entropy); anything else is stored whole (planes);
- *   an item's planes are one payload tensor;
+ *   split into byte planes; anything else is stored whole (planes); an
+ *   item's planes are one payload tensor (U8);
+ * - each byte plane is coded with what a sample of it says pays (coder
+ *   GCK_STORE_CODER_AUTO): stored raw when its order-0 entropy is above
+ *   zstd_max_entropy; zstd at zstd_level when it has long runs (frozen rows,
+ *   sparse updates); rANS order-0 (htscodecs) when its entropy is low
+ *   (exponent planes), where Huffman cannot go below one bit per byte;
+ *   zstd's Huffman stage alone otherwise. A build without htscodecs codes
+ *   those planes with Huffman instead and refuses to read rANS planes
+ *   (GCK_ERR_UNSUPPORTED), as one without zstd does for zstd planes;
  * - `manifest.json` lists the versions, tags, bases and content ids. Every
  *   change (save, tag, eviction) writes new data files first and then
  *   replaces the manifest atomically and durably, so after a crash at any
@@ -61,21 +71,32 @@ extern "C" {
  */
 typedef struct gck_store gck_store;
 
+/** How the byte planes of deltas (and compressed full versions) are coded. */
+enum {
+    GCK_STORE_CODER_AUTO = 0, /**< per plane: raw, rANS order-0, Huffman or zstd (above); the default */
+    GCK_STORE_CODER_ZSTD = 1  /**< every coded plane zstd at zstd_level (stores made before the others) */
+};
+
 typedef struct gck_store_config {
     gck_policy policy; /**< as gck_manager's; defaults from gck_policy_init */
     int zstd_level;    /**< -7..-1 (zstd's fast levels) or 1..19; default 1 */
     /**
-     * A byte plane of a changed tensor is zstd-compressed only when the
-     * order-0 entropy of a sample of it, as a fraction of 8 bits, is at most
-     * this; otherwise it is stored as plain bytes. zstd runs at well under
-     * 0.5 GB/s on bytes of middling entropy (the exponent bytes of optimizer
-     * moments), so the default, 0.25, compresses the near-constant planes
-     * (sign and exponent bytes of slowly moving weights) and stores the rest:
-     * measured on an SGD run, 0.25 gives files of 0.88 of the data at over
-     * 1 GB/s, 0.35 gives 0.81 at ~0.8 GB/s, 1.0 (compress every plane) 0.74 at
-     * ~0.45 GB/s; zstd alone on the same data gives 0.92. In (0, 1].
+     * A byte plane whose sampled order-0 entropy, as a fraction of 8 bits,
+     * is above this is stored as plain bytes (coding it would gain little
+     * and cost time). Default 0.97. In (0, 1]. Stores made before the
+     * per-plane coder recorded 0.25 with GCK_STORE_CODER_ZSTD and keep it
+     * until a configuration is given to gck_store_open.
      */
     double zstd_max_entropy;
+    int coder;         /**< GCK_STORE_CODER_AUTO (default) or GCK_STORE_CODER_ZSTD */
+    int compress_full; /**< 1: full versions coded as above (not plain safetensors); default 0 */
+    /**
+     * OpenMP threads that encode an asynchronous save on the store's
+     * background thread (gck_store_save_async). Default 1: the save then
+     * leaves the other cores to the training step it runs beside. 0: as a
+     * synchronous save (omp_get_max_threads() for large states).
+     */
+    int async_threads;
 } gck_store_config;
 
 /** Fills *c with the defaults. NULL is ignored. */

@@ -79,6 +79,41 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
 
 #define GCK_BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+/*
+ * Model shapes (bench_models.c): the checkpointer's and the trainer's
+ * benchmarks run on the same tensors and the same inputs. A model's buffers
+ * are what a trainer holds: its micro-batch gradient `in` (one input reused
+ * by every micro-batch, random in [-0.005, 0.005], the same values in every
+ * run) and its gradient buffer `grad` (the target of accumulation, zeroed),
+ * each one contiguous buffer of `params` floats with tensor t at in[t] /
+ * grad[t], back to back.
+ */
+#define GCK_BENCH_NMODELS 5
+typedef struct gck_bench_model {
+    const char *name; /* gpt2s, small2k, small147, resnet50, gpt120k */
+    size_t nt;        /* tensors */
+    size_t *len;      /* their element counts */
+    char **ids;       /* their names */
+    size_t params;    /* sum of len */
+    float *in_buf, *grad_buf; /* NULL until gck_bench_model_buffers */
+    float **in, **grad;       /* nt pointers into them */
+} gck_bench_model;
+
+/* All GCK_BENCH_NMODELS models, shapes built on first use. */
+gck_bench_model *gck_bench_models(void);
+gck_bench_model *gck_bench_model_named(const char *name);
+/* Allocates and fills m's buffers once (kept until freed): NULL, or a
+ * message for the shim's SkipWithError. */
+const char *gck_bench_model_buffers(gck_bench_model *m);
+void gck_bench_model_free_buffers(gck_bench_model *m);
+
+/* The hand loop of bench_trainer_hand.c: one step over a trainer's
+ * contiguous gradient g of n floats with k micro-batches of input x;
+ * returns the (float) global norm before clipping to max_norm. The f64sum
+ * variant sums the squares in double. */
+double gck_bench_hand_step(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
+double gck_bench_hand_step_f64sum(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
+
 /* Each bench file registers its benchmarks for 1 or 2 threads. */
 void gck_bench_register_kernels(int threads);
 void gck_bench_register_baseline(int threads);
@@ -87,5 +122,6 @@ void gck_bench_register_openblas(int threads);
 void gck_bench_register_checkpointer(int threads);
 void gck_bench_register_snapshot(int threads);
 void gck_bench_register_store(int threads);
+void gck_bench_register_trainer(int threads);
 
 #endif /* GCK_BENCH_H */

@@ -15,6 +15,7 @@ int main(int argc, char **argv)
         gck_bench_register_baseline(threads);
         gck_bench_register_naive(threads);
         gck_bench_register_checkpointer(threads);
+        gck_bench_register_trainer(threads);
         gck_bench_register_snapshot(threads);
         gck_bench_register_store(threads);
 #ifdef GCK_BENCH_OPENBLAS
@@ -33,5 +34,7 @@ int main(int argc, char **argv)
 
     const int rc = gck_bench_run(&argc, argv);
     gck_bench_free_arrays();
+    for (size_t i = 0; i < GCK_BENCH_NMODELS; i++)
+        gck_bench_model_free_buffers(&gck_bench_models()[i]);
     return rc;
 }

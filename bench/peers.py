@@ -36,6 +36,26 @@ flush/<model>/k<k>/none/<t>t/<params>. Named peer_<lib>/<variant>/<model>/k<k>/<
 The peers keep no history: gradckpt's flush also copies the buffer into a
 checkpoint, which they do not.
 
+gradckpt from Python (when the gradckpt package is installed: pip install ./python),
+the same shapes, f32 gradients, clipping that triggers on every call:
+    gradckpt_py/clip_grad_norm_/<model>/<t>t/<params>  gradckpt.torch.clip_grad_norm_ (one C call)
+    peer_torch/clip_only/...                           torch.nn.utils.clip_grad_norm_(foreach=False)
+    peer_torch/clip_only_foreach/...                   torch.nn.utils.clip_grad_norm_(foreach=True)
+    gradckpt_c/clip_by_norm/...                        gck_tensors_clip_by_norm on the same buffers,
+                                                       timed in C (gradckpt._gradckpt._bench_c)
+    (bytes_per_second counts the clip's traffic: one read for the norm, one
+    read and write to scale: 12 bytes per parameter). Each call clips to 0.99
+    of the current norm, and every 256 calls the gradients are scaled back up
+    (untimed share < 0.5 %), so every call scales and nothing underflows.
+    gradckpt_py/accumulator/<model>/k<k>/<t>t/<params>  GradientAccumulator, mean, clip 0.1:
+        k x (p.grad = g_j for every parameter; accumulate()), step(); compare with
+        peer_torch/clip_grad_norm_foreach (copy_/add_ per tensor, _foreach_div_, clip)
+    per call, 16 elements (f32): gradckpt_py/sumsq/16 (NumPy array), gradckpt_py/sumsq_torch/16,
+        peer_numpy/dot/16 (np.dot(x, x)), gradckpt_c/sumsq/16 (the C call alone);
+        per extra tensor of a list call: gradckpt_py/global_norm/k<k>/16 and gradckpt_c/norm/k<k>/16
+        for k = 1 and 147 tensors of 16 elements ((t147 - t1) / 146 is the cost per tensor).
+The RSS growth during a gpt2s clip is printed as a note ("clip RSS growth").
+
 NumPy asks for transparent huge pages on its big arrays (madvise), which
 gradckpt-bench's inputs do not: where THP is in madvise mode, out-of-cache
 reads then run up to ~1.4x faster for the peers alone. --no-hugepages turns
@@ -271,6 +291,146 @@ def torch_foreach_step(torch, grads, gl, k, clip):
     return total
 
 
+def rss_kb():
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Decaying:
+    """fn(max_norm) called with 0.99 of the last norm each time, so every call clips; every 256
+    calls the gradients are scaled back up (renorm), so they never underflow."""
+
+    def __init__(self, clip, renorm, start):
+        self.clip, self.renorm, self.norm, self.calls = clip, renorm, start, 0
+
+    def __call__(self):
+        self.norm *= 0.99
+        self.clip(self.norm)
+        self.calls += 1
+        if self.calls % 256 == 0:
+            self.renorm(0.99 ** -256)
+            self.norm *= 0.99 ** -256
+
+
+def run_gradckpt_py(args, threads, np, torch, out):
+    """gradckpt's Python package beside torch: clip only, the accumulator, per-call costs."""
+    try:
+        import gradckpt
+        import gradckpt.torch as gt
+        from gradckpt import _gradckpt
+    except ImportError as e:
+        note(f"peers.py: gradckpt not importable ({e}): gradckpt_py benchmarks skipped (pip install ./python)")
+        return
+    gradckpt.set_num_threads(threads)
+    ver = f"gradckpt {gradckpt.__version__}"
+    tver = f"torch {torch.__version__}"
+    rng = np.random.default_rng(5)
+
+    def add(name, label, fn, nbytes, items):
+        iters, samples = measure(fn, args.reps, args.min_time)
+        out.extend(entries(name, label, iters, samples, nbytes, items))
+        med = statistics.median(w for w, _ in samples)
+        note(f"  {name:58s} {med * 1e6:11.2f} us")
+
+    # per call, 16 elements
+    x = rng.standard_normal(16).astype(np.float32)
+    xt = torch.from_numpy(x.copy())
+    add("gradckpt_py/sumsq/16", f"{ver}: gradckpt.sumsq(np 16)", lambda: gradckpt.sumsq(x), 64, 16)
+    add("gradckpt_py/sumsq_torch/16", f"{ver}: gradckpt.sumsq(torch 16)", lambda: gradckpt.sumsq(xt), 64, 16)
+    add("peer_numpy/dot/16", f"numpy {np.__version__}: np.dot(x, x)", lambda: np.dot(x, x), 64, 16)
+    c_iters = 200000
+    samples = [(_gradckpt._bench_c("sumsq", [x], c_iters),) * 2 for _ in range(args.reps)]
+    out.extend(entries("gradckpt_c/sumsq/16", f"{ver}: gck_sumsq_f32 timed in C", c_iters, samples, 64, 16))
+    for k in (1, 147):
+        xs = [rng.standard_normal(16).astype(np.float32) for _ in range(k)]
+        add(f"gradckpt_py/global_norm/k{k}/16", f"{ver}: gradckpt.global_norm({k} x 16)",
+            lambda xs=xs: gradckpt.global_norm(xs), 64 * k, 16 * k)
+        samples = [(_gradckpt._bench_c("norm", xs, c_iters // k),) * 2 for _ in range(args.reps)]
+        out.extend(entries(f"gradckpt_c/norm/k{k}/16", f"{ver}: gck_tensors_norm timed in C", c_iters // k,
+                           samples, 64 * k, 16 * k))
+
+    if torch is None:
+        return
+    for model in args.models:
+        shapes = model_shapes(model)
+        params = sum(shapes)
+        tail = f"{model}/{threads}t/{params}"
+        grads = [torch.from_numpy((rng.random(n, dtype=np.float32) - 0.5) * 0.01) for n in shapes]
+        tp = [torch.nn.Parameter(torch.empty(n)) for n in shapes]  # never touched: no RSS
+        for p, g in zip(tp, grads):
+            p.grad = g
+        start = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+
+        def renorm(f):
+            torch._foreach_mul_(grads, f)
+
+        nbytes = 12.0 * params
+        cases = [
+            ("gradckpt_py/clip_grad_norm_", f"{ver}: gradckpt.torch.clip_grad_norm_",
+             Decaying(lambda m: gt.clip_grad_norm_(tp, m), renorm, start)),
+            ("peer_torch/clip_only", f"{tver}: clip_grad_norm_(foreach=False)",
+             Decaying(lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=False), renorm, start)),
+            ("peer_torch/clip_only_foreach", f"{tver}: clip_grad_norm_(foreach=True)",
+             Decaying(lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=True), renorm, start)),
+        ]
+        # The C call on the same buffers, timed in C: clipping to a fixed max_norm m clips
+        # on every call (each finds m * n / (n + 1e-6) + 1e-6 > m).
+        c_name = "gradckpt_c/clip_by_norm"
+
+        def c_clip(iters):
+            renorm(start / max(1e-30, float(gt.get_total_norm(grads))))
+            return _gradckpt._bench_c("clip", grads, iters, 0.5 * start)
+
+        # Interleaved: one repetition of every case per round, so a slow minute of the
+        # shared machine hits them all alike.
+        iters = {}
+        for name, _, fn in cases:
+            iters[name], _ = measure(fn, 1, args.min_time / 2)
+        iters[c_name] = iters[cases[0][0]]
+        samples = {name: [] for name in iters}
+        for _ in range(args.reps):
+            for name, _, fn in cases:
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _ in range(iters[name]):
+                    fn()
+                w1, c1 = time.perf_counter(), time.process_time()
+                samples[name].append(((w1 - w0) / iters[name], (c1 - c0) / iters[name]))
+            c0 = time.process_time()
+            t = c_clip(iters[c_name])
+            samples[c_name].append((t, (time.process_time() - c0) / iters[c_name]))
+        labels = {name: label for name, label, _ in cases}
+        labels[c_name] = f"{ver}: gck_tensors_clip_by_norm timed in C"
+        for name in samples:
+            out.extend(entries(f"{name}/{tail}", labels[name], iters[name], samples[name], nbytes, params))
+            note(f"  {name + '/' + tail:58s} {statistics.median(w for w, _ in samples[name]) * 1e6:11.2f} us")
+        if model == "gpt2s" or model == args.models[-1]:
+            before = rss_kb()
+            gt.clip_grad_norm_(tp, 0.05)
+            gradckpt.clip_(grads, 0.02)
+            note(f"  clip RSS growth ({model}, {params} parameters): {rss_kb() - before} kB")
+        # the accumulator, k micro-batches, against torch's per-tensor add + clip (run_checkpointer)
+        k = args.k
+        acc = gt.GradientAccumulator([(str(i), p) for i, p in enumerate(tp)], mode="mean", clip_norm=CLIP)
+        for p in tp:
+            p.grad = None
+
+        def accum_step():
+            for _ in range(k):
+                for p, g in zip(tp, grads):
+                    p.grad = g
+                acc.accumulate()
+            return acc.step()
+
+        accum_step()
+        add(f"gradckpt_py/accumulator/{model}/k{k}/{threads}t/{params}",
+            f"{ver}: k x (p.grad = g; GradientAccumulator.accumulate()), step() (mean, clip {CLIP})",
+            accum_step, 4.0 * (3 * k + 3) * params, params)
+        del acc, tp, grads
+
+
 def run_checkpointer(args, threads, np, torch, out):
     rng = np.random.default_rng(99)
     k = args.k
@@ -352,6 +512,8 @@ def worker(args):
         run_kernels(args, t, np, torch, out)
     if not args.no_checkpointer:
         run_checkpointer(args, t, np, torch, out)
+    if not args.no_gradckpt:
+        run_gradckpt_py(args, t, np, torch, out)
     info = {"numpy_version": np.__version__, "numpy_hugepages": "off" if args.no_hugepages else "default"}
     try:
         info["numpy_blas"] = np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]
@@ -382,6 +544,7 @@ def main():
                          "pages; with THP in madvise mode that alone makes out-of-cache reads ~1.4x faster)")
     ap.add_argument("--no-kernels", action="store_true", help="skip the kernel benchmarks")
     ap.add_argument("--no-checkpointer", action="store_true", help="skip the checkpointer benchmarks")
+    ap.add_argument("--no-gradckpt", action="store_true", help="skip the gradckpt Python package's benchmarks")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.reps = args.reps or (3 if args.quick else 5)
@@ -413,7 +576,8 @@ def main():
                "--sizes", ",".join(map(str, args.sizes)), "--models", ",".join(args.models), "--k", str(args.k)]
         cmd += [f for f, on in (("--no-torch", args.no_torch), ("--no-hugepages", args.no_hugepages),
                                 ("--no-kernels", args.no_kernels),
-                                ("--no-checkpointer", args.no_checkpointer)) if on]
+                                ("--no-checkpointer", args.no_checkpointer),
+                                ("--no-gradckpt", args.no_gradckpt)) if on]
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=False)
         if r.returncode != 0:
             sys.exit(f"peers.py: the {t}-thread worker failed (exit {r.returncode})")

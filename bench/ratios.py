@@ -141,7 +141,7 @@ def kernel_rows(bw, small, big):
 
 
 def peer_rows(bw, small, big):
-    kernel = tuple(f"{k}_" for k in KERNELS)
+    kernel = tuple(f"{k}_" for k in KERNELS) + ("trainer_", "tensors_call/")
     names = sorted({name for name, _, _ in bw if not name.startswith(kernel)})
     return [[name, gbs(bw.get((name, 1, small))), gbs(bw.get((name, 1, big))),
              gbs(bw.get((name, 2, big)))] for name in names]
@@ -150,10 +150,11 @@ def peer_rows(bw, small, big):
 TIME_UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def load_times(path):
-    """{(name, threads, n): (seconds per iteration, label)}: medians of real_time."""
+def load_times(path, field="real_time"):
+    """{(name, threads, n): (seconds per iteration, label)}: medians of real_time
+    (or of another time field, e.g. cpu_time)."""
     def secs(b):
-        return b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if "real_time" in b else None
+        return b[field] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9) if field in b else None
     labels = {}
     ctx, times = read_runs(path, secs, labels)
     return ctx, {k: (t, labels.get(k[0], "")) for k, t in times.items()}
@@ -274,6 +275,69 @@ def print_small_save(rows):
     print(table(["case", "reps", "time (range)", "MB written", "÷ raw", "÷ raw per repetition (range)"], rows))
 
 
+TRAINER_MODELS = ["gpt120k", "small147", "small2k", "resnet50", "gpt2s"]
+TRAINER_2T_MIN = 4_000_000  # the 2-thread target applies from 4 M parameters
+
+
+def trainer_table(times):
+    """One step's time per model, k and thread count for trainer_hand and every
+    other trainer_<path>/<model>/k<k>[/<variant>] of the run (the trainer path
+    "tensors", the checkpointer path "ckpt/<checksum>"), and path ÷ hand of the
+    same thread count; for 2 threads also ÷ the 1-thread hand loop."""
+    hand, paths, cols = {}, {}, []
+    for (name, t, n), (sec, _) in times.items():
+        parts = name.split("/")
+        if not parts[0].startswith("trainer_") or len(parts) < 3 or not parts[2].startswith("k"):
+            continue
+        path = "/".join([parts[0][len("trainer_"):]] + parts[3:])
+        key = (parts[1], int(parts[2][1:]), t, n)
+        if path == "hand":
+            hand[key] = sec
+        else:
+            paths.setdefault(key, {})[path] = sec
+            if path not in cols:
+                cols.append(path)
+    if not hand:
+        return None
+    cols.sort(key=lambda c: (c != "tensors", c))
+    header = ["model", "params", "k", "threads", "hand"]
+    for c in cols:
+        header += [c, "÷ hand"]
+    header += [f"{c} ÷ hand 1t" for c in cols]
+    rows = []
+    for key in sorted(hand, key=lambda x: (TRAINER_MODELS.index(x[0]) if x[0] in TRAINER_MODELS else 99,
+                                           x[0], x[1], x[2])):
+        m, k, t, n = key
+        row = [m, f"{n / 1e6:.3g} M", str(k), str(t), fmt_time(hand[key])]
+        got = paths.get(key, {})
+        for c in cols:
+            row += [fmt_time(got.get(c)), ratio(got.get(c), hand[key])]
+        h1 = hand.get((m, k, 1, n))
+        row += [ratio(got.get(c), h1) if t > 1 else "–" for c in cols]
+        rows.append(row)
+    return table(header, rows)
+
+
+def call_table(times):
+    """tensors_call/<op>/1t/<count>: time per call at each count, and the
+    per-call and per-extra-tensor costs (the smallest and largest count)."""
+    by_op = {}
+    for (name, t, n), (sec, _) in times.items():
+        parts = name.split("/")
+        if parts[0] == "tensors_call" and len(parts) == 2 and t == 1:
+            by_op.setdefault(parts[1], {})[n] = sec
+    if not by_op:
+        return None
+    counts = sorted({n for v in by_op.values() for n in v})
+    rows = []
+    for op in sorted(by_op):
+        v = by_op[op]
+        lo, hi = min(v), max(v)
+        extra = (v[hi] - v[lo]) / (hi - lo) if hi > lo else None
+        rows.append([op] + [fmt_time(v.get(c)) for c in counts] + [fmt_time(v[lo]), fmt_time(extra)])
+    return table(["list function"] + [f"{c} tensors" for c in counts] + ["per call", "per extra tensor"], rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="google-benchmark JSON (--benchmark_out_format=json)")
@@ -281,6 +345,9 @@ def main():
                     help="elements for the in-cache columns (default 64 Ki)")
     ap.add_argument("--out-of-cache", type=int, default=67108864, metavar="N",
                     help="elements for the out-of-cache columns (default 64 Mi)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="trainer and per-call tables from cpu_time (the main thread's: on a loaded "
+                         "machine it leaves out time given to other processes; 1-thread rows only)")
     ap.add_argument("--peers", metavar="PEERS.json",
                     help="bench/peers.py output: add a table of NumPy/PyTorch time ÷ gradckpt time")
     args = ap.parse_args()
@@ -311,8 +378,30 @@ def main():
     print("\n## Peers and references (GB/s)\n")
     print(table(["benchmark", "in cache 1t", "out of cache 1t", "out of cache 2t"],
                 peer_rows(bw, small, big)))
+    _, times = load_times(args.json, "cpu_time" if args.cpu_time else "real_time")
+    trainer = trainer_table(times)
+    if trainer:
+        print(f"\n## Trainer step: gradckpt paths ÷ the hand loop ({'cpu' if args.cpu_time else 'real'} "
+              "time, same run)\n")
+        print("One optimizer step's gradient bookkeeping in f32 (bench/bench_trainer.c): k micro-batches "
+              "accumulated in place, mean, global 2-norm, clip that triggers. hand: plain C over the "
+              "contiguous buffer, -O3 -march=native -ffast-math; tensors: gck_tensors_* on the same "
+              "buffers. Targets: tensors ÷ hand <= 1.0 at 1 thread; 2 threads ÷ the 1-thread hand "
+              f"loop <= 0.6 from {TRAINER_2T_MIN / 1e6:g} M parameters.\n")
+        print(trainer)
+        # the machine's own 2-thread scaling of a read-modify-write stream, if the run has it
+        sizes = sorted(n for (name, t, n) in times if name == "ref_rmw2_f32" and t == 2
+                       and ("ref_rmw2_f32", 1, n) in times)
+        if sizes:
+            n = sizes[-1]
+            print(f"\nCeiling for the 2-thread column: ref_rmw2_f32 (acc += x) at {n} elements takes "
+                  f"{ratio(times[('ref_rmw2_f32', 2, n)][0], times[('ref_rmw2_f32', 1, n)][0])} × "
+                  "its 1-thread time on 2 threads in this run.")
+    calls = call_table(times)
+    if calls:
+        print("\n## Per-call cost of the list functions (16-float tensors, 1 thread)\n")
+        print(calls)
     if args.peers:
-        _, times = load_times(args.json)
         pctx, peers = load_times(args.peers)
         versions = ", ".join(f"{k.split('_')[0]} {pctx[k]}" for k in ("numpy_version", "torch_version") if k in pctx)
         if "torch" in pctx:

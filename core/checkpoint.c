@@ -9,6 +9,7 @@
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
+#include "norm_internal.h"
 
 #define GCK_ALIGN 64
 
@@ -31,7 +32,7 @@ size_t gck_checkpoint_arena_bytes(gck_dtype dtype, size_t n_layers, const size_t
 }
 
 gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids, const size_t *lens,
-                                   const gck_checkpoint *recycle)
+                                   void *reuse, size_t reuse_bytes)
 {
     const size_t esz = gck_dtype_size(dtype);
     const size_t arena = gck_checkpoint_arena_bytes(dtype, n_layers, lens);
@@ -49,8 +50,8 @@ gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char 
         return NULL;
     /* Reusing an evicted checkpoint's arena skips the page faults of fresh
      * memory (a first-touch write costs about as much as a pass over it). */
-    const int reuse = recycle != NULL && recycle->arena != NULL && recycle->arena_bytes >= arena;
-    void *values = reuse ? recycle->arena : gck_aligned_alloc(arena);
+    const int reused = reuse != NULL && reuse_bytes >= arena;
+    void *values = reused ? reuse : gck_aligned_alloc(arena);
     if (values == NULL) {
         free(c);
         return NULL;
@@ -62,7 +63,9 @@ gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char 
     c->n_values = n_values;
     c->layers = (gck_ckpt_layer *)(void *)((char *)c + head); /* head is 64-byte aligned */
     c->arena = values;
-    c->arena_bytes = reuse ? recycle->arena_bytes : arena;
+    c->arena_bytes = reused ? reuse_bytes : arena;
+    c->norm_before_clip = NAN;
+    c->clip_coef = 1.0;
     char *idp = (char *)c->layers + layers_bytes;
     char *vp = values;
     for (size_t i = 0; i < n_layers; i++) {
@@ -81,35 +84,17 @@ void gck_checkpoint_take_arena(gck_checkpoint *c)
     c->arena_bytes = 0;
 }
 
-/* Same threshold as the kernels' l2norm: below it squares may have lost bits. */
-#define GCK_NRM2_TINY 0x1p-900
-
 double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sumsq)
 {
-    if (isnan(sumsq) || (sumsq >= GCK_NRM2_TINY && sumsq < INFINITY))
+    if (gck_l2_sum_ok(sumsq))
         return sqrt(sumsq);
     return dtype == GCK_DTYPE_F32 ? gck_l2norm_f32(values, n) : gck_l2norm_f64(values, n);
 }
 
 double gck_global_norm_of(const gck_ckpt_layer *layers, size_t n)
 {
-    double total = 0.0;
-    for (size_t i = 0; i < n; i++)
-        total = total + layers[i].sumsq;
-    if (isnan(total) || (total >= GCK_NRM2_TINY && total < INFINITY))
-        return sqrt(total);
-    /* Overflowed or tiny: rebuild from the (accurate) layer norms. */
-    double m = 0.0;
-    for (size_t i = 0; i < n; i++)
-        m = layers[i].norm > m ? layers[i].norm : m;
-    if (m == 0.0 || isinf(m))
-        return m;
-    double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        const double r = layers[i].norm / m;
-        s = s + r * r;
-    }
-    return m * sqrt(s);
+    /* the rule the list functions' totals use too (gck_tensors_norm) */
+    return n == 0 ? 0.0 : gck_l2_total(&layers[0].sumsq, &layers[0].norm, sizeof layers[0], n);
 }
 
 void gck_checkpoint_seal(gck_checkpoint *c, gck_checksum algo)
@@ -118,6 +103,34 @@ void gck_checkpoint_seal(gck_checkpoint *c, gck_checksum algo)
     gck_hasher_init(&h, algo);
     for (size_t i = 0; i < c->n_layers; i++)
         gck_hasher_update_values(&h, c->layers[i].values, c->layers[i].n, c->dtype);
+    c->checksum_algo = algo;
+    c->checksum = gck_hasher_final(&h);
+}
+
+/* Elements copied then hashed at a time: 32 KiB of f64, so the hash reads
+ * them back from L1/L2 and the values cross memory once. */
+#define GCK_FILL_PIECE 4096
+
+void gck_checkpoint_fill_seal(gck_checkpoint *c, const void *const *src, gck_checksum algo)
+{
+    const size_t esz = gck_dtype_size(c->dtype);
+    gck_hasher h;
+    gck_hasher_init(&h, algo);
+    for (size_t i = 0; i < c->n_layers; i++) {
+        const gck_ckpt_layer *l = &c->layers[i];
+        if (l->n == 0)
+            continue;
+        if (algo == GCK_CHECKSUM_NONE) {
+            memcpy(l->values, src[i], l->n * esz);
+            continue;
+        }
+        for (size_t off = 0; off < l->n; off += GCK_FILL_PIECE) {
+            const size_t k = l->n - off < GCK_FILL_PIECE ? l->n - off : GCK_FILL_PIECE;
+            char *d = (char *)l->values + off * esz;
+            memcpy(d, (const char *)src[i] + off * esz, k * esz);
+            gck_hasher_update_values(&h, d, k, c->dtype);
+        }
+    }
     c->checksum_algo = algo;
     c->checksum = gck_hasher_final(&h);
 }
@@ -162,6 +175,8 @@ gck_dtype gck_checkpoint_dtype(const gck_checkpoint *c) { return c ? c->dtype : 
 size_t gck_checkpoint_num_layers(const gck_checkpoint *c) { return c ? c->n_layers : 0; }
 size_t gck_checkpoint_num_values(const gck_checkpoint *c) { return c ? c->n_values : 0; }
 double gck_checkpoint_global_norm(const gck_checkpoint *c) { return c ? c->global_norm : NAN; }
+double gck_checkpoint_norm_before_clip(const gck_checkpoint *c) { return c ? c->norm_before_clip : NAN; }
+double gck_checkpoint_clip_coef(const gck_checkpoint *c) { return c ? c->clip_coef : NAN; }
 
 static void gck_view_of(const gck_checkpoint *c, const gck_ckpt_layer *l, gck_tensor_view *out)
 {

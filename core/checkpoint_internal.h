@@ -27,7 +27,9 @@ struct gck_checkpoint {
     uint64_t checksum;
     size_t compressed_size;
     size_t n_values;
-    double global_norm;
+    double global_norm;      /* of the stored (clipped) values */
+    double norm_before_clip; /* global norm of the finished values before clipping */
+    double clip_coef;        /* the clip factor applied, 1.0 when not clipped */
     size_t n_layers;
     gck_ckpt_layer *layers; /* in bytewise id order */
     void *arena;            /* every layer's values, each 64-byte aligned */
@@ -36,12 +38,13 @@ struct gck_checkpoint {
 
 /* Allocates a checkpoint of n_layers layers with ids[] (copied) and lens[]
  * values each: the layer array and ids in one block, the values in a 64-byte
- * aligned arena. When recycle is not NULL and its arena is large enough, that
- * arena is used instead of a new one (the caller then detaches it from
- * recycle with gck_checkpoint_take_arena). refs = 1. NULL on allocation
- * failure (nothing leaks, recycle untouched). */
+ * aligned arena. When reuse is not NULL and its reuse_bytes are enough, that
+ * arena is used instead of a new one (c->arena == reuse: the caller then
+ * detaches it from its previous owner, e.g. gck_checkpoint_take_arena).
+ * refs = 1, norm_before_clip and clip_coef unset (NaN, 1.0). NULL on
+ * allocation failure (nothing leaks, reuse untouched). */
 GCK_INTERNAL gck_checkpoint *gck_checkpoint_new(gck_dtype dtype, size_t n_layers, const char *const *ids,
-                                                const size_t *lens, const gck_checkpoint *recycle);
+                                                const size_t *lens, void *reuse, size_t reuse_bytes);
 
 /* Bytes of value arena a checkpoint with these lengths needs. */
 GCK_INTERNAL size_t gck_checkpoint_arena_bytes(gck_dtype dtype, size_t n_layers, const size_t *lens);
@@ -62,5 +65,11 @@ GCK_INTERNAL double gck_global_norm_of(const gck_ckpt_layer *layers, size_t n);
 
 /* Computes the checksum of every stored value with algo and stores it. */
 GCK_INTERNAL void gck_checkpoint_seal(gck_checkpoint *c, gck_checksum algo);
+
+/* Copies layer i's values from src[i] (c->layers[i].n values of c's dtype)
+ * into c and computes the checksum with algo in the same pass, a cache-sized
+ * piece at a time (the hash reads what was just written, from cache): the
+ * values and checksum are those of copying, then gck_checkpoint_seal. */
+GCK_INTERNAL void gck_checkpoint_fill_seal(gck_checkpoint *c, const void *const *src, gck_checksum algo);
 
 #endif /* GCK_CHECKPOINT_INTERNAL_H */

@@ -4,8 +4,13 @@
  * (values not copied on save), step = the checkpoint's step, timestamp =
  * created_at, and "gradckpt.checkpoint.*" / "gradckpt.layer_step.<id>" keys
  * for the rest. Load rebuilds norms from the values and checks the stored
- * checksum with the recorded algorithm. */
+ * checksum with the recorded algorithm. The pre-clip norm and the clip
+ * factor, which cannot be rebuilt from the clipped values, are stored as
+ * "gradckpt.checkpoint.norm_before_clip" / ".clip_coef" (%.17g, exact
+ * through the round trip); files written before those keys existed load
+ * with norm_before_clip = the global norm and clip_coef = 1.0. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +30,13 @@ static gck_status gck_set_u64_key(gck_snapshot *s, const char *key, uint64_t v)
 {
     char buf[32];
     snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return gck_snapshot_set_sysmeta(s, key, buf);
+}
+
+static gck_status gck_set_f64_key(gck_snapshot *s, const char *key, double v)
+{
+    char buf[GCK_F64_TEXT_MAX];
+    gck_format_f64(v, buf);
     return gck_snapshot_set_sysmeta(s, key, buf);
 }
 
@@ -54,6 +66,10 @@ gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path)
     if (st == GCK_OK)
         st = gck_snapshot_set_sysmeta(s, GCK_CK_PREFIX "checksum", hex);
     if (st == GCK_OK)
+        st = gck_set_f64_key(s, GCK_CK_PREFIX "norm_before_clip", c->norm_before_clip);
+    if (st == GCK_OK)
+        st = gck_set_f64_key(s, GCK_CK_PREFIX "clip_coef", c->clip_coef);
+    if (st == GCK_OK)
         st = gck_snapshot_save(s, path);
     gck_snapshot_destroy(s);
     return st;
@@ -78,6 +94,14 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
     sum = strtoull(sum_s, &end, 16);
     if (algo < 0 || *end != '\0' || strlen(sum_s) != 16)
         return GCK_CK_CORRUPT("%.300s: bad checksum fields '%.40s' / '%.40s'", path, algo_s, sum_s);
+    /* absent (older files): the global norm and 1.0, set below */
+    const char *pre_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "norm_before_clip");
+    const char *coef_s = gck_snapshot_sysmeta(s, GCK_CK_PREFIX "clip_coef");
+    double pre = NAN, coef = 1.0;
+    if ((pre_s != NULL && (!gck_parse_f64(pre_s, &pre) || pre < 0.0)) ||
+        (coef_s != NULL && (!gck_parse_f64(coef_s, &coef) || !(coef >= 0.0 && coef <= 1.0))))
+        return GCK_CK_CORRUPT("%.300s: bad clip fields norm_before_clip '%.40s' / clip_coef '%.40s'", path,
+                              pre_s ? pre_s : "(absent)", coef_s ? coef_s : "(absent)");
     const size_t n = s->tensors.n;
     gck_dtype dt = GCK_DTYPE_F64;
     for (size_t i = 0; i < n; i++) {
@@ -97,7 +121,7 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
             ids[i] = t->name;
             lens[i] = (size_t)t->shape[0];
         }
-        c = gck_checkpoint_new(dt, n, ids, lens, NULL);
+        c = gck_checkpoint_new(dt, n, ids, lens, NULL, 0);
     }
     free(ids), free(lens);
     if (c == NULL)
@@ -117,6 +141,8 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
         l->norm = gck_layer_norm(l->values, l->n, dt, l->sumsq);
     }
     c->global_norm = gck_global_norm_of(c->layers, n);
+    c->norm_before_clip = pre_s != NULL ? pre : c->global_norm;
+    c->clip_coef = coef;
     gck_checkpoint_seal(c, (gck_checksum)algo);
     if (c->checksum != sum) {
         gck_checkpoint_release(c);

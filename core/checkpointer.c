@@ -1,13 +1,19 @@
-/* core/checkpointer.c - per-layer streaming accumulation, flush into checkpoints, bounded history.
+/* core/checkpointer.c - per-layer streaming accumulation, flush into checkpoints or the caller's buffers, bounded history.
  *
  * Layers live in an array sorted bytewise by id (binary search; insertion
  * moves pointers), so flush, replay, diff and the pending listing walk them
  * in order without sorting. Each layer owns one buffer of its length, reused
- * across flushes. A flush writes the finished values straight into the new
- * checkpoint (one fused pass: divide or copy, and sum the squares), scales
- * them in place only when clipping triggers, then checksums them: the
- * buffers are never modified by a flush, so a failing flush changes nothing. */
+ * across flushes. One accumulate path serves the single and the list calls:
+ * every entry is resolved and checked first (the only step that can fail,
+ * undone on failure), then the kernels run, then the bookkeeping. A flush
+ * writes the finished values straight into their destination, the new
+ * checkpoint or the caller's buffers (one fused pass: divide or copy, and sum
+ * the squares), scales them in place only when clipping triggers, then
+ * checksums what it records: the accumulation buffers are never modified by
+ * a flush, so a failing flush changes nothing. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +24,7 @@
 #include "checkpoint_internal.h"
 
 #ifdef _OPENMP
+#include <omp.h>
 #define GCK_OMP(directive) _Pragma(directive)
 #else
 #define GCK_OMP(directive)
@@ -31,6 +38,13 @@ typedef struct gck_layer {
     size_t count;    /* tensors accumulated in this window (0: not pending) */
     double wsum;     /* sum of the weights used in this window */
     uint64_t step;   /* step of the last tensor */
+    /* Scratch of one gck_accumulate* / gck_flush_into call, meaningful only
+     * while mark equals the checkpointer's serial (set by that call). */
+    uint64_t mark;
+    size_t occ;      /* entries of this layer seen so far in the call */
+    size_t call_n;   /* the length the call's first entry gives (count == 0) */
+    size_t slot;     /* gck_flush_into: index of this layer's buffer in dst */
+    int created;     /* created by the running accumulate call (dropped if it fails) */
 } gck_layer;
 
 struct gck_checkpointer {
@@ -38,12 +52,21 @@ struct gck_checkpointer {
     double *weights;
     uint64_t global_step;
     uint64_t next_id;
+    uint64_t flush_count;
+    uint64_t serial;      /* numbers the calls that use the layers' scratch */
     gck_layer **layers;   /* sorted by id */
     size_t n_layers, cap_layers;
     size_t pending_tensors;
     size_t pending_layers;
     gck_checkpoint **history; /* ring: oldest at hist_head */
     size_t hist_head, hist_len;
+    void *scratch;        /* per-call arrays, kept so a steady loop does not allocate */
+    size_t scratch_bytes;
+    void *spare;          /* gck_flush_into's staging arena (error_if_nonfinite), kept for reuse */
+    size_t spare_bytes;
+    gck_layer **hint;     /* list calls: the layer entry i named last time (or NULL) */
+    size_t hint_cap;
+    int clip_expected;    /* clipping fired in the last flush window (or none yet) */
 };
 
 void gck_config_init(gck_config *cfg)
@@ -104,6 +127,7 @@ gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out
     cp->cfg = c;
     cp->weights = w;
     cp->history = hist;
+    cp->clip_expected = 1;
     *out = cp;
     return GCK_OK;
 }
@@ -122,7 +146,22 @@ void gck_checkpointer_destroy(gck_checkpointer *cp)
         gck_checkpoint_release(cp->history[(cp->hist_head + i) % cp->cfg.max_checkpoints]);
     free(cp->history);
     free(cp->weights);
+    free(cp->scratch);
+    free(cp->spare);
+    free(cp->hint);
     free(cp);
+}
+
+/* At least `bytes` of per-call scratch, or NULL (the checkpointer is then
+ * unchanged but for the released old scratch, which held nothing). */
+static void *gck_scratch(gck_checkpointer *cp, size_t bytes)
+{
+    if (bytes <= cp->scratch_bytes)
+        return cp->scratch;
+    free(cp->scratch);
+    cp->scratch = gck_malloc(bytes);
+    cp->scratch_bytes = cp->scratch != NULL ? bytes : 0;
+    return cp->scratch;
 }
 
 /* Binary search: the index of id, or (found = 0) where it would be inserted. */
@@ -145,37 +184,226 @@ static size_t gck_layer_search(const gck_checkpointer *cp, const char *id, int *
     return lo;
 }
 
+/* Trainers pass the same ids in the same order every call, so entry i of a
+ * list call is first compared with the layer entry i named last time: one
+ * comparison instead of a binary search. */
+static gck_status gck_hints_reserve(gck_checkpointer *cp, size_t count, const char *fn)
+{
+    if (count <= cp->hint_cap)
+        return GCK_OK;
+    size_t bytes;
+    gck_layer **h = gck_mul_size(count, sizeof *h, &bytes) ? gck_realloc(cp->hint, bytes) : NULL;
+    if (h == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu entries", fn, count);
+    memset(h + cp->hint_cap, 0, (count - cp->hint_cap) * sizeof *h);
+    cp->hint = h;
+    cp->hint_cap = count;
+    return GCK_OK;
+}
+
+/* The layer named id, or NULL; through hint slot `slot` (or none: SIZE_MAX),
+ * which then remembers the answer. *at is where id is or would be inserted
+ * (valid only when the answer came from the search: NULL result). */
+static gck_layer *gck_layer_lookup(gck_checkpointer *cp, const char *id, size_t slot, size_t *at)
+{
+    gck_layer *h = slot != SIZE_MAX ? cp->hint[slot] : NULL;
+    if (h != NULL && strcmp(h->id, id) == 0)
+        return h;
+    int found;
+    *at = gck_layer_search(cp, id, &found);
+    h = found ? cp->layers[*at] : NULL;
+    if (slot != SIZE_MAX)
+        cp->hint[slot] = h;
+    return h;
+}
+
 static size_t gck_storage_size(const gck_checkpointer *cp)
 {
     return gck_dtype_size(cp->cfg.dtype);
 }
 
-/* Finds or creates the layer and makes its buffer ready for n values, all
- * before anything observable changes: on error the checkpointer is as it was. */
-static gck_status gck_layer_prepare(gck_checkpointer *cp, const char *id, size_t n, gck_layer **out)
+/* ---- OpenMP over layers ------------------------------------------------------ */
+
+/* 1 when spreading small layers over threads can help. */
+static int gck_threads_useful(void)
 {
-    int found;
-    const size_t at = gck_layer_search(cp, id, &found);
+#ifdef _OPENMP
+    return omp_get_max_threads() > 1 && !omp_in_parallel();
+#else
+    return 0;
+#endif
+}
+
+/* Small items per dynamic work unit: about 8 units per thread, at most 16
+ * items (2000 tiny layers: few atomic grabs; 16 layers: one each). */
+static int gck_small_chunk(size_t nsmall)
+{
+#ifdef _OPENMP
+    const size_t c = nsmall / (8 * (size_t)omp_get_max_threads());
+#else
+    const size_t c = nsmall / 8;
+#endif
+    return c < 1 ? 1 : c > 16 ? 16 : (int)c;
+}
+
+/* Runs BODY for i in [0, nl): items of LEN >= GCK_PARALLEL_MIN elements one
+ * at a time (the kernels split them over threads in fixed blocks), smaller
+ * ones spread over threads. Each item's result is the same whichever thread
+ * computes it, so nothing depends on the thread count. For reductions,
+ * whose per-item result is the kernel's over the whole item. */
+#define GCK_FOR_EACH_LAYER(nl, LEN, BODY)                                            \
+    do {                                                                             \
+        size_t nsmall_ = 0;                                                          \
+        for (size_t i = 0; i < (nl); i++) {                                          \
+            if ((LEN) >= GCK_PARALLEL_MIN) {                                         \
+                BODY;                                                                \
+            } else {                                                                 \
+                nsmall_++;                                                           \
+            }                                                                        \
+        }                                                                            \
+        if (nsmall_ > 1 && gck_threads_useful()) {                                   \
+            long long i_;                                                            \
+            const int chunk_ = gck_small_chunk(nsmall_);                             \
+            (void)chunk_; /* unused without OpenMP */                                \
+            GCK_OMP("omp parallel for schedule(dynamic, chunk_)")                    \
+            for (i_ = 0; i_ < (long long)(nl); i_++) {                               \
+                const size_t i = (size_t)i_;                                         \
+                if ((LEN) < GCK_PARALLEL_MIN) {                                      \
+                    BODY;                                                            \
+                }                                                                    \
+            }                                                                        \
+        } else if (nsmall_ > 0) {                                                    \
+            for (size_t i = 0; i < (nl); i++) {                                      \
+                if ((LEN) < GCK_PARALLEL_MIN) {                                      \
+                    BODY;                                                            \
+                }                                                                    \
+            }                                                                        \
+        }                                                                            \
+    } while (0)
+
+/* Element boundaries of the per-thread ranges below are multiples of this
+ * (64 bytes of f32), so two threads do not write one cache line. */
+#define GCK_PIECE_ALIGN 16
+
+/* Runs OP for pieces [lo, lo + len) of every item i (LEN elements, 0 for
+ * items not taking part) such that together they cover every element once.
+ * With threads, the items' elements, taken one after the other, are cut
+ * into one contiguous range per thread of equal size, as a hand-written
+ * loop over one buffer would be: one fork per pass however many items,
+ * balanced by elements. For elementwise kernels only, which give the same
+ * bits however an array is cut (and run serially inside the region). */
+/* Where range t of nt over total elements starts. */
+static size_t gck_piece_bound(size_t total, size_t t, size_t nt)
+{
+    if (t >= nt)
+        return total;
+    const size_t b = total / nt * t + total % nt * t / nt;
+    return b - b % GCK_PIECE_ALIGN;
+}
+
+static size_t gck_thread_num(void)
+{
+#ifdef _OPENMP
+    return (size_t)omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static size_t gck_num_threads(void)
+{
+#ifdef _OPENMP
+    return (size_t)omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+/* OP for the pieces of range t of nt of the items' elements taken one after
+ * the other (the whole of every item when nt is 1). */
+#define GCK_PIECES_OF_RANGE(nl, LEN, OP, total, t, nt)                                      \
+    do {                                                                                    \
+        const size_t b_ = gck_piece_bound(total, t, nt), e_ = gck_piece_bound(total, (t) + 1, nt); \
+        size_t base_ = 0;                                                                   \
+        for (size_t i = 0; i < (nl) && base_ < e_; i++) {                                   \
+            const size_t n_ = (LEN);                                                        \
+            const size_t s_ = base_ > b_ ? base_ : b_;                                      \
+            const size_t f_ = base_ + n_ < e_ ? base_ + n_ : e_;                            \
+            if (s_ < f_) {                                                                  \
+                const size_t lo = s_ - base_, len = f_ - s_;                                \
+                OP;                                                                         \
+            }                                                                               \
+            base_ += n_;                                                                    \
+        }                                                                                   \
+    } while (0)
+
+#define GCK_FOR_EACH_PIECE(nl, LEN, OP)                                                     \
+    do {                                                                                    \
+        size_t total_ = 0;                                                                  \
+        for (size_t i = 0; i < (nl); i++)                                                   \
+            total_ += (LEN);                                                                \
+        if (total_ >= GCK_PARALLEL_MIN && gck_threads_useful()) {                           \
+            GCK_OMP("omp parallel")                                                         \
+            GCK_PIECES_OF_RANGE(nl, LEN, OP, total_, gck_thread_num(), gck_num_threads());  \
+        } else {                                                                            \
+            GCK_PIECES_OF_RANGE(nl, LEN, OP, total_, 0, 1);                                 \
+        }                                                                                   \
+    } while (0)
+
+/* ---- accumulate ---------------------------------------------------------------- */
+
+/* Checks one entry's arguments (nothing changes). index < 0: a single call. */
+static gck_status gck_check_entry(const char *id, const void *values, size_t n, long long index)
+{
+    const size_t idlen = id != NULL ? strnlen(id, GCK_LAYER_ID_MAX + 1) : 0;
+    if (idlen > 0 && idlen <= GCK_LAYER_ID_MAX && (values != NULL || n == 0))
+        return GCK_OK;
+    const char *fn = index < 0 ? "gck_accumulate" : "gck_accumulate_many";
+    char at[40] = "";
+    if (index >= 0)
+        snprintf(at, sizeof at, " entry %lld:", index);
+    if (id == NULL)
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s NULL layer id", fn, at);
+    if (idlen == 0)
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s empty layer id", fn, at);
+    if (idlen > GCK_LAYER_ID_MAX)
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s layer id longer than %d bytes", fn, at, GCK_LAYER_ID_MAX);
+    return gck_fail(GCK_ERR_INVALID_ARGUMENT, "%s:%s layer '%.200s': values is NULL with n = %zu", fn, at, id, n);
+}
+
+/* Finds or creates the layer of one entry of the running call (serial),
+ * checks the length against the window's (or the call's first entry of the
+ * layer) and makes the buffer ready for n values. A created layer is flagged
+ * so that a failing call can drop it again. */
+static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t n, size_t slot, gck_layer **out)
+{
+    size_t at = 0;
+    gck_layer *l = gck_layer_lookup(cp, id, slot, &at);
     const size_t esz = gck_storage_size(cp);
     size_t bytes;
-    if (!gck_mul_size(n, esz, &bytes))
-        return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
-    if (found) {
-        gck_layer *l = cp->layers[at];
-        if (l->count > 0 && l->n != n)
+    if (l != NULL) {
+        if (l->mark != cp->serial) {
+            l->mark = cp->serial;
+            l->occ = 0;
+            l->call_n = n;
+        }
+        const size_t want = l->count > 0 ? l->n : l->call_n;
+        if (n != want)
             return gck_fail(GCK_ERR_DIMENSION_MISMATCH, "dimension mismatch for layer '%.200s': expected %zu, got %zu",
-                            id, l->n, n);
-        if (l->count == 0 && n > l->cap) {
-            void *nb = gck_aligned_alloc(bytes);
+                            id, want, n);
+        if (l->count == 0 && l->occ == 0 && n > l->cap) {
+            void *nb = gck_mul_size(n, esz, &bytes) ? gck_aligned_alloc(bytes) : NULL;
             if (nb == NULL)
-                return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': cannot allocate %zu bytes", id, bytes);
-            free(l->buf);
+                return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': cannot allocate %zu values", id, n);
+            free(l->buf); /* idle: it holds nothing */
             l->buf = nb;
             l->cap = n;
         }
         *out = l;
         return GCK_OK;
     }
+    if (!gck_mul_size(n, esz, &bytes))
+        return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
     if (cp->n_layers == cp->cap_layers) {
         const size_t ncap = cp->cap_layers ? 2 * cp->cap_layers : 16;
         gck_layer **nl = gck_realloc(cp->layers, ncap * sizeof *nl);
@@ -184,48 +412,64 @@ static gck_status gck_layer_prepare(gck_checkpointer *cp, const char *id, size_t
         cp->layers = nl;
         cp->cap_layers = ncap;
     }
-    gck_layer *l = gck_calloc(1, sizeof *l);
+    l = gck_calloc(1, sizeof *l);
     char *cid = gck_strdup(id);
     void *buf = gck_aligned_alloc(bytes);
     if (l == NULL || cid == NULL || buf == NULL) {
         free(l), free(cid), free(buf);
         return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': cannot allocate %zu bytes", id, bytes);
     }
-    l->id = cid;
-    l->buf = buf;
-    l->cap = n;
+    *l = (gck_layer){.id = cid, .buf = buf, .cap = n, .mark = cp->serial, .call_n = n, .created = 1};
     memmove(&cp->layers[at + 1], &cp->layers[at], (cp->n_layers - at) * sizeof *cp->layers);
     cp->layers[at] = l;
     cp->n_layers++;
+    if (slot != SIZE_MAX)
+        cp->hint[slot] = l;
     *out = l;
     return GCK_OK;
 }
 
-/* in_dtype: GCK_DTYPE_F64 or GCK_DTYPE_F32, the type of values */
-static gck_status gck_accumulate(gck_checkpointer *cp, const char *id, const void *values, size_t n, uint64_t step,
-                                 gck_dtype in_dtype)
+/* Undoes a failing call's layer creations (they hold nothing yet); the
+ * hints may name them, so they are forgotten. */
+static void gck_drop_created(gck_checkpointer *cp)
 {
-    GCK_CHECK_ARG(cp != NULL && id != NULL, "gck_accumulate: NULL %s", cp == NULL ? "checkpointer" : "layer id");
-    GCK_CHECK_ARG(values != NULL || n == 0, "gck_accumulate: layer '%.200s': values is NULL with n = %zu", id, n);
-    const size_t idlen = strnlen(id, GCK_LAYER_ID_MAX + 1);
-    GCK_CHECK_ARG(idlen > 0, "gck_accumulate: empty layer id");
-    GCK_CHECK_ARG(idlen <= GCK_LAYER_ID_MAX, "gck_accumulate: layer id longer than %d bytes", GCK_LAYER_ID_MAX);
-    gck_layer *l = NULL;
-    GCK_TRY(gck_layer_prepare(cp, id, n, &l));
-
-    /* From here on nothing can fail. */
-    const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
-    const double w = !weighted ? 1.0 : (l->count < cp->cfg.n_weights ? cp->weights[l->count] : 1.0);
-    const int first = l->count == 0;
-    if (first) {
-        l->n = n;
-        l->wsum = 0.0;
-        cp->pending_layers++;
+    if (cp->hint_cap > 0)
+        memset(cp->hint, 0, cp->hint_cap * sizeof *cp->hint);
+    size_t k = 0;
+    for (size_t i = 0; i < cp->n_layers; i++) {
+        gck_layer *l = cp->layers[i];
+        if (l->created) {
+            free(l->buf);
+            free(l->id);
+            free(l);
+        } else {
+            cp->layers[k++] = l;
+        }
     }
-    /* r = r + (t * w), or r = r + t; the window's first tensor gives
-     * 0 + (t * w) (t * 1 = t exactly) without reading the buffer. */
+    cp->n_layers = k;
+}
+
+/* The weight of the j-th tensor of a layer in its window. */
+static double gck_weight(const gck_checkpointer *cp, size_t j)
+{
+    if (cp->cfg.accumulation_mode != GCK_ACCUM_WEIGHTED_MEAN)
+        return 1.0;
+    return j < cp->cfg.n_weights ? cp->weights[j] : 1.0;
+}
+
+/* Adds elements [lo, lo + n) of the j-th tensor of its window to l's
+ * buffer: r = r + (t * w), or r = r + t; the window's first tensor gives
+ * 0 + (t * w) (t * 1 = t exactly) without reading the buffer. in_dtype: the
+ * type of values (the whole tensor). */
+static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const void *values, size_t lo, size_t n,
+                                 gck_dtype in_dtype, size_t j)
+{
+    const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
+    const double w = gck_weight(cp, j);
+    const int first = j == 0;
+    values = (const char *)values + lo * gck_dtype_size(in_dtype);
     if (cp->cfg.dtype == GCK_DTYPE_F64) {
-        double *r = l->buf;
+        double *r = (double *)l->buf + lo;
         if (in_dtype == GCK_DTYPE_F64) {
             if (first)
                 gck_axpy_init_f64(r, w, values, n);
@@ -238,7 +482,7 @@ static gck_status gck_accumulate(gck_checkpointer *cp, const char *id, const voi
                 weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
         }
     } else {
-        float *r = l->buf;
+        float *r = (float *)l->buf + lo;
         if (in_dtype == GCK_DTYPE_F32) {
             if (first)
                 gck_axpy_init_f32(r, (float)w, values, n);
@@ -251,30 +495,122 @@ static gck_status gck_accumulate(gck_checkpointer *cp, const char *id, const voi
                 weighted ? gck_axpy_f64_to_f32(r, (float)w, values, n) : gck_add_f64_to_f32(r, values, n);
         }
     }
-    if (weighted)
-        l->wsum = l->wsum + w;
-    l->count++;
-    l->step = step;
-    cp->pending_tensors++;
-    cp->global_step++;
+}
+
+/* Entries the single call keeps on the stack (no scratch). */
+#define GCK_FEW_ENTRIES 8
+
+/* count tensors as count gck_accumulate calls would add them, in order.
+ * index_base < 0: the single call (its messages). Phase 1 checks and
+ * resolves every entry (the only phase that can fail, undone on failure);
+ * phase 2 runs the kernels, layers in parallel, an entry whose layer
+ * already appeared earlier in the list in a later round; phase 3 updates
+ * the bookkeeping in list order. */
+static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *ids, const void *const *values,
+                                      const size_t *lens, size_t count, uint64_t step, gck_dtype in_dtype,
+                                      int single)
+{
+    if (single) {
+        GCK_CHECK_ARG(cp != NULL, "gck_accumulate: NULL checkpointer");
+        GCK_TRY(gck_check_entry(ids[0], values[0], lens[0], -1));
+    } else {
+        GCK_CHECK_ARG(cp != NULL, "gck_accumulate_many: NULL checkpointer");
+        if (count == 0)
+            return GCK_OK;
+        GCK_CHECK_ARG(ids != NULL && values != NULL && lens != NULL,
+                      "gck_accumulate_many: %s is NULL with count = %zu",
+                      ids == NULL ? "layer_ids" : values == NULL ? "values" : "lens", count);
+        for (size_t i = 0; i < count; i++)
+            GCK_TRY(gck_check_entry(ids[i], values[i], lens[i], (long long)i));
+    }
+    if (!single)
+        GCK_TRY(gck_hints_reserve(cp, count, "gck_accumulate_many"));
+    gck_layer *few[GCK_FEW_ENTRIES];
+    size_t few_round[GCK_FEW_ENTRIES];
+    gck_layer **ent = few;
+    size_t *round = few_round;
+    if (count > GCK_FEW_ENTRIES) {
+        size_t bytes;
+        char *mem = gck_mul_size(count, sizeof *ent + sizeof *round, &bytes) ? gck_scratch(cp, bytes) : NULL;
+        if (mem == NULL)
+            return gck_fail(GCK_ERR_NO_MEMORY, "gck_accumulate_many: cannot allocate scratch for %zu entries", count);
+        ent = (gck_layer **)(void *)mem;
+        round = (size_t *)(void *)(mem + count * sizeof *ent);
+    }
+
+    /* 1. resolve: find or create each layer, check lengths */
+    cp->serial++;
+    size_t rounds = 1;
+    for (size_t i = 0; i < count; i++) {
+        const gck_status st = gck_layer_resolve(cp, ids[i], lens[i], single ? SIZE_MAX : i, &ent[i]);
+        if (st != GCK_OK) {
+            gck_drop_created(cp);
+            return st;
+        }
+        round[i] = ent[i]->occ++;
+        rounds = round[i] + 1 > rounds ? round[i] + 1 : rounds;
+    }
+
+    /* 2. From here on nothing can fail. The kernels: the tensor of round r
+     * is its layer's (count + r)-th of the window. */
+    for (size_t r = 0; r < rounds; r++)
+        GCK_FOR_EACH_PIECE(count, round[i] == r ? lens[i] : 0,
+                           gck_accumulate_piece(cp, ent[i], values[i], lo, len, in_dtype, ent[i]->count + r));
+
+    /* 3. bookkeeping, in list order as separate calls would do it */
+    const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
+    for (size_t i = 0; i < count; i++) {
+        gck_layer *l = ent[i];
+        if (l->count == 0) {
+            l->n = lens[i];
+            l->wsum = 0.0;
+            cp->pending_layers++;
+        }
+        if (weighted)
+            l->wsum = l->wsum + gck_weight(cp, l->count);
+        l->count++;
+        l->step = step;
+        l->created = 0;
+    }
+    cp->pending_tensors += count;
+    cp->global_step += count;
     return GCK_OK;
 }
 
 gck_status gck_accumulate_f64(gck_checkpointer *cp, const char *layer_id, const double *values, size_t n,
                               uint64_t step)
 {
-    return gck_accumulate(cp, layer_id, values, n, step, GCK_DTYPE_F64);
+    const void *v = values;
+    return gck_accumulate_list(cp, &layer_id, &v, &n, 1, step, GCK_DTYPE_F64, 1);
 }
 
 gck_status gck_accumulate_f32(gck_checkpointer *cp, const char *layer_id, const float *values, size_t n,
                               uint64_t step)
 {
-    return gck_accumulate(cp, layer_id, values, n, step, GCK_DTYPE_F32);
+    const void *v = values;
+    return gck_accumulate_list(cp, &layer_id, &v, &n, 1, step, GCK_DTYPE_F32, 1);
+}
+
+gck_status gck_accumulate_many_f64(gck_checkpointer *cp, const char *const *layer_ids, const double *const *values,
+                                   const size_t *lens, size_t count, uint64_t step)
+{
+    return gck_accumulate_list(cp, layer_ids, (const void *const *)values, lens, count, step, GCK_DTYPE_F64, 0);
+}
+
+gck_status gck_accumulate_many_f32(gck_checkpointer *cp, const char *const *layer_ids, const float *const *values,
+                                   const size_t *lens, size_t count, uint64_t step)
+{
+    return gck_accumulate_list(cp, layer_ids, (const void *const *)values, lens, count, step, GCK_DTYPE_F32, 0);
 }
 
 uint64_t gck_global_step(const gck_checkpointer *cp)
 {
     return cp ? cp->global_step : 0;
+}
+
+uint64_t gck_flush_count(const gck_checkpointer *cp)
+{
+    return cp ? cp->flush_count : 0;
 }
 
 /* ---- flush ------------------------------------------------------------------ */
@@ -287,12 +623,45 @@ typedef struct gck_finish {
     int divide;
 } gck_finish;
 
+static gck_finish gck_finish_of(const gck_checkpointer *cp, const gck_layer *l)
+{
+    const gck_accum_mode mode = cp->cfg.accumulation_mode;
+    const double d = mode == GCK_ACCUM_MEAN ? (double)l->count : l->wsum;
+    return (gck_finish){.src = l->buf, .d = d,
+                        .divide = mode == GCK_ACCUM_MEAN || (mode == GCK_ACCUM_WEIGHTED_MEAN && d != 0.0)};
+}
+
+/* x / d is x * (1 / d) bit for bit when d is a power of two whose
+ * reciprocal is a normal number: both are the correctly rounded x * 2^-k.
+ * The multiply is cheaper than a SIMD division, and mean over 1, 2, 4, 8 ...
+ * micro-batches is the common case. */
+static int gck_pow2_recip(double d, int lim, double *r)
+{
+    int e;
+    const double m = frexp(d, &e);
+    if ((m != 0.5 && m != -0.5) || e < -lim || e > lim)
+        return 0;
+    *r = 1.0 / d;
+    return 1;
+}
+
 /* One layer's fused pass; returns the sum of squares of what it stored. */
 static double gck_finish_layer(gck_dtype dt, void *dst, const gck_finish *f, size_t n)
 {
-    if (dt == GCK_DTYPE_F64)
-        return f->divide ? gck_div_sumsq_f64(dst, f->src, f->d, n) : gck_scale_sumsq_f64(dst, f->src, 1.0, n);
-    return f->divide ? gck_div_sumsq_f32(dst, f->src, (float)f->d, n) : gck_scale_sumsq_f32(dst, f->src, 1.0f, n);
+    double r;
+    if (dt == GCK_DTYPE_F64) {
+        if (!f->divide)
+            return gck_scale_sumsq_f64(dst, f->src, 1.0, n);
+        if (gck_pow2_recip(f->d, 1000, &r))
+            return gck_scale_sumsq_f64(dst, f->src, r, n);
+        return gck_div_sumsq_f64(dst, f->src, f->d, n);
+    }
+    const float fd = (float)f->d;
+    if (!f->divide)
+        return gck_scale_sumsq_f32(dst, f->src, 1.0f, n);
+    if (gck_pow2_recip((double)fd, 120, &r))
+        return gck_scale_sumsq_f32(dst, f->src, (float)r, n);
+    return gck_div_sumsq_f32(dst, f->src, fd, n);
 }
 
 static double gck_clip_layer(gck_dtype dt, gck_ckpt_layer *l, double s)
@@ -302,30 +671,12 @@ static double gck_clip_layer(gck_dtype dt, gck_ckpt_layer *l, double s)
     return gck_scale_sumsq_f32(l->values, l->values, (float)s, l->n);
 }
 
-/* Runs op on every layer: big layers one at a time (the kernels split them
- * over threads in fixed blocks), small ones spread over threads. Each
- * layer's result is the same whichever thread computes it. */
-#define GCK_FOR_EACH_LAYER(nl, layers, BODY)                                          \
-    do {                                                                              \
-        long long i_;                                                                 \
-        for (i_ = 0; i_ < (long long)(nl); i_++)                                      \
-            if ((layers)[i_].n >= GCK_PARALLEL_MIN) {                                 \
-                const size_t i = (size_t)i_;                                          \
-                BODY;                                                                 \
-            }                                                                         \
-        GCK_OMP("omp parallel for schedule(dynamic, 4)")                              \
-        for (i_ = 0; i_ < (long long)(nl); i_++)                                      \
-            if ((layers)[i_].n < GCK_PARALLEL_MIN) {                                  \
-                const size_t i = (size_t)i_;                                          \
-                BODY;                                                                 \
-            }                                                                         \
-    } while (0)
-
-static void gck_set_norms(gck_checkpoint *c)
+/* Serial: a square root per layer, but for sums that over- or underflowed
+ * (rare), whose rescaled pass gck_l2norm spreads over threads itself. */
+static void gck_set_norms(gck_ckpt_layer *L, size_t n, gck_dtype dt)
 {
-    GCK_FOR_EACH_LAYER(c->n_layers, c->layers,
-                       c->layers[i].norm = gck_layer_norm(c->layers[i].values, c->layers[i].n, c->dtype,
-                                                          c->layers[i].sumsq));
+    for (size_t i = 0; i < n; i++)
+        L[i].norm = gck_layer_norm(L[i].values, L[i].n, dt, L[i].sumsq);
 }
 
 static void gck_clear_pending(gck_checkpointer *cp)
@@ -350,68 +701,245 @@ static const gck_checkpoint *gck_recyclable(const gck_checkpointer *cp)
     return atomic_load(&oldest->refs) == 1 ? oldest : NULL;
 }
 
-gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
+/* A new checkpoint for the pending layers (ids, lens in layer-id order),
+ * on the memory of `reuse` (a checkpoint about to be evicted) when given. */
+static gck_checkpoint *gck_new_for(const gck_checkpointer *cp, size_t np, const char *const *ids,
+                                   const size_t *lens, const gck_checkpoint *reuse)
 {
-    GCK_CHECK_ARG(cp != NULL, "gck_flush: checkpointer is NULL");
-    if (cp->pending_layers == 0)
-        return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "flush: no gradients accumulated since the last flush");
-    const size_t np = cp->pending_layers;
-    const char **ids = gck_malloc(np * sizeof *ids);
-    size_t *lens = gck_malloc(np * sizeof *lens);
-    gck_finish *fin = gck_malloc(np * sizeof *fin);
-    gck_checkpoint *c = NULL;
-    if (ids != NULL && lens != NULL && fin != NULL) {
-        const gck_accum_mode mode = cp->cfg.accumulation_mode;
-        for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
-            const gck_layer *l = cp->layers[i];
-            if (l->count == 0)
-                continue;
-            ids[k] = l->id;
-            lens[k] = l->n;
-            const double d = mode == GCK_ACCUM_MEAN ? (double)l->count : l->wsum;
-            fin[k] = (gck_finish){.src = l->buf, .d = d,
-                                  .divide = mode == GCK_ACCUM_MEAN || (mode == GCK_ACCUM_WEIGHTED_MEAN && d != 0.0)};
-            k++;
-        }
-        c = gck_checkpoint_new(cp->cfg.dtype, np, ids, lens, gck_recyclable(cp));
-    }
-    free(ids), free(lens);
-    if (c == NULL) {
-        free(fin);
-        return gck_fail(GCK_ERR_NO_MEMORY, "flush: cannot allocate the checkpoint of %zu layers", np);
-    }
-    const gck_dtype dt = c->dtype;
-    for (size_t i = 0, k = 0; i < cp->n_layers; i++)
-        if (cp->layers[i]->count > 0)
-            c->layers[k++].step = cp->layers[i]->step;
+    return gck_checkpoint_new(cp->cfg.dtype, np, ids, lens, reuse ? reuse->arena : NULL,
+                              reuse ? reuse->arena_bytes : 0);
+}
 
-    /* 1. finish into the checkpoint and sum the squares, one pass */
-    GCK_FOR_EACH_LAYER(np, c->layers, c->layers[i].sumsq = gck_finish_layer(dt, c->layers[i].values, &fin[i],
-                                                                            c->layers[i].n));
-    free(fin);
-    gck_set_norms(c);
-    const double norm = gck_global_norm_of(c->layers, np);
-    if (cp->cfg.error_if_nonfinite && !isfinite(norm)) {
-        gck_checkpoint_release(c);
-        return gck_fail(GCK_ERR_NONFINITE, "flush: the global gradient norm is %s; pending state kept",
-                        isnan(norm) ? "NaN" : "infinite");
+/* Per-call arrays over the pending layers, in layer-id order. */
+typedef struct gck_pending {
+    size_t np;
+    const gck_layer **layers;
+    const char **ids;
+    size_t *lens;
+    void **dst;          /* gck_flush_into: each layer's buffer */
+    gck_ckpt_layer *L;   /* gck_flush_into: the layers as they are finished in dst */
+    void **bufs;         /* each layer's accumulation buffer (a gck_tensor_list's data) */
+    double *sums;        /* per-layer sums of squares from the list functions */
+} gck_pending;
+
+/* Fills p from the pending layers, on the checkpointer's scratch. */
+static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, const char *fn)
+{
+    const size_t np = cp->pending_layers;
+    const size_t per = sizeof *p->layers + sizeof *p->ids + sizeof *p->lens + sizeof *p->dst + sizeof *p->L +
+                       sizeof *p->bufs + sizeof *p->sums;
+    size_t bytes;
+    char *mem = gck_mul_size(np, per, &bytes) ? gck_scratch(cp, bytes) : NULL;
+    if (mem == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "%s: cannot allocate scratch for %zu layers", fn, np);
+    p->np = np;
+    p->L = (gck_ckpt_layer *)(void *)mem; /* the widest member first: every part stays aligned */
+    p->layers = (const gck_layer **)(void *)(mem + np * sizeof *p->L);
+    p->ids = (const char **)(void *)((char *)p->layers + np * sizeof *p->layers);
+    p->lens = (size_t *)(void *)((char *)p->ids + np * sizeof *p->ids);
+    p->dst = (void **)(void *)((char *)p->lens + np * sizeof *p->lens);
+    p->bufs = (void **)(void *)((char *)p->dst + np * sizeof *p->dst);
+    p->sums = (double *)(void *)((char *)p->bufs + np * sizeof *p->bufs);
+    for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
+        const gck_layer *l = cp->layers[i];
+        if (l->count == 0)
+            continue;
+        p->layers[k] = l;
+        p->bufs[k] = l->buf;
+        p->ids[k] = l->id;
+        p->lens[k] = l->n;
+        k++;
     }
-    /* 2. clip only when it triggers: one more pass, in place */
-    c->global_norm = norm;
-    if (cp->cfg.clip_enabled && norm > cp->cfg.clip_norm && norm > 0.0) {
-        const double s = cp->cfg.clip_norm / norm;
-        GCK_FOR_EACH_LAYER(np, c->layers, c->layers[i].sumsq = gck_clip_layer(dt, &c->layers[i], s));
-        gck_set_norms(c);
-        c->global_norm = gck_global_norm_of(c->layers, np);
+    return GCK_OK;
+}
+
+/* Finishes the pending layers into L[k].values (L[k].n set), sets each
+ * layer's sum of squares and norm, and returns the global norm before
+ * clipping. */
+static double gck_finish_all(const gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L)
+{
+    const gck_dtype dt = cp->cfg.dtype;
+    GCK_FOR_EACH_LAYER(p->np, L[i].n, {
+        const gck_finish f = gck_finish_of(cp, p->layers[i]);
+        L[i].sumsq = gck_finish_layer(dt, L[i].values, &f, L[i].n);
+    });
+    gck_set_norms(L, p->np, dt);
+    return gck_global_norm_of(L, p->np);
+}
+
+/* Clips L in place when configured and norm exceeds clip_norm (one more
+ * pass, only then). Returns the factor (1.0: not clipped). With `norms`,
+ * the layers' sums of squares and norms are those of the clipped values and
+ * *after their global norm (a checkpoint records them); without, the pass
+ * only scales (nobody will see them) and *after is NaN. */
+static double gck_clip_all(const gck_checkpointer *cp, gck_ckpt_layer *L, size_t np, double norm, int norms,
+                           double *after)
+{
+    *after = norms ? norm : NAN;
+    if (!(cp->cfg.clip_enabled && norm > cp->cfg.clip_norm && norm > 0.0))
+        return 1.0;
+    const gck_dtype dt = cp->cfg.dtype;
+    const double s = cp->cfg.clip_norm / norm;
+    if (!norms) {
+        if (dt == GCK_DTYPE_F64)
+            GCK_FOR_EACH_PIECE(np, L[i].n, gck_scale_f64((double *)L[i].values + lo, s, len));
+        else
+            GCK_FOR_EACH_PIECE(np, L[i].n, gck_scale_f32((float *)L[i].values + lo, (float)s, len));
+        return s;
     }
-    /* 3. checksum the stored values */
-    gck_checkpoint_seal(c, cp->cfg.checksum);
-    const size_t bytes = c->n_values * gck_dtype_size(dt);
+    GCK_FOR_EACH_LAYER(np, L[i].n, L[i].sumsq = gck_clip_layer(dt, &L[i], s));
+    gck_set_norms(L, np, dt);
+    *after = gck_global_norm_of(L, np);
+    return s;
+}
+
+static void gck_set_info(gck_clip_info *info, double norm, double coef)
+{
+    if (info != NULL)
+        *info = (gck_clip_info){.total_norm = norm, .coef = coef, .clipped = coef != 1.0};
+}
+
+static gck_status gck_nonfinite(double norm, const char *fn)
+{
+    return gck_fail(GCK_ERR_NONFINITE, "%s: the global gradient norm is %s; pending state kept", fn,
+                    isnan(norm) ? "NaN" : "infinite");
+}
+
+/* How the pending layers are finished: all a copy of their buffers (no
+ * division, or by 1), all divided by the same *d, or otherwise. */
+enum { GCK_FIN_COPY, GCK_FIN_COMMON, GCK_FIN_OTHER };
+
+static int gck_finish_kind(const gck_checkpointer *cp, const gck_pending *p, double *d)
+{
+    int kind = GCK_FIN_COPY;
+    for (size_t k = 0; k < p->np; k++) {
+        const gck_finish f = gck_finish_of(cp, p->layers[k]);
+        const int copy = !f.divide || (cp->cfg.dtype == GCK_DTYPE_F64 ? f.d == 1.0 : (float)f.d == 1.0f);
+        if (copy && kind == GCK_FIN_COPY)
+            continue;
+        if (copy || !f.divide || (kind == GCK_FIN_COMMON && f.d != *d) || (kind == GCK_FIN_COPY && k > 0))
+            return GCK_FIN_OTHER;
+        kind = GCK_FIN_COMMON;
+        *d = f.d;
+    }
+    return kind;
+}
+
+/* A list function's failure (its only one: scratch) under this call's name. */
+static gck_status gck_list_failed(gck_status st, const char *fn)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", gck_last_error());
+    return gck_fail(st, "%s: %s", fn, why);
+}
+
+/* The finished, clipped values into L[k].values (L[k].n set): *norm the
+ * global norm before clipping, *coef the clip factor (1.0: not clipped);
+ * with `norms` each L[k]'s sum of squares and norm are those of the stored
+ * values and *after their global norm, else *after is NaN. With `check`, a
+ * non-finite norm fails with GCK_ERR_NONFINITE (*norm set; L may hold the
+ * unclipped values) and the buffers are left as they are; without, the
+ * buffers may be finished in place (the window closes after this). The
+ * other failure, GCK_ERR_NO_MEMORY from a list function's scratch, happens
+ * before anything is written (so a recycled arena is never half-written). 
+ *
+ * When clipping is expected (it fired in the previous window; the first is
+ * assumed to clip) and the finished values are a copy of the buffers (or,
+ * without `check`, all the buffers divide by one divisor), one list call
+ * sums the squares (finishing in place) in one OpenMP region, and one pass
+ * writes x * s (or copies x, when it did not fire) into L: a read (or
+ * read-write) pass and a copy pass, where finishing into L and then
+ * clipping in place take a copy pass and a read-write pass with a fork per
+ * big layer. The values are the same either way. */
+static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L, int norms, int check,
+                                  double *norm, double *coef, double *after, const char *fn)
+{
+    const gck_dtype dt = cp->cfg.dtype;
+    const size_t np = p->np;
+    double d = 1.0;
+    const int kind = cp->cfg.clip_enabled && cp->clip_expected ? gck_finish_kind(cp, p, &d) : GCK_FIN_OTHER;
+    if (kind == GCK_FIN_OTHER || (kind == GCK_FIN_COMMON && check)) {
+        *norm = gck_finish_all(cp, p, L);
+        if (check && !isfinite(*norm))
+            return gck_nonfinite(*norm, fn);
+        *coef = gck_clip_all(cp, L, np, *norm, norms, after);
+        cp->clip_expected = *coef != 1.0;
+        return GCK_OK;
+    }
+    const gck_tensor_list bl = {.count = np, .data = p->bufs, .lens = p->lens, .dtype = dt};
+    const gck_status st = kind == GCK_FIN_COPY ? gck_tensors_sumsq(&bl, p->sums, NULL)
+                                               : gck_tensors_div_sumsq(&bl, d, p->sums, NULL);
+    if (st != GCK_OK)
+        return gck_list_failed(st, fn);
+    for (size_t k = 0; k < np; k++) {
+        L[k].sumsq = p->sums[k];
+        L[k].norm = gck_layer_norm(p->bufs[k], L[k].n, dt, L[k].sumsq);
+    }
+    *norm = gck_global_norm_of(L, np);
+    if (check && !isfinite(*norm))
+        return gck_nonfinite(*norm, fn);
+    const int clips = *norm > cp->cfg.clip_norm && *norm > 0.0;
+    const double s = clips ? cp->cfg.clip_norm / *norm : 1.0;
+    const size_t esz = gck_storage_size(cp);
+    *after = NAN;
+    if (clips && norms) {
+        /* the checkpoint records the clipped values' sums: per layer */
+        GCK_FOR_EACH_LAYER(np, L[i].n, {
+            L[i].sumsq = dt == GCK_DTYPE_F64 ? gck_scale_sumsq_f64(L[i].values, p->bufs[i], s, L[i].n)
+                                             : gck_scale_sumsq_f32(L[i].values, p->bufs[i], (float)s, L[i].n);
+        });
+        gck_set_norms(L, np, dt);
+        *after = gck_global_norm_of(L, np);
+    } else {
+        /* elementwise (the pieces' sums are not wanted): one region */
+        GCK_FOR_EACH_PIECE(np, L[i].n, {
+            char *to = (char *)L[i].values + lo * esz;
+            const char *from = (const char *)p->bufs[i] + lo * esz;
+            if (!clips)
+                memcpy(to, from, len * esz);
+            else if (dt == GCK_DTYPE_F64)
+                (void)gck_scale_sumsq_f64((double *)(void *)to, (const double *)(const void *)from, s, len);
+            else
+                (void)gck_scale_sumsq_f32((float *)(void *)to, (const float *)(const void *)from, (float)s, len);
+        });
+        if (norms)
+            *after = *norm;
+    }
+    *coef = s;
+    cp->clip_expected = clips;
+    return GCK_OK;
+}
+
+/* Finishes the pending layers into c's own values (steps copied), fails on
+ * a non-finite norm when configured (*info then gets the norm) or on
+ * scratch (c is then the caller's to release), and clips. */
+static gck_status gck_finish_checkpoint(gck_checkpointer *cp, const gck_pending *p, gck_checkpoint *c,
+                                        const char *fn, gck_clip_info *info)
+{
+    for (size_t k = 0; k < p->np; k++)
+        c->layers[k].step = p->layers[k]->step;
+    double norm;
+    const gck_status st = gck_finish_clip(cp, p, c->layers, 1, cp->cfg.error_if_nonfinite, &norm, &c->clip_coef,
+                                          &c->global_norm, fn);
+    if (st != GCK_OK) {
+        if (st == GCK_ERR_NONFINITE)
+            gck_set_info(info, norm, 1.0);
+        return st;
+    }
+    c->norm_before_clip = norm;
+    gck_set_info(info, norm, c->clip_coef);
+    return GCK_OK;
+}
+
+/* Gives the finished, checksummed c its id, step and times, appends it to
+ * the history (evicting the oldest when full); *out gets a reference. */
+static void gck_record(gck_checkpointer *cp, gck_checkpoint *c, uint64_t now, gck_checkpoint **out)
+{
+    const size_t bytes = c->n_values * gck_dtype_size(c->dtype);
     c->compressed_size = c->n_values <= cp->cfg.compression_threshold ? bytes : (size_t)((double)bytes * 0.6);
     c->id = cp->next_id++;
     c->step = cp->global_step;
     c->created_at = now;
-
     const size_t max = cp->cfg.max_checkpoints;
     if (cp->hist_len == max) {
         gck_checkpoint *old = cp->history[cp->hist_head];
@@ -423,9 +951,192 @@ gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
     }
     cp->history[(cp->hist_head + cp->hist_len) % max] = c;
     cp->hist_len++;
-    gck_clear_pending(cp);
     if (out != NULL)
         *out = gck_checkpoint_retain(c);
+}
+
+/* Ends the flush window: pending state cleared (buffers kept), one more window counted. */
+static void gck_close_window(gck_checkpointer *cp)
+{
+    gck_clear_pending(cp);
+    cp->flush_count++;
+}
+
+gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(cp != NULL, "gck_flush: checkpointer is NULL");
+    if (cp->pending_layers == 0)
+        return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "flush: no gradients accumulated since the last flush");
+    gck_pending p;
+    GCK_TRY(gck_pending_collect(cp, &p, "flush"));
+    gck_checkpoint *c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
+    if (c == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "flush: cannot allocate the checkpoint of %zu layers", p.np);
+    /* finish into the checkpoint and sum the squares in one pass, clip in
+     * place only when it triggers, then checksum */
+    const gck_status st = gck_finish_checkpoint(cp, &p, c, "flush", NULL);
+    if (st != GCK_OK) {
+        gck_checkpoint_release(c);
+        return st;
+    }
+    gck_checkpoint_seal(c, cp->cfg.checksum);
+    gck_record(cp, c, now, out);
+    gck_close_window(cp);
+    return GCK_OK;
+}
+
+/* ---- flush into the caller's buffers ------------------------------------------- */
+
+/* Checks dst against the pending layers and sets p->dst[k], the buffer of
+ * the k-th pending layer. Changes nothing observable. */
+static gck_status gck_dst_map(gck_checkpointer *cp, const gck_flush_dst *dst, gck_pending *p)
+{
+    const gck_tensor_list *t = &dst->tensors;
+    const size_t cnt = t->count, np = p->np;
+    GCK_CHECK_ARG(cnt == 0 || (t->data != NULL && t->lens != NULL),
+                  "gck_flush_into: dst tensors.%s is NULL with count %zu", t->data == NULL ? "data" : "lens", cnt);
+    for (size_t j = 0; j < cnt; j++) {
+        const gck_dtype dj = t->dtypes != NULL ? t->dtypes[j] : t->dtype;
+        if (dj != cp->cfg.dtype)
+            return gck_fail(GCK_ERR_UNSUPPORTED,
+                            "gck_flush_into: dst tensor %zu is %s but the checkpointer stores %s (no conversion)", j,
+                            (unsigned)dj < GCK_DTYPE_COUNT ? gck_dtype_name(dj) : "an unknown dtype",
+                            gck_dtype_name(cp->cfg.dtype));
+        GCK_CHECK_ARG(t->data[j] != NULL || t->lens[j] == 0, "gck_flush_into: dst tensor %zu is NULL with length %zu",
+                      j, t->lens[j]);
+    }
+    if (dst->layer_ids == NULL) {
+        if (cnt != np)
+            return gck_fail(GCK_ERR_INVALID_ARGUMENT, "gck_flush_into: dst has %zu buffers for %zu pending layers%s%.200s%s",
+                            cnt, np, cnt < np ? " (none for '" : "", cnt < np ? p->layers[cnt]->id : "",
+                            cnt < np ? "')" : "");
+        for (size_t k = 0; k < np; k++) {
+            if (t->lens[k] != p->layers[k]->n)
+                return gck_fail(GCK_ERR_DIMENSION_MISMATCH,
+                                "dimension mismatch for layer '%.200s': expected %zu, got %zu (dst tensor %zu)",
+                                p->layers[k]->id, p->layers[k]->n, t->lens[k], k);
+            p->dst[k] = t->data[k];
+        }
+        return GCK_OK;
+    }
+    GCK_TRY(gck_hints_reserve(cp, cnt, "gck_flush_into"));
+    cp->serial++;
+    for (size_t j = 0; j < cnt; j++) {
+        const char *id = dst->layer_ids[j];
+        GCK_CHECK_ARG(id != NULL, "gck_flush_into: dst layer_ids[%zu] is NULL", j);
+        size_t at;
+        gck_layer *l = gck_layer_lookup(cp, id, j, &at);
+        if (l == NULL || l->count == 0)
+            return gck_fail(GCK_ERR_NOT_FOUND, "gck_flush_into: dst tensor %zu is for layer '%.200s', which has nothing pending",
+                            j, id);
+        if (l->mark == cp->serial)
+            return gck_fail(GCK_ERR_INVALID_ARGUMENT, "gck_flush_into: dst names layer '%.200s' twice (tensors %zu and %zu)",
+                            id, l->slot, j);
+        l->mark = cp->serial;
+        l->slot = j;
+        if (t->lens[j] != l->n)
+            return gck_fail(GCK_ERR_DIMENSION_MISMATCH,
+                            "dimension mismatch for layer '%.200s': expected %zu, got %zu (dst tensor %zu)", id, l->n,
+                            t->lens[j], j);
+    }
+    for (size_t k = 0; k < np; k++) {
+        if (p->layers[k]->mark != cp->serial)
+            return gck_fail(GCK_ERR_INVALID_ARGUMENT,
+                            "gck_flush_into: pending layer '%.200s' has no buffer in dst (%zu buffers for %zu layers)",
+                            p->layers[k]->id, cnt, np);
+        p->dst[k] = t->data[p->layers[k]->slot];
+    }
+    return GCK_OK;
+}
+
+/* Keeps c's value arena as the staging spare (c no longer frees it). */
+static void gck_keep_spare(gck_checkpointer *cp, gck_checkpoint *c)
+{
+    if (cp->spare != c->arena)
+        free(cp->spare);
+    cp->spare = c->arena;
+    cp->spare_bytes = c->arena_bytes;
+    gck_checkpoint_take_arena(c);
+}
+
+/* error_if_nonfinite: finish into a staging checkpoint (on the spare arena)
+ * exactly as gck_flush does, so a non-finite norm fails before dst is
+ * touched; then copy to dst and record the staging checkpoint or keep its
+ * memory for next time. */
+static gck_status gck_flush_into_staged(gck_checkpointer *cp, uint64_t now, gck_pending *p, gck_clip_info *info,
+                                        gck_checkpoint **out)
+{
+    gck_checkpoint *c = gck_checkpoint_new(cp->cfg.dtype, p->np, p->ids, p->lens, cp->spare, cp->spare_bytes);
+    if (c == NULL)
+        return gck_fail(GCK_ERR_NO_MEMORY, "gck_flush_into: cannot allocate the staging copy of %zu layers", p->np);
+    if (c->arena == cp->spare) {
+        cp->spare = NULL; /* c owns it now */
+        cp->spare_bytes = 0;
+    }
+    const gck_status st = gck_finish_checkpoint(cp, p, c, "gck_flush_into", info);
+    if (st != GCK_OK) {
+        gck_keep_spare(cp, c);
+        gck_checkpoint_release(c);
+        return st;
+    }
+    const size_t esz = gck_storage_size(cp);
+    GCK_FOR_EACH_PIECE(p->np, c->layers[i].n,
+                       memcpy((char *)p->dst[i] + lo * esz, (const char *)c->layers[i].values + lo * esz, len * esz));
+    if (out != NULL) {
+        gck_checkpoint_seal(c, cp->cfg.checksum);
+        gck_record(cp, c, now, out);
+    } else {
+        gck_keep_spare(cp, c);
+        gck_checkpoint_release(c);
+    }
+    return GCK_OK;
+}
+
+gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_dst *dst, gck_clip_info *info,
+                          gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(cp != NULL && dst != NULL, "gck_flush_into: %s is NULL", cp == NULL ? "checkpointer" : "dst");
+    if (cp->pending_layers == 0)
+        return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS,
+                        "gck_flush_into: no gradients accumulated since the last flush");
+    gck_pending p;
+    GCK_TRY(gck_pending_collect(cp, &p, "gck_flush_into"));
+    GCK_TRY(gck_dst_map(cp, dst, &p));
+    if (cp->cfg.error_if_nonfinite) {
+        GCK_TRY(gck_flush_into_staged(cp, now, &p, info, out));
+        gck_close_window(cp);
+        return GCK_OK;
+    }
+    /* Everything that can fail is done before dst is written. */
+    gck_checkpoint *c = NULL;
+    if (out != NULL) {
+        c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
+        if (c == NULL)
+            return gck_fail(GCK_ERR_NO_MEMORY, "gck_flush_into: cannot allocate the checkpoint of %zu layers", p.np);
+    }
+    for (size_t k = 0; k < p.np; k++)
+        p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->step};
+    /* one fused pass into dst, a clip pass in place only when it triggers */
+    double norm, coef, after;
+    const gck_status st = gck_finish_clip(cp, &p, p.L, c != NULL, 0, &norm, &coef, &after, "gck_flush_into");
+    if (st != GCK_OK) { /* only before anything was written */
+        gck_checkpoint_release(c);
+        return st;
+    }
+    gck_set_info(info, norm, coef);
+    if (c != NULL) {
+        gck_checkpoint_fill_seal(c, (const void *const *)p.dst, cp->cfg.checksum);
+        for (size_t k = 0; k < p.np; k++) {
+            c->layers[k].step = p.L[k].step;
+            c->layers[k].sumsq = p.L[k].sumsq;
+            c->layers[k].norm = p.L[k].norm;
+        }
+        c->global_norm = after;
+        c->norm_before_clip = norm;
+        c->clip_coef = coef;
+        gck_record(cp, c, now, out);
+    }
+    gck_close_window(cp);
     return GCK_OK;
 }
 

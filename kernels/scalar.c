@@ -8,12 +8,14 @@
 #define GCK_ISA scalar
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <sleef.h>
 
 #include "kernels_internal.h"
 #include "ops_scalar.h"
+#include "reduce_internal.h"
 
 #if defined(__AVX__) && !defined(GRADCKPT_NATIVE)
 #error "scalar.c must be built without ISA flags: it is the baseline reference"
@@ -84,10 +86,11 @@ typedef double (*gck_pow_fn)(double, double);
 /* sleef.h declares it only for FMA-enabled compiles; the library always has it. */
 double Sleef_powd1_u10purecfma(double, double);
 #endif
-static gck_pow_fn gck_pow_reference(void)
+gck_pow_fn gck_pow_ref(void)
 {
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
-    /* the features dispatch.c probed once, not CPUID on every block */
+    /* the features dispatch.c probed once, not CPUID (a trap to the
+     * hypervisor on VMs) on every block */
     return gck_cpu_features_get()->fma ? (gck_pow_fn)Sleef_powd1_u10purecfma : (gck_pow_fn)Sleef_pow_u10;
 #else
     return Sleef_powd1_u10purecfma;
@@ -96,13 +99,13 @@ static gck_pow_fn gck_pow_reference(void)
 
 static double gck_powsum_f64_block_scalar(const double *x, double p, double s, size_t n)
 {
-    const gck_pow_fn pw = gck_pow_reference();
+    const gck_pow_fn pw = gck_pow_ref();
     GCK_LANE_REDUCE(n, pw(fabs(x[i]) * s, p));
 }
 
 static double gck_powsum_f32_block_scalar(const float *x, double p, double s, size_t n)
 {
-    const gck_pow_fn pw = gck_pow_reference();
+    const gck_pow_fn pw = gck_pow_ref();
     GCK_LANE_REDUCE(n, pw(fabs((double)x[i]) * s, p));
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, then builds and runs every test:
-#   1. native release build, full CTest suite (every ISA this CPU runs)
+#   1. native release build, full CTest suite (every ISA this CPU runs), then
+#      the Python package in a virtual environment (scripts/test_python.sh)
 #   2. the same with AddressSanitizer + UndefinedBehaviorSanitizer
 #   3. aarch64 (NEON) cross-build, full suite under qemu-aarch64
 #   4. s390x (big-endian) cross-build, full suite under qemu-s390x
@@ -76,6 +77,7 @@ run_suite() {  # name, build dir, ctest timeout, ISAs this machine runs, cmake a
 mkdir -p "$root"
 isas=$(native_isas)
 run_suite native "$root/native" 600 "$isas" -DCMAKE_BUILD_TYPE=Release $require -DPython3_EXECUTABLE="$python"
+GCK_BUILD_ROOT=$root GCK_VENV=$venv bash scripts/test_python.sh  # the Python package: pip install ./python, pytest
 run_suite asan-ubsan "$root/asan" 900 "$isas" -DCMAKE_BUILD_TYPE=Debug -DGRADCKPT_SANITIZE="address;undefined" \
   -DGRADCKPT_BUILD_BENCH=OFF $require -DPython3_EXECUTABLE="$python"
 if [ "$cross" = 1 ]; then

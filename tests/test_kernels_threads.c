@@ -5,18 +5,6 @@
 
 #include "support/gck_test.h"
 
-#if GCK_HAVE_OPENMP
-#include <omp.h>
-#endif
-
-static void set_threads(int t)
-{
-#if GCK_HAVE_OPENMP
-    omp_set_num_threads(t);
-#else
-    (void)t;
-#endif
-}
 
 static void test_reductions_thread_independent(void **state)
 {
@@ -34,7 +22,7 @@ static void test_reductions_thread_independent(void **state)
         gck_test_fill_f32(g, n, GCK_K_UNIFORM, n + 3);
         double want[6] = {0};
         for (int t = 1; t <= 3; t++) {
-            set_threads(t);
+            gck_test_set_threads(t);
             const double got[6] = {gck_sumsq_f64(a + 1, n), gck_dist2_f64(a + 1, b, n), gck_l2norm_f64(a + 1, n),
                                    gck_sumsq_f32(f + 1, n), gck_dist2_f32(f + 1, g, n), gck_l2norm_f32(f + 1, n)};
             for (int k = 0; k < 6; k++) {
@@ -48,13 +36,13 @@ static void test_reductions_thread_independent(void **state)
         gck_test_fill_f64(a, n, GCK_K_HUGE, n + 4);
         for (size_t i = 0; i < n; i++)
             a[i] *= 0x1p-20; /* squares still overflow, the norm does not */
-        set_threads(1);
+        gck_test_set_threads(1);
         const double huge1 = gck_l2norm_f64(a, n);
-        set_threads(2);
+        gck_test_set_threads(2);
         gck_assert_same_f64(huge1, gck_l2norm_f64(a, n), "%s huge l2norm n=%zu", p->isa->name, n);
         assert_true(isfinite(huge1));
     }
-    set_threads(2);
+    gck_test_set_threads(2);
     free(a), free(b), free(f), free(g);
 }
 
@@ -66,17 +54,17 @@ static void test_elementwise_thread_independent(void **state)
     gck_test_fill_f64(x, n, GCK_K_UNIFORM, 5);
     gck_test_fill_f64(acc1, n, GCK_K_ILL_SCALED, 6);
     memcpy(acc2, acc1, n * 8);
-    set_threads(1);
+    gck_test_set_threads(1);
     gck_axpy_f64(acc1, 0.3, x, n);
     gck_scale_f64(acc1, 1.7, n);
     gck_add_f64(acc1, x, n);
-    set_threads(3);
+    gck_test_set_threads(3);
     gck_axpy_f64(acc2, 0.3, x, n);
     gck_scale_f64(acc2, 1.7, n);
     gck_add_f64(acc2, x, n);
     if (memcmp(acc1, acc2, n * 8) != 0)
         fail_msg("%s: elementwise results differ between 1 and 3 threads", p->isa->name);
-    set_threads(2);
+    gck_test_set_threads(2);
     free(x), free(acc1), free(acc2);
 }
 

@@ -120,6 +120,29 @@ GCK_API gck_status gck_checkpoint_find(const gck_checkpoint *c, const char *laye
 GCK_API double gck_checkpoint_global_norm(const gck_checkpoint *c);
 
 /**
+ * The global L2 norm of the finished values before clipping (what PyTorch's
+ * clip_grad_norm_ returns and trainers log to spot spikes), computed as
+ * gck_checkpoint_global_norm is, over the values before they were scaled.
+ * Equal to gck_checkpoint_global_norm, bit for bit, when clipping did not
+ * fire. NaN/Inf when a value was NaN/Inf. NULL gives NaN. A checkpoint loaded from a file written before
+ * this field existed reports its global norm (the file has no record).
+ *
+ * Ownership: none.  Errors: none.  Thread-safety: safe from any thread.
+ */
+GCK_API double gck_checkpoint_norm_before_clip(const gck_checkpoint *c);
+
+/**
+ * The clip factor applied to the values: clip_norm / norm_before_clip when
+ * clipping fired (in [0, 1): F64 values were multiplied by it, F32 values by
+ * (float) of it), else exactly 1.0 (clipping off, the norm within the bound,
+ * or NaN). NULL gives NaN. A checkpoint loaded from a file written before
+ * this field existed reports 1.0.
+ *
+ * Ownership: none.  Errors: none.  Thread-safety: safe from any thread.
+ */
+GCK_API double gck_checkpoint_clip_coef(const gck_checkpoint *c);
+
+/**
  * Per-layer L2 distance between a and b: one entry per layer present in
  * either, in layer-id order. Layers in both: the L2 distance between their
  * value vectors, the shorter padded with zeros (values of different dtypes

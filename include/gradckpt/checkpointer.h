@@ -9,6 +9,7 @@
 #include <gradckpt/dtype.h>
 #include <gradckpt/export.h>
 #include <gradckpt/status.h>
+#include <gradckpt/tensors.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,8 +101,57 @@ GCK_API gck_status gck_accumulate_f64(gck_checkpointer *cp, const char *layer_id
 GCK_API gck_status gck_accumulate_f32(gck_checkpointer *cp, const char *layer_id, const float *values, size_t n,
                                       uint64_t step);
 
-/** Number of accumulate calls so far (0 for NULL). One owner. */
+/**
+ * All layers of one micro-batch in one call: exactly what calling
+ * gck_accumulate_f32(cp, layer_ids[i], values[i], lens[i], step) for i = 0,
+ * 1, ..., count - 1 in that order does, bit for bit, including the global
+ * step, which grows by count (one per tensor, as count separate calls would:
+ * the global step counts accumulated tensors, not calls). A layer may appear
+ * more than once; its tensors are then combined in list order (and take the
+ * next weights in GCK_ACCUM_WEIGHTED_MEAN), exactly as separate calls.
+ * Every layer's step becomes `step`. count 0 is a no-op (the arrays may then
+ * be NULL).
+ *
+ * The layers' kernels run on OpenMP threads (big tensors split in fixed
+ * blocks, small ones spread over threads); the result does not depend on the
+ * thread count.
+ *
+ * Ownership: reads the arrays and the values; keeps no reference to them.
+ * Errors: all-or-nothing: every argument is checked before anything changes,
+ *         and on any error nothing has changed (no buffer, no layer, not the
+ *         global step). GCK_ERR_INVALID_ARGUMENT for NULL cp, NULL arrays
+ *         with count > 0, and, naming the index, a NULL/empty/too long id or
+ *         NULL values with lens[i] > 0; GCK_ERR_DIMENSION_MISMATCH when
+ *         lens[i] differs from the layer's length in this window (or from an
+ *         earlier entry of the same layer in this call), with the message of
+ *         gck_accumulate_f32; GCK_ERR_NO_MEMORY.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_accumulate_many_f32(gck_checkpointer *cp, const char *const *layer_ids,
+                                           const float *const *values, const size_t *lens, size_t count,
+                                           uint64_t step);
+/** As gck_accumulate_many_f32, for f64 input values (gck_accumulate_f64 per tensor). */
+GCK_API gck_status gck_accumulate_many_f64(gck_checkpointer *cp, const char *const *layer_ids,
+                                           const double *const *values, const size_t *lens, size_t count,
+                                           uint64_t step);
+
+/**
+ * The global step: the number of tensors accumulated so far, i.e. the
+ * number of gck_accumulate_* calls, a gck_accumulate_many_* call counting
+ * one per tensor (the seed's meaning: not optimizer steps, not flushes; see
+ * gck_flush_count for those). Failed calls and discards do not change it.
+ * 0 for NULL. One owner.
+ */
 GCK_API uint64_t gck_global_step(const gck_checkpointer *cp);
+
+/**
+ * The number of flush windows completed: successful gck_flush calls plus
+ * successful gck_flush_into calls, including those that record nothing
+ * (out NULL). Discards and failed flushes do not count. For a trainer that
+ * flushes once per optimizer step this is the optimizer step count. 0 for
+ * NULL. One owner.
+ */
+GCK_API uint64_t gck_flush_count(const gck_checkpointer *cp);
 
 /**
  * Finishes every pending layer (mean / weighted division), computes the
@@ -109,7 +159,20 @@ GCK_API uint64_t gck_global_step(const gck_checkpointer *cp);
  * exceeds clip_norm, checksums the stored values, and appends the new
  * checkpoint (id 0, 1, 2, ...; step = global step; created_at = now) to the
  * history, evicting the oldest when max_checkpoints are held. The pending
- * state is then cleared (buffers are kept for reuse).
+ * state is then cleared (buffers are kept for reuse). The checkpoint keeps
+ * the pre-clip global norm and the clip factor
+ * (gck_checkpoint_norm_before_clip, gck_checkpoint_clip_coef).
+ *
+ * Memory: the new checkpoint's values are written into the memory of the
+ * checkpoint this flush evicts (no fresh pages, no page faults) only when
+ * all of these hold: the history is full (max_checkpoints held),
+ * error_if_nonfinite is off, and nobody else holds a reference to the
+ * evicted checkpoint. Otherwise fresh memory is allocated, and its first
+ * touch costs page faults, about as much as another pass over the values.
+ * So release your reference to a flushed checkpoint before the next flush
+ * (with max_checkpoints 1: before the next flush, every time) and the flush
+ * runs in steady state; a trainer that needs no history at all uses
+ * gck_flush_into with out NULL instead.
  *
  * Ownership: when out is not NULL, *out receives a new reference the caller
  *            releases; the history keeps its own.
@@ -123,6 +186,81 @@ GCK_API uint64_t gck_global_step(const gck_checkpointer *cp);
  *         results independent of the thread count.
  */
 GCK_API gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out);
+
+/**
+ * Where gck_flush_into writes: one buffer per pending layer.
+ *
+ * tensors.data[i] receives tensors.lens[i] values of the checkpointer's
+ * storage dtype (tensors.dtype, or every tensors.dtypes[i], must equal
+ * gck_config.dtype: no conversion). layer_ids NULL: buffer i is for the
+ * i-th pending layer in bytewise layer-id order (gck_pending_layers' order,
+ * not the order the layers were accumulated in: a model's tensor order
+ * needs layer_ids); otherwise buffer i is for layer layer_ids[i], in any
+ * order (a binary search per id). Either way every pending layer gets
+ * exactly one buffer of exactly its length.
+ * Buffers may not overlap each other (a trainer's contiguous gradient buffer
+ * cut into its tensors is the intended case).
+ */
+typedef struct gck_flush_dst {
+    const char *const *layer_ids; /**< optional: tensors.count layer ids, each pending once */
+    gck_tensor_list tensors;      /**< the caller's buffers (see gck_tensor_list) */
+} gck_flush_dst;
+
+/**
+ * Finishes the flush window into the caller's buffers: the values written
+ * to dst are exactly, bit for bit, the values gck_flush would store in its
+ * checkpoint (mean / weighted division, clipping by the global norm when
+ * configured and triggered), and the window is closed as gck_flush closes it
+ * (pending state cleared, buffers kept for reuse, gck_flush_count + 1).
+ *
+ * out NULL: nothing is recorded and nothing is copied: no checkpoint, no
+ * checksum, the history and the id sequence untouched. The work is one
+ * fused pass per layer into dst (divide or copy, and the sum of squares),
+ * and one in-place scaling pass only when clipping fires. When clipping
+ * fired in the previous window and every layer is a plain copy (sum, mean
+ * of one micro-batch) or is divided by the same divisor (mean over the same
+ * number of micro-batches), it is instead one pass over the checkpointer's
+ * own buffers for the norm (dividing them in place) and one pass writing
+ * the clipped values into dst: the same values, with less memory traffic.
+ * out not NULL: the checkpoint is also recorded exactly as gck_flush records
+ * it (the next id, step, created_at = now, the same values, norms, checksum,
+ * pre-clip norm and clip factor, the same eviction and memory reuse), and
+ * *out receives a new reference the caller releases. This costs one more
+ * pass: the finished values are copied from dst into the checkpoint and
+ * checksummed in the same pass.
+ *
+ * info (optional) receives total_norm = the global norm before clipping (as
+ * gck_checkpoint_norm_before_clip), coef = the clip factor (as
+ * gck_checkpoint_clip_coef: 1.0 when not clipped) and clipped = 1 when
+ * clipping fired. The clip rule is the checkpointer's (clip_norm / norm when
+ * norm > clip_norm), not gck_tensors_clip_by_norm's eps rule.
+ *
+ * With error_if_nonfinite the values are first finished into a staging copy
+ * the checkpointer keeps (memory for one more copy of the gradients, reused
+ * by later calls), so that a NaN/Inf norm can fail without touching dst; dst
+ * then receives them in one more pass.
+ *
+ * Ownership: writes the dst buffers (and reads nothing from them); keeps no
+ *            reference to dst. *out as above.
+ * Errors: on every error nothing changes: not the checkpointer (pending
+ *         state, history, ids, counts), not dst, not *out.
+ *         GCK_ERR_INVALID_ARGUMENT for NULL cp or dst, NULL arrays in dst
+ *         with a count, NULL data with a length, a NULL layer id, a layer
+ *         named twice, a count different from the number of pending layers
+ *         (naming a pending layer that has no buffer);
+ *         GCK_ERR_NO_ACCUMULATED_GRADIENTS when nothing is pending;
+ *         GCK_ERR_NOT_FOUND for a layer id with nothing pending;
+ *         GCK_ERR_DIMENSION_MISMATCH for a buffer whose length is not its
+ *         layer's ("dimension mismatch for layer 'fc1': expected 4, got 3");
+ *         GCK_ERR_UNSUPPORTED for a buffer dtype other than the storage
+ *         dtype; GCK_ERR_NONFINITE as gck_flush (the pending state stays;
+ *         *info, if given, still receives the non-finite total_norm, coef
+ *         1.0, clipped 0); GCK_ERR_NO_MEMORY.
+ * Thread-safety: one owner; layers are finished on OpenMP threads with
+ *         results independent of the thread count.
+ */
+GCK_API gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_dst *dst, gck_clip_info *info,
+                                  gck_checkpoint **out);
 
 /**
  * The most recent checkpoint in the history, or NULL.

@@ -31,6 +31,29 @@ extern "C" {
  * - Elementwise kernels round once per operation written in their comment,
  *   exactly as the plain C expression compiled with -ffp-contract=off.
  * - Non-finite values propagate; nothing traps.
+ * - Flush-to-zero / denormals-are-zero. A process may set them (programs
+ *   linked with -Ofast or -ffast-math do at startup: MXCSR.FTZ|DAZ on x86,
+ *   FPCR.FZ on AArch64). The kernels neither set nor clear the mode; they
+ *   compute under it, and then:
+ *   - denormal inputs read as zero wherever arithmetic touches them: they
+ *     add nothing to sums, sums of squares and norms (an array of denormals
+ *     has norm 0; the rescaled pass of gck_l2norm_f64 cannot recover them),
+ *     max |x| treats them as 0, an f32 denormal widens to 0, and
+ *     acc + x with a denormal x gives acc (a zero or denormal acc gives +0);
+ *   - results that would be denormal become zero with their sign: the
+ *     elementwise results, the fused kernels' stored values, f64 -> f32
+ *     roundings, and terms of reductions (squares of |x| < 2^-511);
+ *   - the byte-plane functions and gck_fnv1a64 do no floating-point
+ *     arithmetic and are unaffected.
+ *   Bit-identity still holds: every ISA and OpenMP thread count gives the
+ *   same bits under the mode (tests/test_kernels_ftz.c), because every ISA
+ *   performs the same IEEE operations in the same order and scalar and
+ *   vector instructions obey the same control bits. The mode is per
+ *   thread, though: set it before the first OpenMP region (as -Ofast's
+ *   startup code does; threads created later inherit it) or in every
+ *   thread. Set on the calling thread only, after OpenMP's threads exist,
+ *   it is missing on the worker threads, and calls of GCK_PARALLEL_MIN
+ *   elements or more then mix the two modes and depend on the thread count.
  * - Arrays of GCK_PARALLEL_MIN elements or more are split into fixed blocks
  *   run on OpenMP threads (when built with OpenMP); the result is the same.
  *
@@ -134,8 +157,10 @@ GCK_API double gck_pnorm_f32(const float *x, size_t n, double p);
 /**
  * dst[i] = x[i] / d for i in [0..n), then returns the sum of squares of the
  * stored values: exactly gck_sumsq_f64(dst, n) afterwards, in one pass over
- * memory. A true division, not a multiplication by 1/d. dst may equal x
- * (in place) but may not partially overlap it.
+ * memory. Rounded as the true division (when d is a power of two whose
+ * reciprocal is a normal number it multiplies by 1/d instead, which rounds
+ * identically, faster). dst may equal x (in place) but may not partially
+ * overlap it.
  *
  * Ownership: writes dst, reads x; keeps no reference.  Errors: none.
  * Thread-safety: see the common rules above.

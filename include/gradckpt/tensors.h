@@ -16,7 +16,10 @@ extern "C" {
 /*
  * What a trainer holds: its parameters' gradients as separate buffers (or
  * pieces of one contiguous buffer). These functions work on them in place,
- * one call per list, with no copy and no allocation visible to the caller.
+ * one call per list, with no copy of the data and no allocation the caller
+ * has to manage. The elementwise functions update a run of adjacent pieces
+ * of one buffer (same dtypes, in every list of the call) as one array, so
+ * a split buffer costs them no more than the whole one.
  *
  * Common rules for every function below.
  *
@@ -25,25 +28,42 @@ extern "C" {
  *   Supported dtypes: GCK_DTYPE_F32 and GCK_DTYPE_F64; others give
  *   GCK_ERR_UNSUPPORTED naming the tensor's index. data[i] may be NULL only
  *   when lens[i] is 0; no alignment is needed. A list with count 0 is valid
- *   (its arrays may then be NULL) and a NULL list pointer means count 0 only
- *   where stated.
- * - Tensors written by a call (add/axpy/scale targets, clipped tensors) may
- *   not overlap each other or the inputs, except that an input may be the
- *   very same buffer as its target (x == acc), as for the single kernels.
+ *   (its arrays may then be NULL); a NULL list pointer is
+ *   GCK_ERR_INVALID_ARGUMENT. The same tensor may appear several times in a
+ *   list that is only read.
+ * - Tensors written by a call (add/axpy/axpy_init/scale targets, divided or
+ *   clipped tensors) may not overlap each other or the inputs, except that
+ *   an input may be the very same buffer as its target (x_i == acc_i, same
+ *   dtype: in place). A partial overlap of x_i with its own target is
+ *   GCK_ERR_INVALID_ARGUMENT; overlaps between different tensors are not
+ *   detected and give unspecified values.
  * - Every argument is checked before any memory is touched: on error nothing
- *   was written, the status says why (GCK_ERR_INVALID_ARGUMENT: NULL arrays
- *   with count > 0, NULL data with a length; GCK_ERR_DIMENSION_MISMATCH: two
- *   lists of different counts or lengths, naming the index and both values;
- *   GCK_ERR_UNSUPPORTED: a dtype; GCK_ERR_NO_MEMORY: scratch for the thread
- *   split) and gck_last_error() has the message.
+ *   was written, the status says why (GCK_ERR_INVALID_ARGUMENT: a NULL list,
+ *   NULL arrays with count > 0, NULL data with a length, a partial overlap
+ *   as above, a list of more than SIZE_MAX / 16 elements;
+ *   GCK_ERR_DIMENSION_MISMATCH: two lists of different counts or lengths,
+ *   naming the index and both values; GCK_ERR_UNSUPPORTED: a dtype;
+ *   GCK_ERR_NO_MEMORY: scratch, see below) and gck_last_error() has the
+ *   message, which names the tensor's index.
  * - Bit-reproducible: each per-tensor result is exactly what the single
  *   kernel of kernels.h returns for that tensor (gck_sumsq_f32, gck_pnorm_f64,
  *   ...), and each total combines the per-tensor results in list order by
  *   the rule stated below, so the result is the same on every ISA, for every
  *   OpenMP thread count and however the tensors are spread over threads.
  * - One call runs on OpenMP threads, across tensors and within big ones,
- *   balanced by bytes (when built with OpenMP and called outside a parallel
- *   region).
+ *   balanced by bytes, when built with OpenMP, called outside a parallel
+ *   region and the list holds GCK_PARALLEL_MIN elements or more in all;
+ *   smaller calls run on the calling thread.
+ * - Scratch: a call that runs on the calling thread allocates nothing,
+ *   except for more than 64 tensors in gck_tensors_norm /
+ *   gck_tensors_clip_by_norm with p other than 1, 2 and INFINITY (32 bytes
+ *   per tensor), or with p = 2 when the summed squares overflow or
+ *   underflow (8 bytes per tensor). A call on threads allocates its work
+ *   list (about 40 bytes per 8 Ki - 128 Ki elements and per tensor). All of
+ *   it is freed before returning; if an allocation fails:
+ *   GCK_ERR_NO_MEMORY, and nothing was written.
+ * - Flush-to-zero / denormals-are-zero set by the process: see kernels.h
+ *   (results stay bit-identical across ISAs).
  *
  * Thread-safety: safe to call concurrently on lists that do not write the
  * same memory.
@@ -65,10 +85,11 @@ typedef struct gck_tensor_list {
  *  GCK_ERR_NONFINITE and no tensor is touched (torch's error_if_nonfinite). */
 #define GCK_CLIP_ERROR_IF_NONFINITE 1u
 
-/** What gck_tensors_clip_by_norm found and did. */
+/** What gck_tensors_clip_by_norm / gck_tensors_clip_with_norm found and did. */
 typedef struct gck_clip_info {
     double total_norm; /**< the p-norm of all tensors before clipping (as gck_tensors_norm) */
-    double coef;       /**< the factor applied: min(1, max_norm / (total_norm + eps)); NaN when total_norm is NaN */
+    double coef;       /**< min(1, max_norm / (total_norm + eps)), NaN when that quotient is NaN
+                            (a NaN total_norm, or 0/0, Inf/Inf); the factor applied when clipped */
     int clipped;       /**< 1 when the tensors were scaled by coef, 0 when left as they were */
 } gck_clip_info;
 
@@ -101,7 +122,8 @@ GCK_API gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tenso
  *   p = Inf: the largest per-tensor norm;
  *   other p: m * pow(sum (n_i / m)^p, 1/p), m the largest per-tensor norm
  *            (PyTorch's norm of the per-tensor norms), with the kernels'
- *            reference pow, so it is the same on every CPU.
+ *            reference pow (SLEEF's), not libm's, so it is the same
+ *            wherever gck_pnorm_f64 is (every CPU with FMA, see kernels.h).
  * A NaN anywhere gives a NaN total; count 0 gives 0. p <= 0 or NaN is
  * GCK_ERR_INVALID_ARGUMENT.
  *
@@ -121,8 +143,10 @@ GCK_API gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *
  * eps = GCK_CLIP_EPS_DEFAULT for torch's behaviour.
  *
  * flags: 0 or GCK_CLIP_ERROR_IF_NONFINITE (then a NaN or infinite total is
- * GCK_ERR_NONFINITE, *info still receives the total, and no tensor is touched).
- * The scaling pass reads and writes only when clipping triggers.
+ * GCK_ERR_NONFINITE, *info still receives total_norm and coef with clipped
+ * = 0, and no tensor is touched). The scaling pass (one read and write of
+ * every tensor) runs only when clipping triggers. An infinite total gives
+ * coef = 0, so finite elements become 0 and infinite ones NaN, as in torch.
  *
  * Ownership: reads and may write the tensors; writes *info (optional); keeps no reference.
  * Errors: see the common rules; GCK_ERR_INVALID_ARGUMENT for max_norm NaN
@@ -132,6 +156,29 @@ GCK_API gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *
  */
 GCK_API gck_status gck_tensors_clip_by_norm(const gck_tensor_list *t, double max_norm, double p, double eps,
                                             unsigned flags, gck_clip_info *info);
+
+/**
+ * The clipping step of gck_tensors_clip_by_norm with a total norm the caller
+ * already has (PyTorch's clip_grads_with_norm_): coef = max_norm /
+ * (total_norm + eps), and every tensor is multiplied by coef exactly as
+ * gck_tensors_clip_by_norm does when coef < 1 or NaN; otherwise nothing is
+ * written. With total_norm from gck_tensors_norm(t, p) the two calls give
+ * the same bits and the same *info as gck_tensors_clip_by_norm(t, max_norm,
+ * p, ...), one read pass fewer when the norm is known anyway; for F32 lists
+ * sqrt of gck_tensors_div_sumsq's *total is that norm for p = 2 (so a mean,
+ * the norm and the clip take two passes). flags and *info as in
+ * gck_tensors_clip_by_norm (GCK_CLIP_ERROR_IF_NONFINITE tests total_norm).
+ *
+ * Ownership: reads and may write the tensors; writes *info (optional); keeps no reference.
+ * Errors: see the common rules; GCK_ERR_INVALID_ARGUMENT for max_norm or eps
+ *         as in gck_tensors_clip_by_norm, total_norm < 0, unknown flags
+ *         (a NaN total_norm is allowed: it makes every element NaN, as in
+ *         torch, unless GCK_CLIP_ERROR_IF_NONFINITE is set);
+ *         GCK_ERR_NONFINITE as in gck_tensors_clip_by_norm.
+ * Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_clip_with_norm(const gck_tensor_list *t, double max_norm, double total_norm,
+                                              double eps, unsigned flags, gck_clip_info *info);
 
 /**
  * acc_i[j] = acc_i[j] + x_i[j] for every tensor i: micro-batch gradients
@@ -177,10 +224,13 @@ GCK_API gck_status gck_tensors_scale(const gck_tensor_list *t, double s);
 
 /**
  * Finishes a mean and measures it in one pass: t_i[j] = t_i[j] / d for every
- * tensor i (a true division; F32 divides by (float)d), then per_tensor[i]
- * (optional) receives the sum of squares of the stored values, exactly
- * gck_sumsq_* of the result, and *total (optional) their left-to-right sum
- * in list order, as gck_tensors_sumsq. (gck_div_sumsq_* per tensor.)
+ * tensor i (a correctly rounded division; F32 divides by (float)d), then
+ * per_tensor[i] (optional) receives the sum of squares of the stored values,
+ * exactly gck_sumsq_* of the result, and *total (optional) their
+ * left-to-right sum in list order, as gck_tensors_sumsq. (gck_div_sumsq_*
+ * per tensor.) For a list of F32 tensors sqrt(*total) is exactly the p = 2
+ * total of gck_tensors_norm of the result (their squares can neither
+ * overflow nor underflow in f64), ready for gck_tensors_clip_with_norm.
  *
  * Ownership: writes the tensors, per_tensor and *total; keeps no reference.
  * Errors: see the common rules.  Thread-safety: see the common rules.

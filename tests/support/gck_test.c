@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if GCK_HAVE_OPENMP
+#include <omp.h>
+#endif
+
 int gck_test_isa_from_args(int argc, char **argv, gck_isa_pair *out)
 {
     const char *name = "scalar";
@@ -134,6 +138,15 @@ int gck_same_f32(float a, float b)
     memcpy(&ua, &a, 4);
     memcpy(&ub, &b, 4);
     return ua == ub;
+}
+
+void gck_test_set_threads(int t)
+{
+#if GCK_HAVE_OPENMP
+    omp_set_num_threads(t);
+#else
+    (void)t;
+#endif
 }
 
 void *gck_test_alloc(size_t bytes)

@@ -93,6 +93,9 @@ int gck_same_f32(float a, float b);
         }                                                                           \
     } while (0)
 
+/* omp_set_num_threads(t) when built with OpenMP, else nothing. */
+void gck_test_set_threads(int t);
+
 /* Aligned allocation helpers that fail the test on OOM. */
 void *gck_test_alloc(size_t bytes);
 

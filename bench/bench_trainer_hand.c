@@ -1,0 +1,58 @@
+/* bench/bench_trainer_hand.c - the hand loop: the plain C a trainer writes for accumulate, mean, global norm and clip.
+ *
+ * Built with -O3 -march=native -ffast-math (bench/CMakeLists.txt), like the
+ * bandwidth references: float accumulation, float sum of squares in
+ * whatever order the compiler likes, OpenMP loops over the whole contiguous
+ * gradient buffer, as in llm.c's CPU trainer. The mean is fused into the
+ * norm loop (one pass fewer than separate loops), so the hand loop makes
+ * the same passes over memory as the trainer path it is compared with
+ * (bench_trainer.c) and the ratio measures the kernels, not the pass count.
+ * The f64 variant sums the squares in double, as the library does (every
+ * value widened): the same loop's cost for an accurate norm.
+ * Uses no gradckpt header beyond bench.h. */
+#include <math.h>
+
+#include "bench.h"
+
+/* One step; ACC is the type of the sum of squares. */
+#define HAND_STEP(name, ACC)                                                                  \
+    double name(float *restrict g, const float *restrict x, size_t n, int k, float max_norm)  \
+    {                                                                                         \
+        const long long len = (long long)n;                                                   \
+        long long i;                                                                          \
+        /* the first micro-batch's backward writes the gradient, the others add to it */     \
+        _Pragma("omp parallel for schedule(static)")                                          \
+        for (i = 0; i < len; i++)                                                             \
+            g[i] = x[i];                                                                      \
+        for (int j = 1; j < k; j++) {                                                         \
+            _Pragma("omp parallel for schedule(static)")                                      \
+            for (i = 0; i < len; i++)                                                         \
+                g[i] += x[i];                                                                 \
+        }                                                                                     \
+        /* mean over the micro-batches and the global norm */                                \
+        ACC ss = 0;                                                                           \
+        if (k > 1) {                                                                          \
+            const float fk = (float)k;                                                        \
+            _Pragma("omp parallel for schedule(static) reduction(+ : ss)")                    \
+            for (i = 0; i < len; i++) {                                                       \
+                g[i] = g[i] / fk;                                                             \
+                ss += (ACC)g[i] * (ACC)g[i];                                                  \
+            }                                                                                 \
+        } else {                                                                              \
+            _Pragma("omp parallel for schedule(static) reduction(+ : ss)")                    \
+            for (i = 0; i < len; i++)                                                         \
+                ss += (ACC)g[i] * (ACC)g[i];                                                  \
+        }                                                                                     \
+        const float norm = (float)sqrt((double)ss);                                           \
+        /* clip as torch does: coef = max_norm / (norm + eps) when it is below 1 */          \
+        const float coef = max_norm / (norm + 1e-6f);                                         \
+        if (coef < 1.0f) {                                                                    \
+            _Pragma("omp parallel for schedule(static)")                                      \
+            for (i = 0; i < len; i++)                                                         \
+                g[i] *= coef;                                                                 \
+        }                                                                                     \
+        return norm;                                                                          \
+    }
+
+HAND_STEP(gck_bench_hand_step, float)
+HAND_STEP(gck_bench_hand_step_f64sum, double)

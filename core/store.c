@@ -200,7 +200,7 @@ static gck_status gck_store_new(const char *dir, const char *fn, gck_store **out
     gck_store *s = gck_calloc(1, sizeof *s);
     if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
         free(s);
-        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+        return gck_fail_ctx(gck_fail_oom("store", sizeof *s + strlen(dir) + 1), "%s", fn);
     }
     s->lock_fd = -1;
     *out = s;
@@ -216,38 +216,41 @@ gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_stor
         return gck_io_fail("cannot create the store directory", dir, errno);
     gck_store *s = NULL;
     GCK_TRY(gck_store_new(dir, "gck_store_open", &s));
-    gck_status st = gck_lock(s);
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);
     int fresh = 0;
-    if (st == GCK_OK) {
-        st = gck_manifest_read(p, &s->cur, &s->generation, &s->cfg);
-        if (st == GCK_ERR_NOT_FOUND) {
-            gck_store_config_init(&s->cfg);
-            st = gck_manager_create(&s->cfg.policy, &s->cur.m);
-            fresh = 1;
-        }
+    gck_status st = gck_lock(s);
+    if (st != GCK_OK)
+        goto fail;
+    st = gck_manifest_read(p, &s->cur, &s->generation, &s->cfg);
+    if (st == GCK_ERR_NOT_FOUND) {
+        gck_store_config_init(&s->cfg);
+        st = gck_manager_create(&s->cfg.policy, &s->cur.m);
+        fresh = 1;
     }
-    if (st == GCK_OK && cfg != NULL) {
+    if (st != GCK_OK)
+        goto fail;
+    if (cfg != NULL) {
         gck_manager_set_policy(s->cur.m, &cfg->policy);
         s->cfg = *cfg;
     }
-    if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec);
+    if ((st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec)) != GCK_OK)
+        goto fail;
     /* record a new store (and a changed configuration) right away */
-    if (st == GCK_OK && (fresh || cfg != NULL)) {
+    if (fresh || cfg != NULL) {
         int renamed;
         st = gck_commit(s, &s->cur, &renamed);
         s->generation += renamed;
+        if (st != GCK_OK)
+            goto fail;
     }
-    if (st == GCK_OK)
-        st = gck_store_gc(s, NULL);
-    if (st != GCK_OK) {
-        gck_store_close(s);
-        return st;
-    }
+    if ((st = gck_store_gc(s, NULL)) != GCK_OK)
+        goto fail;
     *out = s;
     return GCK_OK;
+fail:
+    gck_store_close(s);
+    return st;
 }
 
 gck_status gck_store_open_readonly(const char *dir, gck_store **out)
@@ -267,9 +270,8 @@ gck_status gck_store_open_readonly(const char *dir, gck_store **out)
     gck_status st = gck_manifest_read(p, &s->cur, &s->generation, &s->cfg);
     if (st == GCK_ERR_NOT_FOUND)
         st = gck_fail(GCK_ERR_NOT_FOUND, "'%.300s' is not a store (no %s)", dir, GCK_MANIFEST_NAME);
-    if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec);
-    if (st != GCK_OK) {
+    if (st != GCK_OK ||
+        (st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec)) != GCK_OK) {
         gck_store_close(s);
         return st;
     }
@@ -311,9 +313,7 @@ static gck_status gck_load_file(const gck_store *s, const gck_ver *e, gck_snapsh
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here; a delta's payloads are not, as every tensor rebuilt from them is
      * checked against its recorded content id */
-    const gck_status st = gck_snapshot_load_mmap(p, !gck_is_coded(e), out);
-    if (st != GCK_OK)
-        return gck_fail(st, "version %" PRIu64 ": %s", e->pub.version, gck_last_error());
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
@@ -368,16 +368,14 @@ static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot
     gck_snapshot *file = NULL;
     GCK_TRY(gck_load_file(s, e, &file));
     gck_snapshot *r = file;
-    gck_status st = GCK_OK;
     if (gck_is_coded(e)) {
         r = NULL;
-        st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL, e->pub.is_delta ? e->pub.delta_from : 0,
-                              &r);
+        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL,
+                                               e->pub.is_delta ? e->pub.delta_from : 0, &r);
         gck_snapshot_destroy(file);
-        if (st != GCK_OK)
-            return gck_fail(st, "version %" PRIu64 " (%s): %s", e->pub.version, e->rec->file, gck_last_error());
+        GCK_TRY_CTX(st, "version %" PRIu64 " (%s)", e->pub.version, e->rec->file);
     }
-    st = gck_check_against_entry(e, r);
+    const gck_status st = gck_check_against_entry(e, r);
     if (st != GCK_OK) {
         gck_snapshot_destroy(r);
         return st;
@@ -648,7 +646,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
         free(own);
         close(fd);
         unlink(p);
-        return gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+        return gck_fail_oom("store: name of a written file", sizeof name);
     }
     *name_out = own;
     *bytes_out = gck_file_size(s, name);
@@ -709,14 +707,14 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
     char **nv = gck_calloc(nt + nb + 1, sizeof *nv);
     const char **cv = gck_calloc(nt + nb + 1, sizeof *cv);
     uint64_t bytes = 0;
-    gck_status st = nv && cv ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    gck_status st = nv && cv ? GCK_OK : gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
     for (size_t i = 0; st == GCK_OK && i < nt; i++) {
         const gck_snap_tensor *t = snap->tensors.items[i];
         nv[i] = gck_strdup(t->name);
         cv[i] = t->cid;
         bytes += t->nbytes;
         if (nv[i] == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            st = gck_fail_oom("store: a tensor name", strlen(t->name) + 1);
     }
     for (size_t i = 0; st == GCK_OK && i < nb; i++) {
         const gck_snap_blob *b = snap->blobs.items[i];
@@ -725,7 +723,7 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
         cv[nt + i] = b->cid;
         bytes += b->len;
         if (nv[nt + i] == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            st = gck_fail_oom("store: an optimizer blob name", len);
         else
             snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
     }
@@ -1207,7 +1205,8 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     const gck_delta_item **items = gck_calloc(n * nlev + 1, sizeof *items); /* [tensor][level] */
     gck_rplan *plan = gck_calloc(n + 1, sizeof *plan);
     gck_listed *want = gck_listing_of(e);
-    gck_status st = lv && items && plan && want ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    gck_status st = lv && items && plan && want ? GCK_OK
+                                                : gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
     if (st == GCK_OK) {
         x = ev;
         for (size_t l = 0; l < nlev; l++) {
@@ -1243,10 +1242,10 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     void **fd = st == GCK_OK ? gck_calloc(n + 1, sizeof *fd) : NULL;
     const char **fw = st == GCK_OK ? gck_calloc(n + 1, sizeof *fw) : NULL;
     if (st == GCK_OK && (fe == NULL || fd == NULL || fw == NULL))
-        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
     gck_listed *bottom_ids = NULL;
     if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)
-        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
     size_t nf = 0;
     for (size_t i = 0; i < n && st == GCK_OK; i++) {
         if (plan[i].fe != NULL && plan[i].bottom == nlev - 1) {

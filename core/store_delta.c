@@ -579,12 +579,12 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
                           gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[j->enc]);
     if (o == NULL || json_array_append_new(items, o) != 0 ||
         (it->blob && json_object_set_new(o, "len", json_integer((json_int_t)it->nbytes)) != 0))
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description item", sizeof(json_t));
     if (j->enc == GCK_ENC_REF)
         return GCK_OK;
     json_t *planes = json_array();
     if (planes == NULL || json_object_set_new(o, "planes", planes) != 0)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description planes", sizeof(json_t));
     /* the planes, compressed ones shorter, moved together into one payload
      * (each starts at or before its place: memmove in order is safe) */
     size_t at = 0;
@@ -593,12 +593,12 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
         at += j->po[p].len;
         if (json_array_append_new(planes, json_pack("[s,I]", gck_plane_names[j->po[p].mode],
                                                      (json_int_t)j->po[p].len)) != 0)
-            return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+            return gck_fail_oom("delta description plane", sizeof(json_t));
     }
     char pname[48];
     snprintf(pname, sizeof pname, "d/%zu", i);
     if (json_object_set_new(o, "payload", json_string(pname)) != 0)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description payload name", sizeof pname);
     return gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, j->region, at);
 }
 
@@ -609,7 +609,7 @@ static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
         return GCK_OK;
     gck_zslot *ns = gck_realloc(c->slots, (size_t)want * sizeof *ns);
     if (ns == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+        return gck_fail_oom("delta codec slots", (size_t)want * sizeof *ns);
     memset(ns + c->nslots, 0, (size_t)(want - c->nslots) * sizeof *ns);
     c->slots = ns, c->nslots = want;
     return GCK_OK;
@@ -629,7 +629,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     if (need > c->arena_cap) {
         unsigned char *na = gck_aligned_alloc(need);
         if (na == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", need);
+            return gck_fail_oom("delta arena", need);
         free(c->arena);
         c->arena = na, c->arena_cap = need;
     }
@@ -643,7 +643,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     GCK_TRY(gck_ensure_slots(c, threads));
     gck_enc_job *jobs = gck_calloc(m ? m : 1, sizeof *jobs);
     if (jobs == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta jobs", (m ? m : 1) * sizeof *jobs);
     for (size_t i = 0; i < m; i++) {
         const gck_item it = i < nt ? gck_item_of_tensor(target->tensors.items[i])
                                    : gck_item_of_blob(target->blobs.items[i - nt]);
@@ -665,7 +665,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     gck_status st = gck_snapshot_create(target->step, &d);
     json_t *items = st == GCK_OK ? json_array() : NULL;
     if (st == GCK_OK)
-        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail_oom("delta description", sizeof(json_t));
     for (size_t i = 0; st == GCK_OK && i < m; i++)
         st = jobs[i].st != GCK_OK ? gck_fail(jobs[i].st, "%s", jobs[i].msg) : gck_emit_job(&jobs[i], i, d, items);
     free(jobs);
@@ -677,7 +677,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
                                  GCK_DELTA_CHUNK, "items", items);
         js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(root);
-        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail_oom("delta description text", 0);
     }
     free(js);
     json_decref(items);
@@ -920,7 +920,7 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
     const size_t n = json_array_size(dd.items);
     gck_delta_index *x = gck_calloc(1, sizeof *x);
     gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
-    st = x && v ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    st = x && v ? GCK_OK : gck_fail_oom("delta index", sizeof *x + (n ? n : 1) * sizeof *v);
     for (size_t i = 0; st == GCK_OK && i < n; i++)
         st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i]);
     if (st == GCK_OK) {

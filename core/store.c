@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,30 @@
 #include "io_internal.h"
 #include "snapshot_internal.h"
 #include "store_delta_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The background save of gck_store_save_async: one thread per store, made
+ * at the first asynchronous save, and at most one snapshot waiting or being
+ * saved. Every other call on the store first waits until none is in flight
+ * (gck_quiesce), so the thread and the caller never touch the store's state
+ * at the same time; only this struct is shared, under mu. */
+typedef struct gck_async {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started;         /* the thread exists */
+    int stop;            /* close: the thread ends once idle */
+    int busy;            /* a snapshot is queued or being saved */
+    gck_snapshot *job;   /* the queued snapshot (the store's) */
+    char **tags;         /* its tags (copies) */
+    size_t n_tags;
+    int unreported;      /* the last asynchronous save failed and nobody was told yet */
+    gck_status result;   /* its status */
+    uint64_t version;    /* the version the last completed asynchronous save became */
+    char msg[GCK_ERROR_MAX];
+} gck_async;
 
 struct gck_store {
     char *dir;
@@ -29,7 +54,33 @@ struct gck_store {
     uint64_t cache_version;
     gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
     int readonly;        /* gck_store_open_readonly: no lock, m is a view of one manifest */
+    gck_async *async;    /* made at the first gck_store_save_async */
 };
+
+/* Waits until no asynchronous save is in flight (its result stays for
+ * gck_store_wait, the next save or close). const: the async state is the
+ * only thing touched, and it is not part of the store's value. */
+static void gck_quiesce(const gck_store *s)
+{
+    gck_async *a = s != NULL ? s->async : NULL;
+    if (a == NULL)
+        return;
+    pthread_mutex_lock(&a->mu);
+    while (a->busy)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* After gck_quiesce: the failed asynchronous save nobody was told of, as
+ * this thread's error (and then reported), or GCK_OK. */
+static gck_status gck_take_async_error(gck_store *s)
+{
+    gck_async *a = s->async;
+    if (a == NULL || !a->unreported)
+        return GCK_OK;
+    a->unreported = 0;
+    return gck_fail(a->result, "asynchronous save: %s", a->msg);
+}
 
 void gck_store_config_init(gck_store_config *c)
 {
@@ -110,6 +161,7 @@ static gck_status gck_check_writable(const gck_store *s, const char *fn)
 
 gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_gc: store is NULL");
     GCK_TRY(gck_check_writable(s, "gck_store_gc"));
     DIR *d = opendir(s->dir);
@@ -138,10 +190,32 @@ gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
     return GCK_OK;
 }
 
-void gck_store_close(gck_store *s)
+/* Ends the background thread (after gck_quiesce: it is idle) and frees its state. */
+static void gck_async_end(gck_store *s)
+{
+    gck_async *a = s->async;
+    if (a == NULL)
+        return;
+    if (a->started) {
+        pthread_mutex_lock(&a->mu);
+        a->stop = 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->thread, NULL);
+    }
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+    s->async = NULL;
+}
+
+gck_status gck_store_close(gck_store *s)
 {
     if (s == NULL)
-        return;
+        return GCK_OK;
+    gck_quiesce(s);
+    const gck_status st = gck_take_async_error(s);
+    gck_async_end(s);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
     gck_state_clear(&s->cur);
@@ -150,6 +224,7 @@ void gck_store_close(gck_store *s)
     gck_manifest_cache_destroy(s->mcache);
     free(s->dir);
     free(s);
+    return st;
 }
 
 static gck_status gck_check_config(const gck_store_config *cfg)
@@ -522,6 +597,7 @@ static gck_status gck_follow_writer(gck_store *s, const gck_state *m, uint64_t v
 
 gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_restore: NULL argument");
     const gck_status st = gck_restore_in(s, &s->cur, version, 1, out);
     return st == GCK_OK ? st : gck_follow_writer(s, &s->cur, version, st, out);
@@ -529,6 +605,7 @@ gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out)
 
 gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx, size_t *n_checked)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_verify: store is NULL");
     size_t ok = 0;
     gck_status st = GCK_OK;
@@ -746,14 +823,22 @@ static void gck_switch(gck_store *s, gck_state *next)
     s->generation++;
 }
 
-gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
-                          uint64_t *version_out)
+/* The checks of a save's arguments (fn: the public name, for the message). */
+static gck_status gck_check_save(const gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                                 const char *fn)
 {
-    GCK_CHECK_ARG(s != NULL && snap != NULL, "gck_store_save: NULL argument");
-    GCK_TRY(gck_check_writable(s, "gck_store_save"));
-    GCK_CHECK_ARG(tags != NULL || n_tags == 0, "gck_store_save: tags is NULL with n_tags %zu", n_tags);
+    GCK_CHECK_ARG(s != NULL && snap != NULL, "%s: NULL argument", fn);
+    GCK_TRY(gck_check_writable(s, fn));
+    GCK_CHECK_ARG(tags != NULL || n_tags == 0, "%s: tags is NULL with n_tags %zu", fn, n_tags);
     for (size_t i = 0; i < n_tags; i++)
-        GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "gck_store_save: tag %zu is NULL or empty", i);
+        GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "%s: tag %zu is NULL or empty", fn, i);
+    return GCK_OK;
+}
+
+/* A save, on the caller's thread or the background one (arguments checked). */
+static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                               uint64_t *version_out)
+{
     char **names = NULL;
     const char **cids = NULL;
     size_t n = 0;
@@ -872,9 +957,144 @@ done:
     return st; /* an error here: saved, but the directory fsync failed (the message says so) */
 }
 
+gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                          uint64_t *version_out)
+{
+    GCK_TRY(gck_check_save(s, snap, tags, n_tags, "gck_store_save"));
+    gck_quiesce(s);
+    GCK_TRY(gck_take_async_error(s));
+    return gck_save_now(s, snap, tags, n_tags, version_out);
+}
+
+/* ---- asynchronous saves ---------------------------------------------------------- */
+
+static void gck_tags_free(char **t, size_t n)
+{
+    for (size_t i = 0; t != NULL && i < n; i++)
+        free(t[i]);
+    free(t);
+}
+
+/* The background thread: saves each queued snapshot exactly as gck_store_save does. */
+static void *gck_async_main(void *arg)
+{
+    gck_store *s = arg;
+    gck_async *a = s->async;
+#ifdef _OPENMP
+    if (s->cfg.async_threads > 0) /* this thread's own OpenMP setting; the caller's is untouched */
+        omp_set_num_threads(s->cfg.async_threads);
+#endif
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (a->job == NULL && !a->stop)
+            pthread_cond_wait(&a->cv, &a->mu);
+        if (a->job == NULL)
+            break;
+        gck_snapshot *snap = a->job;
+        char **tags = a->tags;
+        const size_t n_tags = a->n_tags;
+        a->job = NULL, a->tags = NULL, a->n_tags = 0;
+        pthread_mutex_unlock(&a->mu);
+        uint64_t v = 0;
+        const gck_status st = gck_save_now(s, snap, (const char *const *)tags, n_tags, &v);
+        gck_snapshot_destroy(snap);
+        gck_tags_free(tags, n_tags);
+        pthread_mutex_lock(&a->mu);
+        a->result = st;
+        a->unreported = st != GCK_OK;
+        a->version = v; /* set by a save that happened, also when only its final sync failed */
+        if (st != GCK_OK)
+            snprintf(a->msg, sizeof a->msg, "%s", gck_last_error());
+        a->busy = 0;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* The async state, made (and its thread started) at the first asynchronous save. */
+static gck_status gck_async_start(gck_store *s)
+{
+    if (s->async != NULL)
+        return GCK_OK;
+    gck_async *a = gck_calloc(1, sizeof *a);
+    if (a == NULL)
+        return gck_fail_oom("asynchronous save state", sizeof *a);
+    if (pthread_mutex_init(&a->mu, NULL) != 0) {
+        free(a);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot create a mutex");
+    }
+    if (pthread_cond_init(&a->cv, NULL) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        free(a);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot create a condition variable");
+    }
+    s->async = a;
+    const int err = pthread_create(&a->thread, NULL, gck_async_main, s);
+    if (err != 0) {
+        gck_async_end(s);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot start the background thread: %s", strerror(err));
+    }
+    a->started = 1;
+    return GCK_OK;
+}
+
+gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *const *tags, size_t n_tags)
+{
+    char **own = NULL;
+    gck_status st = gck_check_save(s, snap, tags, n_tags, "gck_store_save_async");
+    if (st != GCK_OK)
+        goto fail;
+    /* the store reads the snapshot later: bytes it borrows could change meanwhile */
+    for (size_t i = 0; i < snap->tensors.n; i++) {
+        const gck_snap_tensor *t = snap->tensors.items[i];
+        if (t->borrowed) {
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT,
+                          "gck_store_save_async: tensor '%.200s' borrows its bytes from their owner, who may change "
+                          "them before the save reads them: pass a copy (gck_snapshot_clone)",
+                          t->name);
+            goto fail;
+        }
+    }
+    gck_quiesce(s); /* at most one snapshot in flight */
+    if ((st = gck_take_async_error(s)) != GCK_OK || (st = gck_async_start(s)) != GCK_OK)
+        goto fail;
+    own = gck_calloc(n_tags ? n_tags : 1, sizeof *own);
+    if (own == NULL) {
+        st = gck_fail_oom("gck_store_save_async: tags", (n_tags ? n_tags : 1) * sizeof *own);
+        goto fail;
+    }
+    for (size_t i = 0; i < n_tags; i++)
+        if ((own[i] = gck_strdup(tags[i])) == NULL) {
+            st = gck_fail_oom("gck_store_save_async: a tag", strlen(tags[i]) + 1);
+            goto fail;
+        }
+    gck_async *a = s->async;
+    pthread_mutex_lock(&a->mu);
+    a->job = snap, a->tags = own, a->n_tags = n_tags;
+    a->busy = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return GCK_OK;
+fail:
+    gck_tags_free(own, n_tags);
+    gck_snapshot_destroy(snap);
+    return st;
+}
+
+gck_status gck_store_wait(gck_store *s, uint64_t *version_out)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_wait: store is NULL");
+    gck_quiesce(s);
+    if (version_out != NULL)
+        *version_out = s->async != NULL ? s->async->version : 0;
+    return gck_take_async_error(s);
+}
+
 /* Adds (add = 1) or removes a tag, committing the change. */
 static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int add, const char *fn)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && tag != NULL, "%s: NULL argument", fn);
     GCK_TRY(gck_check_writable(s, fn));
     GCK_CHECK_ARG(tag[0] != '\0', "%s: empty tag", fn);
@@ -916,6 +1136,7 @@ gck_status gck_store_untag(gck_store *s, uint64_t version, const char *tag)
 
 gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && tag != NULL && version_out != NULL, "gck_store_find_tag: NULL argument");
     for (size_t i = s->cur.n; i-- > 0;) {
         const gck_entry *e = gck_manager_get(s->cur.m, s->cur.recs[i]->version);
@@ -930,21 +1151,25 @@ gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *ver
 
 size_t gck_store_versions(const gck_store *s, uint64_t *out, size_t cap)
 {
+    gck_quiesce(s);
     return s != NULL ? gck_manager_versions(s->cur.m, out, cap) : 0;
 }
 
 const gck_entry *gck_store_get(const gck_store *s, uint64_t version)
 {
+    gck_quiesce(s);
     return s != NULL ? gck_manager_get(s->cur.m, version) : NULL;
 }
 
 const gck_entry *gck_store_latest(const gck_store *s)
 {
+    gck_quiesce(s);
     return s != NULL ? gck_manager_latest(s->cur.m) : NULL;
 }
 
 gck_status gck_store_config_get(const gck_store *s, gck_store_config *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_config_get: NULL argument");
     *out = s->cfg;
     out->policy = *gck_manager_policy(s->cur.m);
@@ -953,6 +1178,7 @@ gck_status gck_store_config_get(const gck_store *s, gck_store_config *out)
 
 gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_stats_get: NULL argument");
     const gck_manager_stats ms = gck_manager_stats_get(s->cur.m);
     *out = (gck_store_stats){.versions = ms.total_checkpoints, .full_versions = ms.full_checkpoints,
@@ -965,12 +1191,14 @@ gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
 
 uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
 {
+    gck_quiesce(s);
     const gck_vrec *r = s != NULL ? gck_state_rec(&s->cur, version) : NULL;
     return r != NULL ? r->stored_bytes : 0;
 }
 
 gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_version_info: NULL argument");
     gck_ver ev;
     if (!gck_ver_of(&s->cur, version, &ev))
@@ -1174,6 +1402,7 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
 gck_status gck_store_restore_into(gck_store *s, uint64_t version, const char *const *names, void *const *dsts,
                                   const size_t *sizes, size_t n, gck_snapshot **fields)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
     const gck_status st = gck_restore_into_view(s, version, names, dsts, sizes, n, fields);
     if (st != GCK_ERR_IO || !s->readonly || gck_chain_vanished(s, &s->cur, version) == NULL)

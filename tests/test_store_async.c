@@ -251,7 +251,7 @@ static void test_async_args(void **state)
     gck_snapshot *b = NULL;
     float x[16] = {1.0f};
     assert_int_equal(gck_snapshot_create(1, &b), GCK_OK);
-    assert_int_equal(gck_snapshot_add_borrowed(b, "x", GCK_DTYPE_F32, x, sizeof x), GCK_OK);
+    assert_int_equal(gck_snapshot_add_borrowed(b, "x", GCK_DTYPE_F32, x, 16), GCK_OK);
     assert_int_equal(gck_store_save_async(st, b, NULL, 0), GCK_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(gck_last_error(), "'x' borrows"));
     assert_int_equal(gck_store_wait(NULL, NULL), GCK_ERR_INVALID_ARGUMENT);

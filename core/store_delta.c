@@ -353,7 +353,7 @@ typedef struct gck_plane_out {
 static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const unsigned char *pb, size_t off,
                               size_t k, size_t esz)
 {
-    (void)gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
+    gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
                           pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL, k, esz);
 }
 #endif
@@ -377,7 +377,7 @@ static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsi
     }
 #else
     if (n > 0)
-        (void)gck_xor_shuffle(region, a, b, n, esz);
+        gck_xor_shuffle(region, a, b, n, esz);
 #endif
     for (size_t p = 0; p < esz; p++) {
         po[p] = (gck_plane_out){.mode = GCK_PLANE_RAW, .buf = region + p * n, .cap = n, .len = n};
@@ -495,10 +495,10 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
         unsigned char *out = pd + off * esz;
         const void *bl = pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL;
         if (bl == out) { /* XOR onto dst's own bytes: the kernel's output may not overlap b, so via le_a (idle here) */
-            (void)gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
+            gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
             memcpy(out, c->le_a, k * esz);
         } else {
-            (void)gck_unshuffle_xor(out, c->chunk, bl, k, esz);
+            gck_unshuffle_xor(out, c->chunk, bl, k, esz);
         }
         gck_swap_le(out, k * esz, esz);
         off += k;

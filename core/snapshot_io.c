@@ -852,7 +852,8 @@ gck_status gck_st_open(const char *path, gck_st_file **out)
     for (size_t i = 0; i < f->h.n; i++) {
         const gck_ld_entry *e = &f->h.e[i];
         f->ents[i] = (gck_st_entry){.name = e->name, .dtype = e->dtype, .nbytes = (size_t)(e->end - e->begin),
-                                    .offset = f->h.data_off + e->begin, .cid = gck_recorded_cid(f->h.md, e->name)};
+                                    .offset = f->h.data_off + e->begin, .cid = gck_recorded_cid(f->h.md, e->name),
+                                    .shape = e->shape, .ndim = e->ndim};
     }
     f->n = f->h.n;
     qsort(f->ents, f->n, sizeof *f->ents, gck_st_cmp);

@@ -1527,3 +1527,105 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
         *fields = f;
     return GCK_OK;
 }
+
+/* ---- restoring chosen tensors as a snapshot --------------------------------------- */
+
+/* dtype, shape and size of tensor (or "__optimizer__/<param>" blob) `name`
+ * of the version lv stands for, from its own file (or the cache); 0 when it
+ * has none. */
+static int gck_level_layout(const gck_store *s, const gck_rlevel *lv, const char *name, gck_dtype *dt,
+                            const int64_t **shape, size_t *ndim, size_t *nbytes)
+{
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, pl) == 0;
+    *shape = NULL, *ndim = 0;
+    if (lv->cached) {
+        const char *cid;
+        if (gck_cache_find(s->cache, name, dt, nbytes, &cid) == NULL)
+            return 0;
+        int found = 0;
+        const size_t k = blob ? 0 : gck_named_find(&s->cache->tensors, name, &found);
+        if (found) {
+            const gck_snap_tensor *t = s->cache->tensors.items[k];
+            *shape = t->shape, *ndim = t->ndim;
+        }
+        return 1;
+    }
+    if (lv->full != NULL) {
+        const gck_st_entry *e = gck_st_find(lv->full, name);
+        if (e == NULL)
+            return 0;
+        *dt = e->dtype, *nbytes = e->nbytes, *shape = e->shape, *ndim = e->ndim;
+        return 1;
+    }
+    const gck_delta_item *it = gck_delta_index_find(lv->index, blob, blob ? name + pl : name);
+    if (it == NULL)
+        return 0;
+    *dt = it->dtype, *nbytes = it->nbytes, *shape = it->shape, *ndim = it->ndim;
+    return 1;
+}
+
+gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,
+                                    gck_snapshot **out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL && (names != NULL || n == 0), "gck_store_restore_select: NULL argument");
+    for (size_t i = 0; i < n; i++)
+        GCK_CHECK_ARG(names[i] != NULL, "gck_store_restore_select: names[%zu] is NULL", i);
+    gck_quiesce(s);
+    gck_ver ev;
+    if (!gck_ver_of(&s->cur, version, &ev))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    gck_rlevel top = {.e = ev, .cached = s->cache != NULL && version == s->cache_version};
+    gck_snapshot *snap = NULL, *fields = NULL;
+    gck_listed *want = gck_listing_of(&ev);
+    void **dsts = gck_calloc(n + 1, sizeof *dsts);
+    size_t *sizes = gck_calloc(n + 1, sizeof *sizes);
+    char **cid_slot = gck_calloc(n + 1, sizeof *cid_slot); /* where each tensor's content id goes */
+    const char **cids = gck_calloc(n + 1, sizeof *cids);     /* the manifest's */
+    gck_status st = want && dsts && sizes && cid_slot && cids
+                        ? GCK_OK
+                        : gck_fail_oom("restore_select: plan", (n + 1) * 4 * sizeof *dsts);
+    if (st != GCK_OK || (st = gck_open_level(s, &top)) != GCK_OK || (st = gck_snapshot_create(0, &snap)) != GCK_OK)
+        goto done;
+    /* the layout from the version's own file: each destination made to measure */
+    for (size_t i = 0; i < n; i++) {
+        gck_dtype dt;
+        const int64_t *shape;
+        size_t ndim, nbytes;
+        if ((cids[i] = gck_listed_cid(want, &ev, names[i])) == NULL ||
+            !gck_level_layout(s, &top, names[i], &dt, &shape, &ndim, &nbytes)) {
+            st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " has no tensor '%.200s'", version, names[i]);
+            goto done;
+        }
+        if (strncmp(names[i], GCK_OPTIMIZER_PREFIX, pl) == 0) {
+            gck_snap_blob *b = NULL;
+            if ((st = gck_snapshot_new_blob(snap, names[i] + pl, nbytes, &b)) != GCK_OK)
+                goto done;
+            dsts[i] = b->data, cid_slot[i] = b->cid;
+        } else {
+            gck_snap_tensor *t = NULL;
+            if ((st = gck_snapshot_new_tensor(snap, names[i], dt, shape, ndim, nbytes, &t)) != GCK_OK)
+                goto done;
+            dsts[i] = t->data, cid_slot[i] = t->cid;
+        }
+        sizes[i] = nbytes;
+    }
+    /* only their bytes read from each file of the chain, every content id checked */
+    if ((st = gck_store_restore_into(s, version, names, dsts, sizes, n, &fields)) != GCK_OK ||
+        (st = gck_snapshot_copy_fields(snap, fields, NULL)) != GCK_OK)
+        goto done;
+    snap->step = fields->step;
+    for (size_t i = 0; i < n; i++) /* equal to what was rebuilt: restore_into checked it */
+        snprintf(cid_slot[i], 24, "%s", cids[i]);
+    *out = snap;
+    snap = NULL;
+done:
+    gck_delta_index_free(top.index);
+    gck_snapshot_destroy(top.delta);
+    gck_st_close(top.full);
+    gck_snapshot_destroy(snap);
+    gck_snapshot_destroy(fields);
+    free(want), free(dsts), free(sizes), free(cid_slot), free(cids);
+    return st;
+}

@@ -701,8 +701,6 @@ static json_t *gck_delta_json(const gck_snapshot *delta)
  * own payload tensors (not yet against a base). */
 typedef struct gck_ditem {
     gck_delta_item pub;
-    int64_t shape[GCK_MAX_DIMS];
-    size_t ndim;
     gck_plane_in pi[8]; /* enc != ref */
 } gck_ditem;
 
@@ -731,7 +729,7 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             !gck_mul_size(count, (size_t)json_integer_value(v), &count))
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad shape", name);
-        d->shape[k] = json_integer_value(v);
+        d->pub.shape[k] = json_integer_value(v);
     }
     if (enc != GCK_ENC_REF) {
         json_t *planes = json_object_get(o, "planes");
@@ -790,8 +788,8 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
         if (!ok)
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu does not hold %zu bytes", name, p, nbytes / esz);
     }
-    d->pub = (gck_delta_item){.name = name, .blob = blob, .dtype = dt, .nbytes = nbytes, .enc = enc, .cid = cid};
-    d->ndim = ndim;
+    d->pub.name = name, d->pub.blob = blob, d->pub.dtype = dt, d->pub.nbytes = nbytes, d->pub.enc = enc;
+    d->pub.cid = cid, d->pub.ndim = ndim; /* the shape is in place already */
     return GCK_OK;
 }
 
@@ -820,7 +818,7 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, 
         dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
     } else {
         gck_snap_tensor *nt = NULL;
-        st = gck_snapshot_new_tensor(out, name, dt, d.shape, d.ndim, nbytes, &nt);
+        st = gck_snapshot_new_tensor(out, name, dt, d.pub.shape, d.pub.ndim, nbytes, &nt);
         if (st == GCK_ERR_INVALID_ARGUMENT)
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
         dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;

@@ -74,6 +74,8 @@ typedef struct gck_delta_item {
     size_t nbytes;
     int enc;          /* GCK_DELTA_REF: as in the base; XOR: planes XOR the base; RAW: planes alone */
     const char *cid;  /* of the rebuilt bytes */
+    int64_t shape[GCK_MAX_DIMS]; /* tensors: the shape (blobs: ndim 0) */
+    size_t ndim;
 } gck_delta_item;
 
 /* A loaded delta's description, every item parsed and its planes checked

@@ -1312,6 +1312,92 @@ static void test_coders(void **state)
         }
 }
 
+/* ---- restoring chosen tensors (gck_store_restore_select) --------------------------- */
+
+/* The named tensors and blobs of want (by name) equal those of got, and got holds nothing else. */
+static void assert_selected(const gck_snapshot *want, const gck_snapshot *got, const char *const *names, size_t n)
+{
+    assert_int_equal(gck_snapshot_step(got), gck_snapshot_step(want));
+    assert_int_equal(gck_snapshot_timestamp(got), gck_snapshot_timestamp(want));
+    assert_string_equal(gck_snapshot_metadata(got, "note"), gck_snapshot_metadata(want, "note"));
+    size_t nt = 0, nb = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *pre = "__optimizer__/";
+        if (strncmp(names[i], pre, strlen(pre)) == 0) {
+            const void *a, *b;
+            size_t la, lb;
+            assert_int_equal(gck_snapshot_find_optimizer_state(want, names[i] + strlen(pre), &a, &la), GCK_OK);
+            assert_int_equal(gck_snapshot_find_optimizer_state(got, names[i] + strlen(pre), &b, &lb), GCK_OK);
+            assert_int_equal(la, lb);
+            assert_memory_equal(a, b, la);
+            nb++;
+            continue;
+        }
+        gck_tensor_info x, y;
+        assert_int_equal(gck_snapshot_find_tensor(want, names[i], &x), GCK_OK);
+        assert_int_equal(gck_snapshot_find_tensor(got, names[i], &y), GCK_OK);
+        assert_int_equal(x.dtype, y.dtype);
+        assert_int_equal(x.ndim, y.ndim);
+        for (size_t d = 0; d < x.ndim; d++)
+            assert_int_equal(x.shape[d], y.shape[d]);
+        assert_int_equal(x.nbytes, y.nbytes);
+        assert_memory_equal(x.data, y.data, x.nbytes);
+        assert_string_equal(x.content_id, y.content_id);
+        nt++;
+    }
+    assert_int_equal(gck_snapshot_num_tensors(got), nt);
+    assert_int_equal(gck_snapshot_num_optimizer_states(got), nb);
+}
+
+/* Chosen tensors of every version (full, delta, packed full; the latest
+ * from memory, the others from files, after a reopen too) equal the saved
+ * ones; unknown names and versions are NOT_FOUND with nothing made. */
+static void test_restore_select(void **state)
+{
+    (void)state;
+    for (int packed = 0; packed <= 1; packed++) {
+        char dir[300];
+        new_dir(dir, sizeof dir);
+        gck_store_config cfg;
+        gck_store_config_init(&cfg);
+        cfg.policy.keep_every_n = 4, cfg.policy.delta_threshold_bytes = 0, cfg.compress_full = packed;
+        gck_store *st = NULL;
+        assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
+        for (uint64_t v = 1; v <= 6; v++)
+            save_v(st, v, NULL);
+        const char *names[] = {"layer.w", "__optimizer__/layer.w", "step", "counts"};
+        for (int reopen = 0; reopen <= 1; reopen++) {
+            for (uint64_t v = 1; v <= 6; v++) {
+                gck_snapshot *want = make_snapshot(v), *got = NULL;
+                assert_int_equal(gck_store_restore_select(st, v, names, 4, &got), GCK_OK);
+                assert_selected(want, got, names, 4);
+                gck_snapshot_destroy(got);
+                assert_int_equal(gck_store_restore_select(st, v, names + 2, 1, &got), GCK_OK);
+                assert_selected(want, got, names + 2, 1);
+                gck_snapshot_destroy(got);
+                assert_int_equal(gck_store_restore_select(st, v, NULL, 0, &got), GCK_OK); /* the fields alone */
+                assert_selected(want, got, NULL, 0);
+                gck_snapshot_destroy(got);
+                gck_snapshot_destroy(want);
+            }
+            gck_store_close(st);
+            assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        }
+        gck_snapshot *got = (gck_snapshot *)(uintptr_t)1;
+        const char *bad[] = {"layer.w", "no.such"};
+        assert_int_equal(gck_store_restore_select(st, 6, bad, 2, &got), GCK_ERR_NOT_FOUND);
+        assert_non_null(strstr(gck_last_error(), "no.such"));
+        assert_int_equal(gck_store_restore_select(st, 99, names, 1, &got), GCK_ERR_NOT_FOUND);
+        const char *twice[] = {"step", "step"};
+        assert_int_not_equal(gck_store_restore_select(st, 6, twice, 2, &got), GCK_OK);
+        const char *null_name[] = {NULL};
+        assert_int_equal(gck_store_restore_select(st, 6, null_name, 1, &got), GCK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(gck_store_restore_select(st, 6, NULL, 1, &got), GCK_ERR_INVALID_ARGUMENT);
+        assert_ptr_equal(got, (gck_snapshot *)(uintptr_t)1); /* untouched */
+        gck_store_close(st);
+    }
+}
+
 /* ---- readers beside a writer (gck_store_open_readonly) --------------------------- */
 
 /* What a reader process compares (cmocka's asserts stay in the parent):
@@ -1851,7 +1937,7 @@ int main(void)
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
         cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads),
-        cmocka_unit_test(test_coders),
+        cmocka_unit_test(test_coders),              cmocka_unit_test(test_restore_select),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
         cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),
         cmocka_unit_test(test_every_field_checked),

@@ -295,6 +295,27 @@ GCK_API gck_status gck_store_restore_into(gck_store *s, uint64_t version, const 
                                           void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
 
 /**
+ * Rebuilds only the named tensors and optimizer blobs (as
+ * "__optimizer__/<param>") of a retained version, as a new snapshot with the
+ * version's step, timestamp, loss cid and metadata: only their bytes are
+ * read from each file of the version's chain (full and delta alike; the
+ * latest version is copied from the store's memory), through
+ * gck_store_restore_into, so every content id is checked as there. n may
+ * be 0 (the fields alone).
+ * Ownership: *out is the caller's (gck_snapshot_destroy); names are not kept.
+ * Errors (*out untouched, the store unchanged): GCK_ERR_INVALID_ARGUMENT
+ *         (NULL, a NULL or repeated name), GCK_ERR_NOT_FOUND (the version is
+ *         not retained or has no such tensor), and those of
+ *         gck_store_restore_into (GCK_ERR_IO, GCK_ERR_CORRUPT,
+ *         GCK_ERR_UNSUPPORTED, GCK_ERR_NO_MEMORY). On a read-only handle a
+ *         version whose file a writer replaced since the handle opened is
+ *         GCK_ERR_IO here (gck_store_restore follows the writer instead).
+ * Thread-safety: the store's one thread.
+ */
+GCK_API gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,
+                                            gck_snapshot **out);
+
+/**
  * Tags a retained version (durably; a tag already there is a no-op).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty tag, a read-only handle), GCK_ERR_NOT_FOUND,
  *         GCK_ERR_IO, GCK_ERR_NO_MEMORY; unchanged on error (but for the

@@ -1112,8 +1112,8 @@ static gck_snapshot *fuzz_version(int v)
 /* Deltas written before format 2 (one tensor per byte plane) still restore,
  * whole and into caller buffers. */
 /* A delta written by an older format (a fuzz seed: "delta" format 1,
- * "delta_format2" format 2, both with zstd planes) restores, restores into
- * caller memory and verifies. */
+ * "delta_format2" format 2, both with zstd planes; "delta_format3" with
+ * rANS planes) restores, restores into caller memory and verifies. */
 static void assert_old_delta_reads(const char *seed_name, int format)
 {
     char dir[300], f[600], path[600], want_format[32];
@@ -1154,9 +1154,10 @@ static void assert_old_delta_reads(const char *seed_name, int format)
     assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
     gck_snapshot *got = NULL;
     into_set set;
-    if (!gck_delta_have_zstd()) { /* the seed's planes are zstd frames: a clean refusal */
+    const int needs = format <= 2 ? gck_delta_have_zstd() : gck_delta_have_rans(); /* its planes' codec */
+    if (!needs) { /* a build without that codec: a clean refusal */
         assert_int_equal(gck_store_restore(st, 2, &got), GCK_ERR_UNSUPPORTED);
-        assert_non_null(strstr(gck_last_error(), "zstd"));
+        assert_non_null(strstr(gck_last_error(), format <= 2 ? "zstd" : "htscodecs"));
         into_alloc(&set, v[1], 0x33);
         assert_int_equal(gck_store_restore_into(st, 2, (const char *const *)set.names, set.dsts, set.sizes, set.n,
                                                 NULL), GCK_ERR_UNSUPPORTED);
@@ -1190,6 +1191,14 @@ static void test_delta_format2_reads(void **state)
 {
     (void)state;
     assert_old_delta_reads("delta_format2", 2);
+}
+
+/* The current format's seed ("delta_format3": rANS planes) reads too, so the
+ * fuzz corpus starts from every codec. */
+static void test_delta_format3_reads(void **state)
+{
+    (void)state;
+    assert_old_delta_reads("delta_format3", 3);
 }
 
 /* ---- the per-plane coders --------------------------------------------------------- */
@@ -1936,7 +1945,7 @@ int main(void)
         cmocka_unit_test(test_save_refs),
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
-        cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads),
+        cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads), cmocka_unit_test(test_delta_format3_reads),
         cmocka_unit_test(test_coders),              cmocka_unit_test(test_restore_select),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
         cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),

@@ -309,6 +309,19 @@ Snapshot *load_into(const std::string &path, nb::handle dst)
     return new Snapshot(fields, false);
 }
 
+// A Python iterable of tags as C strings (valid while this lives).
+struct Tags {
+    std::vector<std::string> s;
+    std::vector<const char *> p;
+    explicit Tags(nb::handle tags)
+    {
+        for (nb::handle t : tags)
+            s.push_back(nb::cast<std::string>(t));
+        for (const auto &t : s)
+            p.push_back(t.c_str());
+    }
+};
+
 class Store {
 public:
     Store(const std::string &dir, nb::object max_checkpoints, nb::object keep_every_n, nb::object delta_threshold,
@@ -377,12 +390,8 @@ public:
                   nb::handle tags, nb::handle timestamp)
     {
         gck_store *st = get();
-        std::vector<std::string> tag_s;
-        for (nb::handle t : tags)
-            tag_s.push_back(nb::cast<std::string>(t));
-        std::vector<const char *> tag_p;
-        for (const auto &t : tag_s)
-            tag_p.push_back(t.c_str());
+        const Tags tg(tags);
+        const std::vector<const char *> &tag_p = tg.p;
         std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp);
         uint64_t v = 0;
         gck_snapshot *s = snap->get();
@@ -400,12 +409,8 @@ public:
                     nb::handle tags, nb::handle timestamp)
     {
         gck_store *st = get();
-        std::vector<std::string> tag_s;
-        for (nb::handle t : tags)
-            tag_s.push_back(nb::cast<std::string>(t));
-        std::vector<const char *> tag_p;
-        for (const auto &t : tag_s)
-            tag_p.push_back(t.c_str());
+        const Tags tg(tags);
+        const std::vector<const char *> &tag_p = tg.p;
         std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp, true);
         gck_snapshot *s = snap->release();
         const gck_status rc = [&] {

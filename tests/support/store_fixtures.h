@@ -85,6 +85,19 @@ static gck_snapshot *make_snapshot(uint64_t v)
     return s;
 }
 
+/* Two tensors: name, dtype, shape, bytes and content id. */
+static void assert_same_tensor(const gck_tensor_info *x, const gck_tensor_info *y)
+{
+    assert_string_equal(x->name, y->name);
+    assert_int_equal(x->dtype, y->dtype);
+    assert_int_equal(x->ndim, y->ndim);
+    for (size_t d = 0; d < x->ndim; d++)
+        assert_int_equal(x->shape[d], y->shape[d]);
+    assert_int_equal(x->nbytes, y->nbytes);
+    assert_memory_equal(x->data, y->data, x->nbytes);
+    assert_string_equal(x->content_id, y->content_id);
+}
+
 /* Everything a snapshot holds, compared byte for byte. */
 static void assert_same_snapshot(const gck_snapshot *a, const gck_snapshot *b)
 {
@@ -105,14 +118,7 @@ static void assert_same_snapshot(const gck_snapshot *a, const gck_snapshot *b)
         gck_tensor_info x, y;
         assert_int_equal(gck_snapshot_tensor(a, i, &x), GCK_OK);
         assert_int_equal(gck_snapshot_tensor(b, i, &y), GCK_OK);
-        assert_string_equal(x.name, y.name);
-        assert_int_equal(x.dtype, y.dtype);
-        assert_int_equal(x.ndim, y.ndim);
-        for (size_t d = 0; d < x.ndim; d++)
-            assert_int_equal(x.shape[d], y.shape[d]);
-        assert_int_equal(x.nbytes, y.nbytes);
-        assert_memory_equal(x.data, y.data, x.nbytes);
-        assert_string_equal(x.content_id, y.content_id);
+        assert_same_tensor(&x, &y);
     }
     assert_int_equal(gck_snapshot_num_optimizer_states(a), gck_snapshot_num_optimizer_states(b));
     for (size_t i = 0; i < gck_snapshot_num_optimizer_states(a); i++) {

@@ -1291,7 +1291,11 @@ static void test_coders(void **state)
             assert_int_equal(gck_store_version_info(st, 3, &vi), GCK_OK); /* 3 % 3 == 0: full */
             assert_false(vi.is_delta);
             assert_int_equal(strstr(vi.file, ".packed.") != NULL, packed);
-            if (packed)
+            /* smaller when this build has a coder for it (s390x: no zstd, so with
+             * GCK_STORE_CODER_ZSTD every plane is raw) */
+            const int can_code = coder == GCK_STORE_CODER_ZSTD ? gck_delta_have_zstd()
+                                                               : gck_delta_have_zstd() || gck_delta_have_rans();
+            if (packed && can_code)
                 assert_true(vi.stored_bytes < vi.full_bytes);
             char mpath[600];
             snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);

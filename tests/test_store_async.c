@@ -106,7 +106,7 @@ static void test_async_crash_loop(void **state)
         assert_true(latest >= acked); /* no acknowledged save lost */
         assert_true(latest >= last_latest);
         saw_ack |= acked > 0;
-        if (latest == last_latest && window_us < 400000)
+        if (acked == 0 && window_us < 2000000) /* no save acknowledged in time: a slower machine */
             window_us *= 2;
         last_latest = latest;
         assert_int_equal(gck_store_close(st), GCK_OK);

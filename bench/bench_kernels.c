@@ -132,8 +132,9 @@ typedef struct kbench {
     static double bench_body_##name##_##T(void *c, int64_t n)                  \
     {                                                                          \
         const gck_bench_arrays *p = KC(c)->x;                                  \
-        return (double)gck_##name(GCK_BENCH_C(BT_##OUT(T), p), GCK_BENCH_B(BT_##IN(T), p), \
-                                  GCK_BENCH_A(GCK_CT(T), p), (size_t)n, SZ(T)); \
+        gck_##name(GCK_BENCH_C(BT_##OUT(T), p), GCK_BENCH_B(BT_##IN(T), p),    \
+                   GCK_BENCH_A(GCK_CT(T), p), (size_t)n, SZ(T));               \
+        return (double)((const uint8_t *)GCK_BENCH_C(uint8_t, p))[0];          \
     }
 #define BYTE_PLANES(name, OUT, IN)                                             \
     SHUFFLE_BODY(name, f32, OUT, IN)                                           \

@@ -12,6 +12,20 @@ pkg_check_modules(JANSSON REQUIRED IMPORTED_TARGET GLOBAL jansson)
 if(GRADCKPT_WITH_ZSTD)
   pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET GLOBAL libzstd)
 endif()
+# htscodecs (rANS order-0 for the store's low-entropy planes): Debian ships no
+# .pc file for it, so it is found by header and library (gck::htscodecs; the
+# installed package config recreates the same target for static consumers).
+if(GRADCKPT_WITH_HTSCODECS)
+  find_path(HTSCODECS_INCLUDE_DIR htscodecs/rANS_static4x16.h)
+  find_library(HTSCODECS_LIBRARY htscodecs)
+  if(NOT HTSCODECS_INCLUDE_DIR OR NOT HTSCODECS_LIBRARY)
+    message(FATAL_ERROR "htscodecs not found (Debian: libhtscodecs-dev, scripts/setup.sh installs it); "
+                        "-DGRADCKPT_WITH_HTSCODECS=OFF builds without it")
+  endif()
+  add_library(gck::htscodecs UNKNOWN IMPORTED GLOBAL)
+  set_target_properties(gck::htscodecs PROPERTIES IMPORTED_LOCATION "${HTSCODECS_LIBRARY}"
+                        INTERFACE_INCLUDE_DIRECTORIES "${HTSCODECS_INCLUDE_DIR}")
+endif()
 
 # Debian's cmocka 1.1.5 ships variables only, no imported target.
 function(gck_find_cmocka)

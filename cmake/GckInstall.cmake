@@ -37,6 +37,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/gradckptConfig.cmake
         DESTINATION ${GCK_CMAKE_DIR})
 
 set(GCK_PC_LIBS_PRIVATE "-lm")
+if(GRADCKPT_WITH_HTSCODECS)
+  string(APPEND GCK_PC_LIBS_PRIVATE " -lhtscodecs")
+endif()
 if(GRADCKPT_OPENMP)
   string(APPEND GCK_PC_LIBS_PRIVATE " ${OpenMP_C_FLAGS}")
 endif()

@@ -23,13 +23,11 @@ static void gck_mentry_free(gck_mentry *e)
 {
     if (e == NULL)
         return;
-    if (e->shared == NULL || --*e->shared == 0) { /* the last holder of the names and cids */
+    if (e->shared == NULL || --*e->shared == 0) { /* the last holder of the names */
         gck_strv_free(e->names, e->pub.n_tensor_names);
-        gck_strv_free(e->cids, e->pub.n_tensor_names);
         free(e->shared);
     }
     gck_strv_free(e->tags, e->pub.n_tags);
-    free(e->file);
     free(e);
 }
 
@@ -54,8 +52,7 @@ static void gck_mentry_sync(gck_mentry *e)
     e->pub.tags = (const char *const *)e->tags;
 }
 
-static gck_mentry *gck_mentry_new(const char *const *names, const char *const *cids, size_t n_names,
-                                  const char *const *tags, size_t n_tags)
+static gck_mentry *gck_mentry_new(const char *const *names, size_t n_names, const char *const *tags, size_t n_tags)
 {
     gck_mentry *e = gck_calloc(1, sizeof *e);
     if (e == NULL)
@@ -65,8 +62,7 @@ static gck_mentry *gck_mentry_new(const char *const *names, const char *const *c
     e->tags_cap = n_tags ? n_tags : 1;
     e->names = gck_strv_dup(names, n_names, 0);
     e->tags = e->names ? gck_strv_dup(tags, n_tags, 0) : NULL;
-    e->cids = (cids != NULL && e->tags != NULL) ? gck_strv_dup(cids, n_names, 0) : NULL;
-    if (e->names == NULL || e->tags == NULL || (cids != NULL && e->cids == NULL)) {
+    if (e->names == NULL || e->tags == NULL) {
         gck_strv_free(e->names, e->names ? n_names : 0);
         gck_strv_free(e->tags, e->tags ? n_tags : 0);
         free(e);
@@ -81,7 +77,7 @@ gck_status gck_manager_create(const gck_policy *p, gck_manager **out)
     GCK_CHECK_ARG(out != NULL, "gck_manager_create: out is NULL");
     gck_manager *m = gck_calloc(1, sizeof *m);
     if (m == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "gck_manager_create: out of memory");
+        return gck_fail_oom("manager", sizeof *m);
     if (p != NULL)
         m->policy = *p;
     else
@@ -147,29 +143,29 @@ gck_mentry *gck_manager_find(const gck_manager *m, uint64_t version, size_t *ind
     return NULL;
 }
 
-void gck_manager_remove_at(gck_manager *m, size_t i)
+/* Removes entry i (no eviction rules) and frees it. */
+static void gck_manager_remove_at(gck_manager *m, size_t i)
 {
     gck_mentry_free(m->entries[i]);
     memmove(&m->entries[i], &m->entries[i + 1], (m->n - i - 1) * sizeof *m->entries);
     m->n--;
 }
 
-gck_status gck_manager_apply(gck_manager *m, const gck_plan *p, const char *const *names,
-                             const char *const *cids, size_t n_names, uint64_t full_bytes, uint64_t timestamp,
-                             const char *const *tags, size_t n_tags, gck_mentry **added)
+gck_status gck_manager_apply(gck_manager *m, const gck_plan *p, const char *const *names, size_t n_names,
+                             uint64_t full_bytes, uint64_t timestamp, const char *const *tags, size_t n_tags)
 {
     /* everything that can fail first: the entry and room for it */
     if (m->n == m->cap) {
         const size_t ncap = m->cap ? 2 * m->cap : 8;
         gck_mentry **ne = gck_realloc(m->entries, ncap * sizeof *ne);
         if (ne == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "manager: out of memory");
+            return gck_fail_oom("manager entries", ncap * sizeof *ne);
         m->entries = ne;
         m->cap = ncap;
     }
-    gck_mentry *e = gck_mentry_new(names, cids, n_names, tags, n_tags);
+    gck_mentry *e = gck_mentry_new(names, n_names, tags, n_tags);
     if (e == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "manager: out of memory copying names and tags");
+        return gck_fail_oom("manager entry (names and tags)", (n_names + n_tags) * sizeof(char *));
     e->pub.version = p->version;
     e->pub.timestamp_secs = timestamp;
     e->pub.full_bytes = full_bytes;
@@ -180,8 +176,6 @@ gck_status gck_manager_apply(gck_manager *m, const gck_plan *p, const char *cons
         gck_manager_remove_at(m, i);
     m->entries[m->n++] = e;
     m->next_version = p->version + 1;
-    if (added != NULL)
-        *added = e;
     return GCK_OK;
 }
 
@@ -203,7 +197,7 @@ gck_status gck_manager_save(gck_manager *m, const char *const *tensor_names, siz
     GCK_TRY(gck_check_strv("tags", tags, n_tags));
     gck_plan p;
     gck_manager_plan(m, full_bytes, &p);
-    GCK_TRY(gck_manager_apply(m, &p, tensor_names, NULL, n_names, full_bytes, timestamp_secs, tags, n_tags, NULL));
+    GCK_TRY(gck_manager_apply(m, &p, tensor_names, n_names, full_bytes, timestamp_secs, tags, n_tags));
     if (version_out != NULL)
         *version_out = p.version;
     return GCK_OK;
@@ -234,7 +228,7 @@ uint64_t gck_manager_next_version(const gck_manager *m)
     return m != NULL ? m->next_version : 0;
 }
 
-gck_status gck_mentry_add_tag(gck_mentry *e, const char *tag, int dedup)
+static gck_status gck_mentry_add_tag(gck_mentry *e, const char *tag, int dedup)
 {
     for (size_t i = 0; dedup && i < e->pub.n_tags; i++)
         if (strcmp(e->tags[i], tag) == 0)
@@ -242,16 +236,56 @@ gck_status gck_mentry_add_tag(gck_mentry *e, const char *tag, int dedup)
     if (e->pub.n_tags == e->tags_cap) {
         char **nt = gck_realloc(e->tags, 2 * e->tags_cap * sizeof *nt);
         if (nt == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "tag: out of memory");
+            return gck_fail_oom("tags", 2 * e->tags_cap * sizeof *nt);
         e->tags = nt;
         e->tags_cap *= 2;
     }
     char *t = gck_strdup(tag);
     if (t == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "tag: out of memory");
+        return gck_fail_oom("tag", strlen(tag) + 1);
     e->tags[e->pub.n_tags++] = t;
     gck_mentry_sync(e);
     return GCK_OK;
+}
+
+gck_status gck_manager_add_tag(gck_manager *m, uint64_t version, const char *tag, int dedup)
+{
+    return gck_mentry_add_tag(gck_manager_find(m, version, NULL), tag, dedup);
+}
+
+int gck_manager_remove_tag(gck_manager *m, uint64_t version, const char *tag)
+{
+    gck_mentry *e = gck_manager_find(m, version, NULL);
+    for (size_t i = 0; e != NULL && i < e->pub.n_tags; i++)
+        if (strcmp(e->tags[i], tag) == 0) {
+            free(e->tags[i]);
+            memmove(&e->tags[i], &e->tags[i + 1], (e->pub.n_tags - i - 1) * sizeof *e->tags);
+            e->pub.n_tags--;
+            return 1;
+        }
+    return 0;
+}
+
+void gck_manager_set_base(gck_manager *m, uint64_t version, uint64_t base)
+{
+    gck_mentry *e = gck_manager_find(m, version, NULL);
+    e->pub.is_delta = base != 0;
+    e->pub.delta_from = base;
+}
+
+const gck_policy *gck_manager_policy(const gck_manager *m)
+{
+    return &m->policy;
+}
+
+void gck_manager_set_policy(gck_manager *m, const gck_policy *p)
+{
+    m->policy = *p;
+}
+
+void gck_manager_set_next_version(gck_manager *m, uint64_t next)
+{
+    m->next_version = next;
 }
 
 int gck_manager_tag(gck_manager *m, uint64_t version, const char *tag)
@@ -278,7 +312,7 @@ gck_status gck_manager_compute_delta(const gck_manager *m, uint64_t v1, uint64_t
     const size_t nb = b->pub.n_tensor_names;
     char **changed = gck_calloc(nb ? nb : 1, sizeof *changed);
     if (changed == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "compute_delta: out of memory");
+        return gck_fail_oom("compute_delta: changed names", (nb ? nb : 1) * sizeof *changed);
     size_t k = 0;
     for (size_t i = 0; i < nb; i++) {
         int present = 0;
@@ -289,7 +323,7 @@ gck_status gck_manager_compute_delta(const gck_manager *m, uint64_t v1, uint64_t
         changed[k] = gck_strdup(b->names[i]);
         if (changed[k++] == NULL) {
             gck_strv_free(changed, k);
-            return gck_fail(GCK_ERR_NO_MEMORY, "compute_delta: out of memory");
+            return gck_fail_oom("compute_delta: a changed name", strlen(b->names[i]) + 1);
         }
     }
     *out = (gck_delta){.from_version = v1, .to_version = v2, .changed_tensors = changed, .n_changed = k,
@@ -336,15 +370,15 @@ gck_status gck_manager_clone(const gck_manager *m, gck_manager **out)
 {
     gck_manager *c = gck_calloc(1, sizeof *c);
     if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "manager: out of memory");
+        return gck_fail_oom("manager copy", sizeof *c);
     c->policy = m->policy;
     c->next_version = m->next_version;
     c->cap = m->n ? m->n : 1;
     c->entries = gck_calloc(c->cap, sizeof *c->entries);
     for (size_t i = 0; c->entries != NULL && i < m->n; i++) {
         gck_mentry *s = m->entries[i];
-        /* the names and cids are shared, not copied (a store clones its
-         * manager on every save); tags and the file can change, so they are */
+        /* the names are shared, not copied (a store clones its manager on
+         * every save); tags can change, so they are */
         if (s->shared == NULL && (s->shared = gck_malloc(sizeof *s->shared)) != NULL)
             *s->shared = 1;
         gck_mentry *e = s->shared ? gck_calloc(1, sizeof *e) : NULL;
@@ -352,11 +386,11 @@ gck_status gck_manager_clone(const gck_manager *m, gck_manager **out)
             e->pub.n_tensor_names = s->pub.n_tensor_names;
             e->pub.n_tags = s->pub.n_tags;
             e->tags_cap = s->pub.n_tags ? s->pub.n_tags : 1;
-            e->names = s->names, e->cids = s->cids, e->shared = s->shared;
+            e->names = s->names, e->shared = s->shared;
             ++*e->shared;
             e->tags = gck_strv_dup(s->pub.tags, s->pub.n_tags, 0);
             gck_mentry_sync(e);
-            if (e->tags == NULL || (s->file != NULL && (e->file = gck_strdup(s->file)) == NULL)) {
+            if (e->tags == NULL) {
                 e->pub.n_tags = e->tags ? e->pub.n_tags : 0;
                 gck_mentry_free(e);
                 e = NULL;
@@ -368,14 +402,11 @@ gck_status gck_manager_clone(const gck_manager *m, gck_manager **out)
         e->pub = s->pub;
         e->pub.tensor_names = keep.tensor_names;
         e->pub.tags = keep.tags;
-        e->stored_bytes = s->stored_bytes;
-        e->step = s->step;
-        memcpy(e->fields_digest, s->fields_digest, sizeof e->fields_digest);
         c->entries[c->n++] = e;
     }
     if (c->entries == NULL || c->n != m->n) {
         gck_manager_destroy(c);
-        return gck_fail(GCK_ERR_NO_MEMORY, "manager: out of memory copying the entries");
+        return gck_fail_oom("manager copy (entries)", m->n * sizeof(gck_mentry));
     }
     *out = c;
     return GCK_OK;

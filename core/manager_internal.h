@@ -9,19 +9,15 @@
 
 #include "status_internal.h"
 
-/* One entry: the public view plus what only the store fills in. */
+/* One entry: the public view and the arrays it points at. Only manager.c
+ * reads this layout; the store uses the functions below and the public
+ * gck_entry, and keeps its own per-version records (store_internal.h). */
 typedef struct gck_mentry {
     gck_entry pub;       /* pointers below */
     char **names, **tags;
     size_t tags_cap;
-    char **cids;         /* store: content id per name (NULL for the plain manager) */
-    char *file;          /* store: data file name in the store directory */
-    uint64_t stored_bytes; /* store: size of that file */
-    uint64_t step;       /* store: the snapshot's step */
-    unsigned *shared;    /* names and cids never change once made: clones share
+    unsigned *shared;    /* names never change once made: clones share
                             them, counted here (NULL: this entry's alone) */
-    char fields_digest[24]; /* store: gck_snapshot_fields_digest of the version; "" when the
-                               manifest predates it (not recorded) */
 } gck_mentry;
 
 struct gck_manager {
@@ -43,13 +39,11 @@ typedef struct gck_plan {
 GCK_INTERNAL void gck_manager_plan(const gck_manager *m, uint64_t full_bytes, gck_plan *p);
 
 /* Carries out a plan (possibly adjusted by the caller): evicts p->evicted if
- * p->evict, appends the entry and sets next_version past p->version. cids
- * may be NULL. On error nothing changed. Entries must be added in ascending
- * version order. */
+ * p->evict, appends the entry and sets next_version past p->version. On
+ * error nothing changed. Entries must be added in ascending version order. */
 GCK_INTERNAL gck_status gck_manager_apply(gck_manager *m, const gck_plan *p, const char *const *names,
-                                          const char *const *cids, size_t n_names, uint64_t full_bytes,
-                                          uint64_t timestamp, const char *const *tags, size_t n_tags,
-                                          gck_mentry **added);
+                                          size_t n_names, uint64_t full_bytes, uint64_t timestamp,
+                                          const char *const *tags, size_t n_tags);
 
 /* Deep copy (for changes that must be all-or-nothing). */
 GCK_INTERNAL gck_status gck_manager_clone(const gck_manager *m, gck_manager **out);
@@ -57,10 +51,21 @@ GCK_INTERNAL gck_status gck_manager_clone(const gck_manager *m, gck_manager **ou
 /* The entry of `version` (mutable) and its index, or NULL. */
 GCK_INTERNAL gck_mentry *gck_manager_find(const gck_manager *m, uint64_t version, size_t *index);
 
-/* Adds a tag; 0 on success, else a status (NO_MEMORY). dedup: skip a tag already there. */
-GCK_INTERNAL gck_status gck_mentry_add_tag(gck_mentry *e, const char *tag, int dedup);
+/* Adds a tag to `version`'s entry (which must be retained); dedup: skip a
+ * tag already there. Errors: GCK_ERR_NO_MEMORY (nothing changed). */
+GCK_INTERNAL gck_status gck_manager_add_tag(gck_manager *m, uint64_t version, const char *tag, int dedup);
 
-/* Removes entry i (no eviction rules) and frees it. */
-GCK_INTERNAL void gck_manager_remove_at(gck_manager *m, size_t i);
+/* Removes the first `tag` of `version`'s entry; 0 when it has none. */
+GCK_INTERNAL int gck_manager_remove_tag(gck_manager *m, uint64_t version, const char *tag);
+
+/* Makes `version` (retained) a delta from base, or full when base is 0 (a rebase). */
+GCK_INTERNAL void gck_manager_set_base(gck_manager *m, uint64_t version, uint64_t base);
+
+/* The policy (borrowed) and its replacement. */
+GCK_INTERNAL const gck_policy *gck_manager_policy(const gck_manager *m);
+GCK_INTERNAL void gck_manager_set_policy(gck_manager *m, const gck_policy *p);
+
+/* Sets the version the next save gets (a manifest's next_version). */
+GCK_INTERNAL void gck_manager_set_next_version(gck_manager *m, uint64_t next);
 
 #endif /* GCK_MANAGER_INTERNAL_H */

@@ -124,6 +124,8 @@ typedef struct gck_st_entry {
     size_t nbytes;
     uint64_t offset;    /* of its first byte in the file */
     const char *cid;    /* the file's gradckpt.cid.<name>, or NULL */
+    const int64_t *shape; /* ndim dimensions */
+    size_t ndim;
 } gck_st_entry;
 
 /* A safetensors file whose header passed every structural rule of

@@ -36,7 +36,7 @@ static int gck_dtype_rank(gck_dtype d)
 }
 
 /* One tensor as it goes to or comes from the file. */
-typedef struct gck_entry {
+typedef struct gck_hdr_entry {
     const char *name; /* file name: user name, or __optimizer__/<param> */
     gck_dtype dtype;
     const int64_t *shape;
@@ -45,11 +45,11 @@ typedef struct gck_entry {
     const void *data;
     size_t nbytes;
     size_t begin;
-} gck_entry;
+} gck_hdr_entry;
 
-static int gck_entry_cmp(const void *pa, const void *pb)
+static int gck_hdr_entry_cmp(const void *pa, const void *pb)
 {
-    const gck_entry *a = pa, *b = pb;
+    const gck_hdr_entry *a = pa, *b = pb;
     const int ra = gck_dtype_rank(a->dtype), rb = gck_dtype_rank(b->dtype);
     if (ra != rb)
         return rb - ra;
@@ -160,7 +160,7 @@ static int gck_write_le(int fd, const void *data, size_t nbytes, size_t esz)
     return gck_write_all(fd, data, nbytes);
 }
 
-static void gck_free_entries(gck_entry *e, size_t n)
+static void gck_free_entries(gck_hdr_entry *e, size_t n)
 {
     for (size_t i = 0; e != NULL && i < n; i++)
         free((char *)e[i].name);
@@ -169,24 +169,24 @@ static void gck_free_entries(gck_entry *e, size_t n)
 
 /* The file's entries in data order (names owned by the array) and the
  * serialized header (compact JSON padded with spaces to a multiple of 8). */
-static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_out, size_t *n_out, char **hdr_out,
+static gck_status gck_build_header(const gck_snapshot *s, gck_hdr_entry **entries_out, size_t *n_out, char **hdr_out,
                                    size_t *hlen_out)
 {
     const size_t n = s->tensors.n + s->blobs.n;
-    gck_entry *e = gck_calloc(n ? n : 1, sizeof *e);
+    gck_hdr_entry *e = gck_calloc(n ? n : 1, sizeof *e);
     if (e == NULL)
         return gck_fail_oom("header entries", (n ? n : 1) * sizeof *e);
     int bad = 0;
     for (size_t i = 0; i < s->tensors.n && !bad; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        e[i] = (gck_entry){.name = gck_concat(t->name, "", ""), .dtype = t->dtype, .shape = t->shape,
+        e[i] = (gck_hdr_entry){.name = gck_concat(t->name, "", ""), .dtype = t->dtype, .shape = t->shape,
                            .ndim = t->ndim, .data = t->data, .nbytes = t->nbytes};
         bad = e[i].name == NULL;
     }
     for (size_t i = 0; i < s->blobs.n && !bad; i++) {
         const gck_snap_blob *b = s->blobs.items[i];
-        gck_entry *x = &e[s->tensors.n + i];
-        *x = (gck_entry){.name = gck_concat(GCK_OPTIMIZER_PREFIX, b->name, ""), .dtype = GCK_DTYPE_U8, .ndim = 1,
+        gck_hdr_entry *x = &e[s->tensors.n + i];
+        *x = (gck_hdr_entry){.name = gck_concat(GCK_OPTIMIZER_PREFIX, b->name, ""), .dtype = GCK_DTYPE_U8, .ndim = 1,
                          .blob_len = (int64_t)b->len, .data = b->data, .nbytes = b->len};
         bad = x->name == NULL;
     }
@@ -197,7 +197,7 @@ static gck_status gck_build_header(const gck_snapshot *s, gck_entry **entries_ou
     json_t *md = root ? gck_metadata_json(s, step, ts) : NULL;
     bad = md == NULL || json_object_set_new(root, "__metadata__", md) != 0;
     if (!bad) {
-        qsort(e, n, sizeof *e, gck_entry_cmp);
+        qsort(e, n, sizeof *e, gck_hdr_entry_cmp);
         size_t off = 0;
         for (size_t i = 0; i < n && !bad; i++) {
             const int64_t *sh = e[i].shape != NULL ? e[i].shape : &e[i].blob_len;
@@ -241,7 +241,7 @@ fail:
 
 /* What gck_write_atomic puts in the temporary file. */
 typedef struct gck_save_ctx {
-    const gck_entry *e;
+    const gck_hdr_entry *e;
     size_t n;
     const char *hdr;
     size_t hlen;
@@ -265,7 +265,7 @@ static int gck_save_fill(int fd, void *ctx)
 static gck_status gck_save_as(const gck_snapshot *s, const char *path, int *fd)
 {
     gck_save_ctx c = {0};
-    gck_entry *e = NULL;
+    gck_hdr_entry *e = NULL;
     char *hdr = NULL;
     GCK_TRY_CTX(gck_build_header(s, &e, &c.n, &hdr, &c.hlen), "cannot save '%.300s'", path);
     c.e = e, c.hdr = hdr;
@@ -893,7 +893,8 @@ gck_status gck_st_open(const char *path, gck_st_file **out)
     for (size_t i = 0; i < f->h.n; i++) {
         const gck_ld_entry *e = &f->h.e[i];
         f->ents[i] = (gck_st_entry){.name = e->name, .dtype = e->dtype, .nbytes = (size_t)(e->end - e->begin),
-                                    .offset = f->h.data_off + e->begin, .cid = gck_recorded_cid(f->h.md, e->name)};
+                                    .offset = f->h.data_off + e->begin, .cid = gck_recorded_cid(f->h.md, e->name),
+                                    .shape = e->shape, .ndim = e->ndim};
     }
     f->n = f->h.n;
     qsort(f->ents, f->n, sizeof *f->ents, gck_st_cmp);

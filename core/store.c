@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,35 @@
 #include "io_internal.h"
 #include "snapshot_internal.h"
 #include "store_delta_internal.h"
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The background save of gck_store_save_async: one thread per store, made
+ * at the first asynchronous save, and at most one snapshot waiting or being
+ * saved. Every other call on the store first waits until none is in flight
+ * (gck_quiesce), so the thread and the caller never touch the store's state
+ * at the same time; only this struct is shared, under mu. */
+typedef struct gck_async {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started;         /* the thread exists */
+    int stop;            /* close: the thread ends once idle */
+    int busy;            /* a snapshot is queued or being saved */
+    gck_snapshot *job;   /* the queued snapshot (the store's) */
+    char **tags;         /* its tags (copies) */
+    size_t n_tags;
+    int unreported;      /* the last asynchronous save failed and nobody was told yet */
+    gck_status result;   /* its status */
+    uint64_t version;    /* the version the last completed asynchronous save became */
+    char msg[GCK_ERROR_MAX];
+} gck_async;
 
 struct gck_store {
     char *dir;
     int lock_fd;
-    gck_manager *m;      /* the committed state (what manifest.json says) */
+    gck_state cur;       /* the committed state (what manifest.json says) */
     uint64_t generation; /* bumped by every commit; part of new file names */
     gck_store_config cfg; /* zstd settings (the policy lives in m) */
     gck_delta_codec *codec;
@@ -29,7 +54,33 @@ struct gck_store {
     uint64_t cache_version;
     gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
     int readonly;        /* gck_store_open_readonly: no lock, m is a view of one manifest */
+    gck_async *async;    /* made at the first gck_store_save_async */
 };
+
+/* Waits until no asynchronous save is in flight (its result stays for
+ * gck_store_wait, the next save or close). const: the async state is the
+ * only thing touched, and it is not part of the store's value. */
+static void gck_quiesce(const gck_store *s)
+{
+    gck_async *a = s != NULL ? s->async : NULL;
+    if (a == NULL)
+        return;
+    pthread_mutex_lock(&a->mu);
+    while (a->busy)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+}
+
+/* After gck_quiesce: the failed asynchronous save nobody was told of, as
+ * this thread's error (and then reported), or GCK_OK. */
+static gck_status gck_take_async_error(gck_store *s)
+{
+    gck_async *a = s->async;
+    if (a == NULL || !a->unreported)
+        return GCK_OK;
+    a->unreported = 0;
+    return gck_fail(a->result, "asynchronous save: %s", a->msg);
+}
 
 void gck_store_config_init(gck_store_config *c)
 {
@@ -37,7 +88,10 @@ void gck_store_config_init(gck_store_config *c)
         return;
     gck_policy_init(&c->policy);
     c->zstd_level = 1;
-    c->zstd_max_entropy = 0.25;
+    c->zstd_max_entropy = 0.97;
+    c->coder = GCK_STORE_CODER_AUTO;
+    c->compress_full = 0;
+    c->async_threads = 1;
 }
 
 /* dir + "/" + name into buf; 0 when too long. */
@@ -55,7 +109,7 @@ static uint64_t gck_file_size(const gck_store *s, const char *name)
 
 /* Writes `next` as the manifest. *renamed = 1 once it is in place (then the
  * change has happened even if only the directory fsync failed after it). */
-static gck_status gck_commit_with(gck_store *s, gck_manager *next, const int *fds, size_t n_fds, int *renamed)
+static gck_status gck_commit_with(gck_store *s, const gck_state *next, const int *fds, size_t n_fds, int *renamed)
 {
     char p[PATH_MAX];
     *renamed = 0;
@@ -69,7 +123,7 @@ static gck_status gck_commit_with(gck_store *s, gck_manager *next, const int *fd
     return gck_manifest_write(p, next, s->generation + 1, &s->cfg, s->mcache, fds, n_fds, renamed);
 }
 
-static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
+static gck_status gck_commit(gck_store *s, const gck_state *next, int *renamed)
 {
     return gck_commit_with(s, next, NULL, 0, renamed);
 }
@@ -77,8 +131,8 @@ static gck_status gck_commit(gck_store *s, gck_manager *next, int *renamed)
 /* Is `name` referenced by the committed manifest? */
 static int gck_referenced(const gck_store *s, const char *name)
 {
-    for (size_t i = 0; i < s->m->n; i++)
-        if (s->m->entries[i]->file != NULL && strcmp(s->m->entries[i]->file, name) == 0)
+    for (size_t i = 0; i < s->cur.n; i++)
+        if (strcmp(s->cur.recs[i]->file, name) == 0)
             return 1;
     return 0;
 }
@@ -107,6 +161,7 @@ static gck_status gck_check_writable(const gck_store *s, const char *fn)
 
 gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_gc: store is NULL");
     GCK_TRY(gck_check_writable(s, "gck_store_gc"));
     DIR *d = opendir(s->dir);
@@ -135,18 +190,41 @@ gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
     return GCK_OK;
 }
 
-void gck_store_close(gck_store *s)
+/* Ends the background thread (after gck_quiesce: it is idle) and frees its state. */
+static void gck_async_end(gck_store *s)
+{
+    gck_async *a = s->async;
+    if (a == NULL)
+        return;
+    if (a->started) {
+        pthread_mutex_lock(&a->mu);
+        a->stop = 1;
+        pthread_cond_broadcast(&a->cv);
+        pthread_mutex_unlock(&a->mu);
+        pthread_join(a->thread, NULL);
+    }
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+    s->async = NULL;
+}
+
+gck_status gck_store_close(gck_store *s)
 {
     if (s == NULL)
-        return;
+        return GCK_OK;
+    gck_quiesce(s);
+    const gck_status st = gck_take_async_error(s);
+    gck_async_end(s);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
-    gck_manager_destroy(s->m);
+    gck_state_clear(&s->cur);
     gck_delta_codec_destroy(s->codec);
     gck_snapshot_destroy(s->cache);
     gck_manifest_cache_destroy(s->mcache);
     free(s->dir);
     free(s);
+    return st;
 }
 
 static gck_status gck_check_config(const gck_store_config *cfg)
@@ -155,6 +233,12 @@ static gck_status gck_check_config(const gck_store_config *cfg)
                   "store config: zstd_level %d is not in -7..-1 or 1..19", cfg->zstd_level);
     GCK_CHECK_ARG(cfg->zstd_max_entropy > 0.0 && cfg->zstd_max_entropy <= 1.0,
                   "store config: zstd_max_entropy %g is not in (0, 1]", cfg->zstd_max_entropy);
+    GCK_CHECK_ARG(cfg->coder == GCK_STORE_CODER_AUTO || cfg->coder == GCK_STORE_CODER_ZSTD,
+                  "store config: coder %d is not GCK_STORE_CODER_AUTO or GCK_STORE_CODER_ZSTD", cfg->coder);
+    GCK_CHECK_ARG(cfg->compress_full == 0 || cfg->compress_full == 1, "store config: compress_full %d is not 0 or 1",
+                  cfg->compress_full);
+    GCK_CHECK_ARG(cfg->async_threads >= 0 && cfg->async_threads <= 1024,
+                  "store config: async_threads %d is not in 0..1024", cfg->async_threads);
     return GCK_OK;
 }
 
@@ -191,7 +275,7 @@ static gck_status gck_store_new(const char *dir, const char *fn, gck_store **out
     gck_store *s = gck_calloc(1, sizeof *s);
     if (s == NULL || (s->dir = gck_strdup(dir)) == NULL) {
         free(s);
-        return gck_fail(GCK_ERR_NO_MEMORY, "%s: out of memory", fn);
+        return gck_fail_ctx(gck_fail_oom("store", sizeof *s + strlen(dir) + 1), "%s", fn);
     }
     s->lock_fd = -1;
     *out = s;
@@ -207,38 +291,41 @@ gck_status gck_store_open(const char *dir, const gck_store_config *cfg, gck_stor
         return gck_io_fail("cannot create the store directory", dir, errno);
     gck_store *s = NULL;
     GCK_TRY(gck_store_new(dir, "gck_store_open", &s));
-    gck_status st = gck_lock(s);
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);
     int fresh = 0;
-    if (st == GCK_OK) {
-        st = gck_manifest_read(p, &s->m, &s->generation, &s->cfg);
-        if (st == GCK_ERR_NOT_FOUND) {
-            gck_store_config_init(&s->cfg);
-            st = gck_manager_create(&s->cfg.policy, &s->m);
-            fresh = 1;
-        }
+    gck_status st = gck_lock(s);
+    if (st != GCK_OK)
+        goto fail;
+    st = gck_manifest_read(p, &s->cur, &s->generation, &s->cfg);
+    if (st == GCK_ERR_NOT_FOUND) {
+        gck_store_config_init(&s->cfg);
+        st = gck_manager_create(&s->cfg.policy, &s->cur.m);
+        fresh = 1;
     }
-    if (st == GCK_OK && cfg != NULL) {
-        s->m->policy = cfg->policy;
+    if (st != GCK_OK)
+        goto fail;
+    if (cfg != NULL) {
+        gck_manager_set_policy(s->cur.m, &cfg->policy);
         s->cfg = *cfg;
     }
-    if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
+    if ((st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec)) != GCK_OK)
+        goto fail;
     /* record a new store (and a changed configuration) right away */
-    if (st == GCK_OK && (fresh || cfg != NULL)) {
+    if (fresh || cfg != NULL) {
         int renamed;
-        st = gck_commit(s, s->m, &renamed);
+        st = gck_commit(s, &s->cur, &renamed);
         s->generation += renamed;
+        if (st != GCK_OK)
+            goto fail;
     }
-    if (st == GCK_OK)
-        st = gck_store_gc(s, NULL);
-    if (st != GCK_OK) {
-        gck_store_close(s);
-        return st;
-    }
+    if ((st = gck_store_gc(s, NULL)) != GCK_OK)
+        goto fail;
     *out = s;
     return GCK_OK;
+fail:
+    gck_store_close(s);
+    return st;
 }
 
 gck_status gck_store_open_readonly(const char *dir, gck_store **out)
@@ -255,12 +342,11 @@ gck_status gck_store_open_readonly(const char *dir, gck_store **out)
     char p[PATH_MAX];
     gck_path(p, s, GCK_MANIFEST_NAME);
     /* one read of a file that is only ever replaced by rename: a whole manifest, old or new */
-    gck_status st = gck_manifest_read(p, &s->m, &s->generation, &s->cfg);
+    gck_status st = gck_manifest_read(p, &s->cur, &s->generation, &s->cfg);
     if (st == GCK_ERR_NOT_FOUND)
         st = gck_fail(GCK_ERR_NOT_FOUND, "'%.300s' is not a store (no %s)", dir, GCK_MANIFEST_NAME);
-    if (st == GCK_OK)
-        st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, &s->codec);
-    if (st != GCK_OK) {
+    if (st != GCK_OK ||
+        (st = gck_delta_codec_create(s->cfg.zstd_level, s->cfg.zstd_max_entropy, s->cfg.coder, &s->codec)) != GCK_OK) {
         gck_store_close(s);
         return st;
     }
@@ -270,42 +356,64 @@ gck_status gck_store_open_readonly(const char *dir, gck_store **out)
 
 /* ---- reading versions ------------------------------------------------------------ */
 
-static gck_status gck_load_file(const gck_store *s, const gck_mentry *e, gck_snapshot **out)
+/* A version as the store reads it: the manager's entry (its public view)
+ * and the store's own record of it. */
+typedef struct gck_ver {
+    gck_entry pub;
+    const gck_vrec *rec;
+} gck_ver;
+
+/* Version v of state m into *out; 0 when m does not retain it. */
+static int gck_ver_of(const gck_state *m, uint64_t v, gck_ver *out)
+{
+    const gck_entry *e = gck_manager_get(m->m, v);
+    const gck_vrec *r = gck_state_rec(m, v);
+    if (e == NULL || r == NULL)
+        return 0;
+    *out = (gck_ver){*e, r};
+    return 1;
+}
+
+/* The version's file holds coded planes (a delta, or a full version saved with compress_full). */
+static int gck_is_coded(const gck_ver *e)
+{
+    return e->pub.is_delta || gck_store_packed_name(e->rec->file);
+}
+
+static gck_status gck_load_file(const gck_store *s, const gck_ver *e, gck_snapshot **out)
 {
     char p[PATH_MAX];
-    if (!gck_path(p, s, e->file))
+    if (!gck_path(p, s, e->rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here; a delta's payloads are not, as every tensor rebuilt from them is
      * checked against its recorded content id */
-    const gck_status st = gck_snapshot_load_mmap(p, !e->pub.is_delta, out);
-    if (st != GCK_OK)
-        return gck_fail(st, "version %" PRIu64 ": %s", e->pub.version, gck_last_error());
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
 /* Step, timestamp and (where recorded) the digest of every other field against the manifest. */
-static gck_status gck_check_fields(const gck_mentry *e, const gck_snapshot *snap)
+static gck_status gck_check_fields(const gck_ver *e, const gck_snapshot *snap)
 {
-    if (snap->step != e->step || snap->timestamp != e->pub.timestamp_secs)
+    if (snap->step != e->rec->step || snap->timestamp != e->pub.timestamp_secs)
         return gck_fail(GCK_ERR_CORRUPT,
                         "version %" PRIu64 " (%.200s): step %" PRIu64 " and timestamp %" PRIu64
                         " differ from the manifest's %" PRIu64 " and %" PRIu64,
-                        e->pub.version, e->file, snap->step, snap->timestamp, e->step, e->pub.timestamp_secs);
-    if (e->fields_digest[0] == '\0')
+                        e->pub.version, e->rec->file, snap->step, snap->timestamp, e->rec->step, e->pub.timestamp_secs);
+    if (e->rec->fields_digest[0] == '\0')
         return GCK_OK; /* a manifest written before digests were recorded */
     char d[24];
     gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, d);
-    if (strcmp(d, e->fields_digest) != 0)
+    if (strcmp(d, e->rec->fields_digest) != 0)
         return gck_fail(GCK_ERR_CORRUPT,
                         "version %" PRIu64 " (%.200s): metadata, loss cid, dtypes or shapes differ from what was saved "
                         "(digest %s, the manifest records %s)",
-                        e->pub.version, e->file, d, e->fields_digest);
+                        e->pub.version, e->rec->file, d, e->rec->fields_digest);
     return GCK_OK;
 }
 
 /* Every tensor of a rebuilt version against the manifest's names and ids. */
-static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapshot *snap)
+static gck_status gck_check_against_entry(const gck_ver *e, const gck_snapshot *snap)
 {
     const size_t n = snap->tensors.n + snap->blobs.n;
     if (n != e->pub.n_tensor_names)
@@ -313,7 +421,7 @@ static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapsho
                         n, e->pub.n_tensor_names);
     const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
     for (size_t i = 0; i < n; i++) {
-        const char *name = e->names[i], *cid = NULL;
+        const char *name = e->pub.tensor_names[i], *cid = NULL;
         int found = 0;
         if (strncmp(name, GCK_OPTIMIZER_PREFIX, pl) == 0) {
             const size_t k = gck_named_find(&snap->blobs, name + pl, &found);
@@ -322,7 +430,7 @@ static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapsho
             const size_t k = gck_named_find(&snap->tensors, name, &found);
             cid = found ? ((gck_snap_tensor *)snap->tensors.items[k])->cid : NULL;
         }
-        if (cid == NULL || strcmp(cid, e->cids[i]) != 0)
+        if (cid == NULL || strcmp(cid, e->rec->cids[i]) != 0)
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' %s the manifest", e->pub.version,
                             name, cid ? "differs from" : "is missing but listed in");
     }
@@ -330,20 +438,19 @@ static gck_status gck_check_against_entry(const gck_mentry *e, const gck_snapsho
 }
 
 /* Rebuilds e given its base's content (NULL for a full version). */
-static gck_status gck_rebuild(gck_store *s, const gck_mentry *e, const gck_snapshot *base, gck_snapshot **out)
+static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot *base, gck_snapshot **out)
 {
     gck_snapshot *file = NULL;
     GCK_TRY(gck_load_file(s, e, &file));
     gck_snapshot *r = file;
-    gck_status st = GCK_OK;
-    if (e->pub.is_delta) {
+    if (gck_is_coded(e)) {
         r = NULL;
-        st = gck_delta_decode(s->codec, file, base, e->pub.delta_from, &r);
+        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL,
+                                               e->pub.is_delta ? e->pub.delta_from : 0, &r);
         gck_snapshot_destroy(file);
-        if (st != GCK_OK)
-            return gck_fail(st, "version %" PRIu64 " (%s): %s", e->pub.version, e->file, gck_last_error());
+        GCK_TRY_CTX(st, "version %" PRIu64 " (%s)", e->pub.version, e->rec->file);
     }
-    st = gck_check_against_entry(e, r);
+    const gck_status st = gck_check_against_entry(e, r);
     if (st != GCK_OK) {
         gck_snapshot_destroy(r);
         return st;
@@ -352,54 +459,62 @@ static gck_status gck_rebuild(gck_store *s, const gck_mentry *e, const gck_snaps
     return GCK_OK;
 }
 
-/* Content of version v in manager m (files as m names them); from the
+/* Content of version v in state m (files as m names them); from the
  * cache when allowed and it holds v or a version on v's chain. */
-static gck_status gck_restore_in(gck_store *s, const gck_manager *m, uint64_t v, int use_cache, gck_snapshot **out)
+static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, int use_cache, gck_snapshot **out)
 {
     /* the chain from v down to a full version (or the cached one) */
     size_t n = 0, cap = 8;
-    const gck_mentry **chain = gck_malloc(cap * sizeof *chain);
-    if (chain == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
-    const gck_mentry *e = gck_manager_find(m, v, NULL);
+    gck_snapshot *cur = NULL;
+    gck_ver e;
     int from_cache = 0;
-    gck_status st = e ? GCK_OK : gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", v);
-    while (st == GCK_OK) {
-        if (use_cache && s->cache != NULL && e->pub.version == s->cache_version) {
+    gck_status st = GCK_OK;
+    gck_ver *chain = gck_malloc(cap * sizeof *chain);
+    if (chain == NULL)
+        return gck_fail_oom("restore: version chain", cap * sizeof *chain);
+    if (!gck_ver_of(m, v, &e)) {
+        st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", v);
+        goto done;
+    }
+    for (;;) {
+        if (use_cache && s->cache != NULL && e.pub.version == s->cache_version) {
             from_cache = 1;
             break;
         }
         if (n == cap) {
-            const gck_mentry **nc = gck_realloc(chain, 2 * cap * sizeof *nc);
+            gck_ver *nc = gck_realloc(chain, 2 * cap * sizeof *nc);
             if (nc == NULL) {
-                st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
-                break;
+                st = gck_fail_oom("restore: version chain", 2 * cap * sizeof *nc);
+                goto done;
             }
             chain = nc, cap *= 2;
         }
         chain[n++] = e;
-        if (!e->pub.is_delta)
+        if (!e.pub.is_delta)
             break;
-        const gck_mentry *b = gck_manager_find(m, e->pub.delta_from, NULL);
-        if (b == NULL)
-            st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained", e->pub.version,
-                          e->pub.delta_from);
-        e = b;
+        const uint64_t base = e.pub.delta_from;
+        if (!gck_ver_of(m, base, &e)) {
+            st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
+                          chain[n - 1].pub.version, base);
+            goto done;
+        }
     }
-    gck_snapshot *cur = NULL;
-    if (st == GCK_OK && from_cache)
-        st = gck_snapshot_clone(s->cache, &cur);
-    while (st == GCK_OK && n > 0) {
+    if (from_cache && (st = gck_snapshot_clone(s->cache, &cur)) != GCK_OK)
+        goto done;
+    while (n > 0) {
         gck_snapshot *next = NULL;
-        st = gck_rebuild(s, chain[--n], cur, &next);
+        st = gck_rebuild(s, &chain[--n], cur, &next);
         gck_snapshot_destroy(cur);
-        cur = st == GCK_OK ? next : NULL;
+        cur = next;
+        if (st != GCK_OK)
+            goto done;
     }
-    free(chain);
-    if (st != GCK_OK)
-        return st;
     *out = cur;
-    return GCK_OK;
+    cur = NULL;
+done:
+    gck_snapshot_destroy(cur);
+    free(chain);
+    return st;
 }
 
 /* ---- readers beside a writer -------------------------------------------------------
@@ -414,22 +529,22 @@ static gck_status gck_restore_in(gck_store *s, const gck_manager *m, uint64_t v,
 #define GCK_READ_RETRIES 8
 
 /* The first data file on v's chain in m that does not exist, or NULL. */
-static const char *gck_chain_vanished(const gck_store *s, const gck_manager *m, uint64_t v)
+static const char *gck_chain_vanished(const gck_store *s, const gck_state *m, uint64_t v)
 {
-    for (const gck_mentry *e = gck_manager_find(m, v, NULL); e != NULL;
-         e = e->pub.is_delta ? gck_manager_find(m, e->pub.delta_from, NULL) : NULL) {
+    gck_ver e;
+    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_ver_of(m, e.pub.delta_from, &e)) {
         char p[PATH_MAX];
         struct stat sb;
-        if (gck_path(p, s, e->file) && stat(p, &sb) != 0 && errno == ENOENT)
-            return e->file;
+        if (gck_path(p, s, e.rec->file) && stat(p, &sb) != 0 && errno == ENOENT)
+            return e.rec->file;
     }
     return NULL;
 }
 
-static int gck_names_file(const gck_manager *m, const char *file)
+static int gck_names_file(const gck_state *m, const char *file)
 {
     for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->entries[i]->file, file) == 0)
+        if (strcmp(m->recs[i]->file, file) == 0)
             return 1;
     return 0;
 }
@@ -438,11 +553,11 @@ static int gck_names_file(const gck_manager *m, const char *file)
  * read-only handle whose file of v's chain is gone, follows the current
  * manifest - v rebased: rebuilt (and checked) from the files that manifest
  * names; v evicted: GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
- * own view (s->m) stays as it is. */
-static gck_status gck_follow_writer(gck_store *s, const gck_manager *m, uint64_t v, gck_status st,
+ * own view (s->cur) stays as it is. */
+static gck_status gck_follow_writer(gck_store *s, const gck_state *m, uint64_t v, gck_status st,
                                     gck_snapshot **out)
 {
-    gck_manager *cur = NULL;
+    gck_state cur = {0};
     for (int tries = 0; s->readonly && st == GCK_ERR_IO && tries < GCK_READ_RETRIES; tries++) {
         const char *gone = gck_chain_vanished(s, m, v);
         if (gone == NULL)
@@ -452,58 +567,61 @@ static gck_status gck_follow_writer(gck_store *s, const gck_manager *m, uint64_t
         char p[PATH_MAX];
         gck_store_config cfg;
         uint64_t gen;
-        gck_manager *next = NULL;
+        gck_state next = {0};
         gck_path(p, s, GCK_MANIFEST_NAME);
         const gck_status rs = gck_manifest_read(p, &next, &gen, &cfg);
         if (rs != GCK_OK) {
             st = rs;
             break;
         }
-        if (gck_names_file(next, name)) { /* still named: damage, not a writer's change */
-            gck_manager_destroy(next);
+        if (gck_names_file(&next, name)) { /* still named: damage, not a writer's change */
+            gck_state_clear(&next);
             st = gck_fail(GCK_ERR_IO, "version %" PRIu64 ": data file '%.300s/%.200s' is missing", v, s->dir, name);
             break;
         }
-        if (gck_manager_find(next, v, NULL) == NULL) {
-            gck_manager_destroy(next);
+        if (gck_manager_get(next.m, v) == NULL) {
+            gck_state_clear(&next);
             st = gck_fail(GCK_ERR_NOT_FOUND,
                           "version %" PRIu64 " was evicted meanwhile (a writer removed it after this read-only handle "
                           "read the manifest of '%.300s')",
                           v, s->dir);
             break;
         }
-        gck_manager_destroy(cur);
-        cur = next, m = next;
+        gck_state_clear(&cur);
+        cur = next, m = &cur;
         st = gck_restore_in(s, m, v, 0, out);
     }
-    gck_manager_destroy(cur);
+    gck_state_clear(&cur);
     return st;
 }
 
 gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_restore: NULL argument");
-    const gck_status st = gck_restore_in(s, s->m, version, 1, out);
-    return st == GCK_OK ? st : gck_follow_writer(s, s->m, version, st, out);
+    const gck_status st = gck_restore_in(s, &s->cur, version, 1, out);
+    return st == GCK_OK ? st : gck_follow_writer(s, &s->cur, version, st, out);
 }
 
 gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx, size_t *n_checked)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_verify: store is NULL");
     size_t ok = 0;
     gck_status st = GCK_OK;
     gck_snapshot *prev = NULL; /* the previous version: usually the next one's base */
     uint64_t prev_v = 0;
-    for (size_t i = 0; i < s->m->n && st == GCK_OK; i++) {
-        const gck_mentry *e = s->m->entries[i];
-        const uint64_t v = e->pub.version;
+    for (size_t i = 0; i < s->cur.n && st == GCK_OK; i++) {
+        gck_ver e = {.rec = NULL};
+        const uint64_t v = s->cur.recs[i]->version;
+        gck_ver_of(&s->cur, v, &e); /* every record's version is retained */
         gck_snapshot *cur = NULL;
-        if (e->pub.is_delta && prev != NULL && e->pub.delta_from == prev_v)
-            st = gck_rebuild(s, e, prev, &cur);
+        if (e.pub.is_delta && prev != NULL && e.pub.delta_from == prev_v)
+            st = gck_rebuild(s, &e, prev, &cur);
         else
-            st = gck_restore_in(s, s->m, v, 0, &cur);
+            st = gck_restore_in(s, &s->cur, v, 0, &cur);
         if (st != GCK_OK)
-            st = gck_follow_writer(s, s->m, v, st, &cur);
+            st = gck_follow_writer(s, &s->cur, v, st, &cur);
         gck_snapshot_destroy(prev);
         prev = cur, prev_v = v;
         /* evicted by a writer while this read-only handle looked: not damage */
@@ -575,8 +693,9 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
                                     uint64_t base_v, gck_names *written, const char **name_out, uint64_t *bytes_out)
 {
     char name[96], p[PATH_MAX];
+    const int packed = base == NULL && s->cfg.compress_full;
     snprintf(name, sizeof name, "v%08" PRIu64 "-g%" PRIu64 "%s.safetensors", v, s->generation + 1,
-             base ? ".delta" : "");
+             base ? ".delta" : packed ? ".packed" : "");
     if (!gck_path(p, s, name))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
@@ -588,7 +707,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
      * power loss would leave a version whose data is empty or partial), and
      * its name becomes durable with the commit's single directory fsync. */
     int fd = -1;
-    if (base != NULL) {
+    if (base != NULL || packed) {
         gck_snapshot *d = NULL;
         st = gck_delta_encode(s->codec, content, base, base_v, &d);
         if (st == GCK_OK)
@@ -604,7 +723,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
         free(own);
         close(fd);
         unlink(p);
-        return gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+        return gck_fail_oom("store: name of a written file", sizeof name);
     }
     *name_out = own;
     *bytes_out = gck_file_size(s, name);
@@ -613,45 +732,47 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
 
 /* The base a dependent of `evicted` moves to: the evicted version's own base
  * when that is retained, else 0 (becomes full). */
-static uint64_t gck_new_base(const gck_manager *m, const gck_mentry *evicted)
+static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
 {
-    if (evicted->pub.is_delta && gck_manager_find(m, evicted->pub.delta_from, NULL) != NULL)
-        return evicted->pub.delta_from;
+    if (evicted->is_delta && gck_manager_get(m, evicted->delta_from) != NULL)
+        return evicted->delta_from;
     return 0;
 }
 
 /* Rebases every delta of `next` whose base is `evicted` (still present in
  * next). New files are added to `written`. */
-static gck_status gck_rebase_dependents(gck_store *s, gck_manager *next, const gck_mentry *evicted,
+static gck_status gck_rebase_dependents(gck_store *s, gck_state *next, const gck_entry *evicted,
                                         gck_names *written)
 {
-    const uint64_t nb = gck_new_base(next, evicted);
-    gck_status st = GCK_OK;
-    for (size_t i = 0; i < next->n && st == GCK_OK; i++) {
-        gck_mentry *d = next->entries[i];
-        if (!d->pub.is_delta || d->pub.delta_from != evicted->pub.version)
+    const uint64_t nb = gck_new_base(next->m, evicted);
+    for (size_t i = 0; i < next->n; i++) {
+        const gck_vrec *r = next->recs[i];
+        const gck_entry *d = gck_manager_get(next->m, r->version);
+        if (!d->is_delta || d->delta_from != evicted->version)
             continue;
         gck_snapshot *content = NULL, *base = NULL;
-        st = gck_restore_in(s, s->m, d->pub.version, 1, &content);
-        if (st == GCK_OK && nb != 0)
-            st = gck_restore_in(s, s->m, nb, 1, &base);
         const char *name = NULL;
         uint64_t bytes = 0;
+        gck_vrec *nr = NULL;
+        gck_status st = gck_restore_in(s, &s->cur, r->version, 1, &content);
+        if (st == GCK_OK && nb != 0)
+            st = gck_restore_in(s, &s->cur, nb, 1, &base);
         if (st == GCK_OK)
-            st = gck_write_version(s, d->pub.version, content, base, nb, written, &name, &bytes);
-        if (st == GCK_OK) {
-            free(d->file);
-            d->file = gck_strdup(name);
-            if (d->file == NULL)
-                st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
-            d->stored_bytes = bytes;
-            d->pub.is_delta = nb != 0;
-            d->pub.delta_from = nb;
-        }
+            st = gck_write_version(s, r->version, content, base, nb, written, &name, &bytes);
+        if (st == GCK_OK &&
+            (nr = gck_vrec_new(r->version, r->step, bytes, name, (const char *const *)r->cids, r->n_cids,
+                               r->fields_digest)) == NULL)
+            st = GCK_ERR_NO_MEMORY;
         gck_snapshot_destroy(content);
         gck_snapshot_destroy(base);
+        if (st == GCK_OK)
+            st = gck_state_put(next, nr); /* r is released here: not read again */
+        if (st != GCK_OK)
+            return gck_fail_ctx(st, "rebasing version %" PRIu64 " off evicted %" PRIu64, d->version,
+                                evicted->version);
+        gck_manager_set_base(next->m, d->version, nb);
     }
-    return st;
+    return GCK_OK;
 }
 
 /* Names and content ids of a snapshot as the manifest lists them (blobs as
@@ -663,14 +784,14 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
     char **nv = gck_calloc(nt + nb + 1, sizeof *nv);
     const char **cv = gck_calloc(nt + nb + 1, sizeof *cv);
     uint64_t bytes = 0;
-    gck_status st = nv && cv ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+    gck_status st = nv && cv ? GCK_OK : gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
     for (size_t i = 0; st == GCK_OK && i < nt; i++) {
         const gck_snap_tensor *t = snap->tensors.items[i];
         nv[i] = gck_strdup(t->name);
         cv[i] = t->cid;
         bytes += t->nbytes;
         if (nv[i] == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            st = gck_fail_oom("store: a tensor name", strlen(t->name) + 1);
     }
     for (size_t i = 0; st == GCK_OK && i < nb; i++) {
         const gck_snap_blob *b = snap->blobs.items[i];
@@ -679,7 +800,7 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
         cv[nt + i] = b->cid;
         bytes += b->len;
         if (nv[nt + i] == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+            st = gck_fail_oom("store: an optimizer blob name", len);
         else
             snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
     }
@@ -694,21 +815,30 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
 }
 
 /* Replaces the committed state with `next` (already written as the manifest). */
-static void gck_switch(gck_store *s, gck_manager *next)
+static void gck_switch(gck_store *s, gck_state *next)
 {
-    gck_manager_destroy(s->m);
-    s->m = next;
+    gck_state_clear(&s->cur);
+    s->cur = *next;
+    *next = (gck_state){0};
     s->generation++;
 }
 
-gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
-                          uint64_t *version_out)
+/* The checks of a save's arguments (fn: the public name, for the message). */
+static gck_status gck_check_save(const gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                                 const char *fn)
 {
-    GCK_CHECK_ARG(s != NULL && snap != NULL, "gck_store_save: NULL argument");
-    GCK_TRY(gck_check_writable(s, "gck_store_save"));
-    GCK_CHECK_ARG(tags != NULL || n_tags == 0, "gck_store_save: tags is NULL with n_tags %zu", n_tags);
+    GCK_CHECK_ARG(s != NULL && snap != NULL, "%s: NULL argument", fn);
+    GCK_TRY(gck_check_writable(s, fn));
+    GCK_CHECK_ARG(tags != NULL || n_tags == 0, "%s: tags is NULL with n_tags %zu", fn, n_tags);
     for (size_t i = 0; i < n_tags; i++)
-        GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "gck_store_save: tag %zu is NULL or empty", i);
+        GCK_CHECK_ARG(tags[i] != NULL && tags[i][0] != '\0', "%s: tag %zu is NULL or empty", fn, i);
+    return GCK_OK;
+}
+
+/* A save, on the caller's thread or the background one (arguments checked). */
+static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                               uint64_t *version_out)
+{
     char **names = NULL;
     const char **cids = NULL;
     size_t n = 0;
@@ -716,11 +846,11 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     GCK_TRY(gck_listing(snap, &names, &cids, &n, &full_bytes));
 
     gck_plan p;
-    gck_manager_plan(s->m, full_bytes, &p);
-    const gck_mentry *evicted = p.evict ? gck_manager_find(s->m, p.evicted, NULL) : NULL;
+    gck_manager_plan(s->cur.m, full_bytes, &p);
+    const gck_entry *evicted = p.evict ? gck_manager_get(s->cur.m, p.evicted) : NULL;
     /* a base this very save evicts is replaced as a dependent's would be */
-    if (p.is_delta && evicted != NULL && p.base == evicted->pub.version) {
-        p.base = gck_new_base(s->m, evicted);
+    if (p.is_delta && evicted != NULL && p.base == evicted->version) {
+        p.base = gck_new_base(s->cur.m, evicted);
         p.is_delta = p.base != 0;
     }
     /* a snapshot that carries a delta description itself cannot be a delta */
@@ -728,53 +858,53 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
         p.is_delta = 0;
 
     gck_names written = {0}, replaced = {0};
-    gck_manager *next = NULL;
+    gck_state next = {0};
     gck_snapshot *owned_base = NULL;
     const gck_snapshot *base = NULL;
     const char *name = NULL;
     uint64_t bytes = 0;
+    int renamed = 0;
     gck_status st = GCK_OK;
     if (p.is_delta && s->cache != NULL && s->cache_version == p.base)
         base = s->cache; /* the usual case: the previous save's content */
+    else if (p.is_delta && (st = gck_restore_in(s, &s->cur, p.base, 1, &owned_base)) != GCK_OK)
+        goto done;
     else if (p.is_delta)
-        st = gck_restore_in(s, s->m, p.base, 1, &owned_base), base = owned_base;
-    if (st == GCK_OK)
-        st = gck_write_version(s, p.version, snap, base, p.base, &written, &name, &bytes);
+        base = owned_base;
+    st = gck_write_version(s, p.version, snap, base, p.base, &written, &name, &bytes);
     gck_snapshot_destroy(owned_base);
-    if (st == GCK_OK)
-        st = gck_manager_clone(s->m, &next);
-    if (st == GCK_OK && evicted != NULL)
-        st = gck_rebase_dependents(s, next, evicted, &written);
-    /* files the new state no longer needs, deleted after the commit */
-    if (st == GCK_OK && evicted != NULL) {
-        for (size_t i = 0; st == GCK_OK && i < s->m->n; i++) {
-            const gck_mentry *old = s->m->entries[i];
-            const gck_mentry *now = gck_manager_find(next, old->pub.version, NULL);
-            char *f = NULL;
-            if (old == evicted || (now != NULL && strcmp(now->file, old->file) != 0))
-                f = gck_strdup(old->file);
-            else
+    if (st != GCK_OK || (st = gck_state_clone(&s->cur, &next)) != GCK_OK)
+        goto done;
+    if (evicted != NULL) {
+        if ((st = gck_rebase_dependents(s, &next, evicted, &written)) != GCK_OK)
+            goto done;
+        /* files the new state no longer needs, deleted after the commit */
+        for (size_t i = 0; i < s->cur.n; i++) {
+            const gck_vrec *old = s->cur.recs[i];
+            const gck_vrec *now = gck_state_rec(&next, old->version);
+            if (old->version != evicted->version && (now == NULL || strcmp(now->file, old->file) == 0))
                 continue;
+            char *f = gck_strdup(old->file);
             if (f == NULL || !gck_names_add(&replaced, f, -1)) {
                 free(f);
-                st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+                st = gck_fail_oom("store: names of replaced files", replaced.cap * sizeof(char *));
+                goto done;
             }
         }
     }
-    gck_mentry *added = NULL;
-    if (st == GCK_OK) {
-        const uint64_t ts = snap->timestamp;
-        st = gck_manager_apply(next, &p, (const char *const *)names, cids, n, full_bytes, ts, NULL, 0, &added);
-    }
+    st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0);
     for (size_t i = 0; st == GCK_OK && i < n_tags; i++)
-        st = gck_mentry_add_tag(added, tags[i], 1);
-    if (st == GCK_OK) {
-        added->step = snap->step;
-        gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, added->fields_digest);
-        added->stored_bytes = bytes;
-        if ((added->file = gck_strdup(written.v[0])) == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store: out of memory");
+        st = gck_manager_add_tag(next.m, p.version, tags[i], 1);
+    if (st != GCK_OK)
+        goto done;
+    char digest[24];
+    gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, digest);
+    gck_vrec *rec = gck_vrec_new(p.version, snap->step, bytes, written.v[0], cids, n, digest);
+    if (rec == NULL || (st = gck_state_put(&next, rec)) != GCK_OK) {
+        st = GCK_ERR_NO_MEMORY;
+        goto done;
     }
+    gck_state_prune(&next); /* the evicted version's record */
     /* The commit: the manifest's temporary file is written and fsynced (so
      * the rename can never be durable ahead of the manifest's bytes: a power
      * loss would leave an empty manifest.json, an unreadable store), renamed
@@ -788,22 +918,20 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
      * together with the manifest's (none of them may be missing when the
      * rename happens, and until then their order does not matter), so their
      * device flushes overlap. */
-    int renamed = 0;
-    if (st == GCK_OK) {
-        st = gck_commit_with(s, next, written.fd, written.n, &renamed);
-        for (size_t i = 0; i < written.n; i++)
-            written.fd[i] = -1; /* closed by the commit, whatever its outcome */
-    }
+    st = gck_commit_with(s, &next, written.fd, written.n, &renamed);
+    for (size_t i = 0; i < written.n; i++)
+        written.fd[i] = -1; /* closed by the commit, whatever its outcome */
+done:
     for (size_t i = 0; i < n; i++)
         free(names[i]);
     free(names), free(cids);
     if (st != GCK_OK && !renamed) {
-        gck_manager_destroy(next);
+        gck_state_clear(&next);
         gck_names_drop(s, &written, 1);
         gck_names_drop(s, &replaced, 0);
         return st;
     }
-    gck_switch(s, next);
+    gck_switch(s, &next);
     gck_names_drop(s, &written, 0);
     /* the commit's directory fsync made the new files durable; a replaced
      * file whose unlink is lost to a crash is garbage the next open removes */
@@ -812,7 +940,7 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
      * when the layout is unchanged); without it the next save reads it back.
      * Not copied when the policy makes the next save full anyway (then the
      * buffers stay for a later save, marked as holding no version). */
-    const gck_policy *pol = &s->m->policy;
+    const gck_policy *pol = gck_manager_policy(s->cur.m);
     const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
                           pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes;
     const gck_status cs =
@@ -829,40 +957,170 @@ gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *co
     return st; /* an error here: saved, but the directory fsync failed (the message says so) */
 }
 
+gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
+                          uint64_t *version_out)
+{
+    GCK_TRY(gck_check_save(s, snap, tags, n_tags, "gck_store_save"));
+    gck_quiesce(s);
+    GCK_TRY(gck_take_async_error(s));
+    return gck_save_now(s, snap, tags, n_tags, version_out);
+}
+
+/* ---- asynchronous saves ---------------------------------------------------------- */
+
+static void gck_tags_free(char **t, size_t n)
+{
+    for (size_t i = 0; t != NULL && i < n; i++)
+        free(t[i]);
+    free(t);
+}
+
+/* The background thread: saves each queued snapshot exactly as gck_store_save does. */
+static void *gck_async_main(void *arg)
+{
+    gck_store *s = arg;
+    gck_async *a = s->async;
+#ifdef _OPENMP
+    if (s->cfg.async_threads > 0) /* this thread's own OpenMP setting; the caller's is untouched */
+        omp_set_num_threads(s->cfg.async_threads);
+#endif
+    pthread_mutex_lock(&a->mu);
+    for (;;) {
+        while (a->job == NULL && !a->stop)
+            pthread_cond_wait(&a->cv, &a->mu);
+        if (a->job == NULL)
+            break;
+        gck_snapshot *snap = a->job;
+        char **tags = a->tags;
+        const size_t n_tags = a->n_tags;
+        a->job = NULL, a->tags = NULL, a->n_tags = 0;
+        pthread_mutex_unlock(&a->mu);
+        uint64_t v = 0;
+        const gck_status st = gck_save_now(s, snap, (const char *const *)tags, n_tags, &v);
+        gck_snapshot_destroy(snap);
+        gck_tags_free(tags, n_tags);
+        pthread_mutex_lock(&a->mu);
+        a->result = st;
+        a->unreported = st != GCK_OK;
+        a->version = v; /* set by a save that happened, also when only its final sync failed */
+        if (st != GCK_OK)
+            snprintf(a->msg, sizeof a->msg, "%s", gck_last_error());
+        a->busy = 0;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+/* The async state, made (and its thread started) at the first asynchronous save. */
+static gck_status gck_async_start(gck_store *s)
+{
+    if (s->async != NULL)
+        return GCK_OK;
+    gck_async *a = gck_calloc(1, sizeof *a);
+    if (a == NULL)
+        return gck_fail_oom("asynchronous save state", sizeof *a);
+    if (pthread_mutex_init(&a->mu, NULL) != 0) {
+        free(a);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot create a mutex");
+    }
+    if (pthread_cond_init(&a->cv, NULL) != 0) {
+        pthread_mutex_destroy(&a->mu);
+        free(a);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot create a condition variable");
+    }
+    s->async = a;
+    const int err = pthread_create(&a->thread, NULL, gck_async_main, s);
+    if (err != 0) {
+        gck_async_end(s);
+        return gck_fail(GCK_ERR_IO, "gck_store_save_async: cannot start the background thread: %s", strerror(err));
+    }
+    a->started = 1;
+    return GCK_OK;
+}
+
+gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *const *tags, size_t n_tags)
+{
+    char **own = NULL;
+    gck_status st = gck_check_save(s, snap, tags, n_tags, "gck_store_save_async");
+    if (st != GCK_OK)
+        goto fail;
+    /* the store reads the snapshot later: bytes it borrows could change meanwhile */
+    for (size_t i = 0; i < snap->tensors.n; i++) {
+        const gck_snap_tensor *t = snap->tensors.items[i];
+        if (t->borrowed) {
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT,
+                          "gck_store_save_async: tensor '%.200s' borrows its bytes from their owner, who may change "
+                          "them before the save reads them: pass a copy (gck_snapshot_clone)",
+                          t->name);
+            goto fail;
+        }
+    }
+    gck_quiesce(s); /* at most one snapshot in flight */
+    if ((st = gck_take_async_error(s)) != GCK_OK || (st = gck_async_start(s)) != GCK_OK)
+        goto fail;
+    own = gck_calloc(n_tags ? n_tags : 1, sizeof *own);
+    if (own == NULL) {
+        st = gck_fail_oom("gck_store_save_async: tags", (n_tags ? n_tags : 1) * sizeof *own);
+        goto fail;
+    }
+    for (size_t i = 0; i < n_tags; i++)
+        if ((own[i] = gck_strdup(tags[i])) == NULL) {
+            st = gck_fail_oom("gck_store_save_async: a tag", strlen(tags[i]) + 1);
+            goto fail;
+        }
+    gck_async *a = s->async;
+    pthread_mutex_lock(&a->mu);
+    a->job = snap, a->tags = own, a->n_tags = n_tags;
+    a->busy = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    return GCK_OK;
+fail:
+    gck_tags_free(own, n_tags);
+    gck_snapshot_destroy(snap);
+    return st;
+}
+
+gck_status gck_store_wait(gck_store *s, uint64_t *version_out)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_store_wait: store is NULL");
+    gck_quiesce(s);
+    if (version_out != NULL)
+        *version_out = s->async != NULL ? s->async->version : 0;
+    return gck_take_async_error(s);
+}
+
 /* Adds (add = 1) or removes a tag, committing the change. */
 static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int add, const char *fn)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && tag != NULL, "%s: NULL argument", fn);
     GCK_TRY(gck_check_writable(s, fn));
     GCK_CHECK_ARG(tag[0] != '\0', "%s: empty tag", fn);
-    const gck_mentry *cur = gck_manager_find(s->m, version, NULL);
+    const gck_entry *cur = gck_manager_get(s->cur.m, version);
     if (cur == NULL)
         return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
-    size_t has = cur->pub.n_tags;
-    for (size_t i = 0; i < cur->pub.n_tags; i++)
-        if (strcmp(cur->tags[i], tag) == 0)
-            has = i;
-    if (add ? has < cur->pub.n_tags : has == cur->pub.n_tags)
+    int has = 0;
+    for (size_t i = 0; i < cur->n_tags; i++)
+        has |= strcmp(cur->tags[i], tag) == 0;
+    if (add == has)
         return GCK_OK; /* nothing to change */
-    gck_manager *next = NULL;
-    GCK_TRY(gck_manager_clone(s->m, &next));
-    gck_mentry *e = gck_manager_find(next, version, NULL);
+    gck_state next = {0};
+    GCK_TRY(gck_state_clone(&s->cur, &next));
     gck_status st = GCK_OK;
-    if (add) {
-        st = gck_mentry_add_tag(e, tag, 1);
-    } else {
-        free(e->tags[has]);
-        memmove(&e->tags[has], &e->tags[has + 1], (e->pub.n_tags - has - 1) * sizeof *e->tags);
-        e->pub.n_tags--;
-    }
+    if (add)
+        st = gck_manager_add_tag(next.m, version, tag, 1);
+    else
+        gck_manager_remove_tag(next.m, version, tag);
     int renamed = 0;
     if (st == GCK_OK)
-        st = gck_commit(s, next, &renamed);
+        st = gck_commit(s, &next, &renamed);
     if (st != GCK_OK && !renamed) {
-        gck_manager_destroy(next);
+        gck_state_clear(&next);
         return st;
     }
-    gck_switch(s, next);
+    gck_switch(s, &next);
     return st;
 }
 
@@ -878,9 +1136,10 @@ gck_status gck_store_untag(gck_store *s, uint64_t version, const char *tag)
 
 gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && tag != NULL && version_out != NULL, "gck_store_find_tag: NULL argument");
-    for (size_t i = s->m->n; i-- > 0;) {
-        const gck_entry *e = &s->m->entries[i]->pub;
+    for (size_t i = s->cur.n; i-- > 0;) {
+        const gck_entry *e = gck_manager_get(s->cur.m, s->cur.recs[i]->version);
         for (size_t t = 0; t < e->n_tags; t++)
             if (strcmp(e->tags[t], tag) == 0) {
                 *version_out = e->version;
@@ -892,57 +1151,65 @@ gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *ver
 
 size_t gck_store_versions(const gck_store *s, uint64_t *out, size_t cap)
 {
-    return s != NULL ? gck_manager_versions(s->m, out, cap) : 0;
+    gck_quiesce(s);
+    return s != NULL ? gck_manager_versions(s->cur.m, out, cap) : 0;
 }
 
 const gck_entry *gck_store_get(const gck_store *s, uint64_t version)
 {
-    return s != NULL ? gck_manager_get(s->m, version) : NULL;
+    gck_quiesce(s);
+    return s != NULL ? gck_manager_get(s->cur.m, version) : NULL;
 }
 
 const gck_entry *gck_store_latest(const gck_store *s)
 {
-    return s != NULL ? gck_manager_latest(s->m) : NULL;
+    gck_quiesce(s);
+    return s != NULL ? gck_manager_latest(s->cur.m) : NULL;
 }
 
 gck_status gck_store_config_get(const gck_store *s, gck_store_config *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_config_get: NULL argument");
     *out = s->cfg;
-    out->policy = s->m->policy;
+    out->policy = *gck_manager_policy(s->cur.m);
     return GCK_OK;
 }
 
 gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_stats_get: NULL argument");
-    const gck_manager_stats ms = gck_manager_stats_get(s->m);
+    const gck_manager_stats ms = gck_manager_stats_get(s->cur.m);
     *out = (gck_store_stats){.versions = ms.total_checkpoints, .full_versions = ms.full_checkpoints,
                              .delta_versions = ms.delta_checkpoints, .logical_bytes = ms.total_bytes,
                              .disk_bytes = gck_file_size(s, GCK_MANIFEST_NAME)};
-    for (size_t i = 0; i < s->m->n; i++)
-        out->disk_bytes += s->m->entries[i]->stored_bytes;
+    for (size_t i = 0; i < s->cur.n; i++)
+        out->disk_bytes += s->cur.recs[i]->stored_bytes;
     return GCK_OK;
 }
 
 uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
 {
-    const gck_mentry *e = s != NULL ? gck_manager_find(s->m, version, NULL) : NULL;
-    return e != NULL ? e->stored_bytes : 0;
+    gck_quiesce(s);
+    const gck_vrec *r = s != NULL ? gck_state_rec(&s->cur, version) : NULL;
+    return r != NULL ? r->stored_bytes : 0;
 }
 
 gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL && out != NULL, "gck_store_version_info: NULL argument");
-    const gck_mentry *e = gck_manager_find(s->m, version, NULL);
-    if (e == NULL)
+    gck_ver ev;
+    if (!gck_ver_of(&s->cur, version, &ev))
         return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    const gck_ver *e = &ev;
     *out = (gck_version_info){
-        .version = e->pub.version, .step = e->step, .timestamp_secs = e->pub.timestamp_secs,
+        .version = e->pub.version, .step = e->rec->step, .timestamp_secs = e->pub.timestamp_secs,
         .is_delta = e->pub.is_delta, .delta_from = e->pub.is_delta ? e->pub.delta_from : 0,
-        .full_bytes = e->pub.full_bytes, .stored_bytes = e->stored_bytes, .file = e->file,
+        .full_bytes = e->pub.full_bytes, .stored_bytes = e->rec->stored_bytes, .file = e->rec->file,
         .tags = e->pub.tags, .n_tags = e->pub.n_tags, .tensor_names = e->pub.tensor_names,
-        .content_ids = (const char *const *)e->cids, .n_tensors = e->pub.n_tensor_names};
+        .content_ids = (const char *const *)e->rec->cids, .n_tensors = e->pub.n_tensor_names};
     return GCK_OK;
 }
 
@@ -958,19 +1225,19 @@ static int gck_listed_cmp(const void *pa, const void *pb)
     return strcmp(((const gck_listed *)pa)->name, ((const gck_listed *)pb)->name);
 }
 
-static gck_listed *gck_listing_of(const gck_mentry *e)
+static gck_listed *gck_listing_of(const gck_ver *e)
 {
     const size_t n = e->pub.n_tensor_names;
     gck_listed *l = gck_malloc((n ? n : 1) * sizeof *l);
     if (l == NULL)
         return NULL;
     for (size_t i = 0; i < n; i++)
-        l[i] = (gck_listed){e->names[i], e->cids[i]};
+        l[i] = (gck_listed){e->pub.tensor_names[i], e->rec->cids[i]};
     qsort(l, n, sizeof *l, gck_listed_cmp);
     return l;
 }
 
-static const char *gck_listed_cid(const gck_listed *l, const gck_mentry *e, const char *name)
+static const char *gck_listed_cid(const gck_listed *l, const gck_ver *e, const char *name)
 {
     const gck_listed key = {name, NULL};
     const gck_listed *f = bsearch(&key, l, e->pub.n_tensor_names, sizeof *l, gck_listed_cmp);
@@ -979,7 +1246,7 @@ static const char *gck_listed_cid(const gck_listed *l, const gck_mentry *e, cons
 
 /* One level of a version's chain, opened on first use. */
 typedef struct gck_rlevel {
-    const gck_mentry *e;
+    gck_ver e;
     int cached;             /* the store's in-memory copy of e (the chain stops here) */
     gck_snapshot *delta;    /* e is a delta: its file (mapped) */
     gck_delta_index *index; /* and its description */
@@ -1002,18 +1269,18 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
     if (lv->cached || lv->delta != NULL || lv->full != NULL)
         return GCK_OK;
     char p[PATH_MAX];
-    if (!gck_path(p, s, lv->e->file))
+    if (!gck_path(p, s, lv->e.rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     gck_status st;
-    if (lv->e->pub.is_delta) {
+    if (gck_is_coded(&lv->e)) {
         st = gck_snapshot_load_mmap(p, 0, &lv->delta); /* payloads are read as they are decoded */
         if (st == GCK_OK)
-            st = gck_delta_index_open(lv->delta, lv->e->pub.delta_from, &lv->index);
+            st = gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index);
     } else {
         st = gck_st_open(p, &lv->full);
     }
     if (st != GCK_OK)
-        return gck_fail(st, "version %" PRIu64 " (%s): %s", lv->e->pub.version, lv->e->file, gck_last_error());
+        return gck_fail(st, "version %" PRIu64 " (%s): %s", lv->e.pub.version, lv->e.rec->file, gck_last_error());
     return GCK_OK;
 }
 
@@ -1045,7 +1312,7 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
 {
     const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
     const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
-    const uint64_t v = lv[0].e->pub.version;
+    const uint64_t v = lv[0].e.pub.version;
     gck_dtype dt = GCK_DTYPE_U8;
     size_t nbytes = 0;
     for (size_t l = 0; l < nlev; l++) {
@@ -1058,19 +1325,19 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
             pl->cache_data = gck_cache_find(s->cache, name, &ldt, &lbytes, &cid);
             if (pl->cache_data == NULL)
                 return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from version %" PRIu64,
-                                v, name, lv[l].e->pub.version);
+                                v, name, lv[l].e.pub.version);
             pl->bottom_cid = cid;
         } else if (lv[l].full != NULL) {
             pl->fe = gck_st_find(lv[l].full, name);
             if (pl->fe == NULL)
                 return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from %s", v, name,
-                                lv[l].e->file);
+                                lv[l].e.rec->file);
             ldt = pl->fe->dtype, lbytes = pl->fe->nbytes;
         } else {
             items[l] = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
             if (items[l] == NULL)
                 return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' is missing from %s", v, name,
-                                lv[l].e->file);
+                                lv[l].e.rec->file);
             ldt = items[l]->dtype, lbytes = items[l]->nbytes;
             bottom = items[l]->enc == GCK_DELTA_RAW;
             pl->decoded |= items[l]->enc != GCK_DELTA_REF;
@@ -1082,7 +1349,7 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
                             lbytes, size);
         if (l > 0 && (ldt != dt || lbytes != nbytes))
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' differs in version %" PRIu64
-                            " from the delta built on it", v, name, lv[l].e->pub.version);
+                            " from the delta built on it", v, name, lv[l].e.pub.version);
         dt = ldt, nbytes = lbytes;
         if (bottom) {
             pl->bottom = l;
@@ -1105,7 +1372,7 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
                                             gck_snapshot **fields)
 {
     gck_snapshot *snap = NULL;
-    st = gck_follow_writer(s, s->m, version, st, &snap);
+    st = gck_follow_writer(s, &s->cur, version, st, &snap);
     for (size_t i = 0; i < n && st == GCK_OK; i++) {
         gck_tensor_info ti;
         const void *blob = NULL;
@@ -1135,9 +1402,10 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
 gck_status gck_store_restore_into(gck_store *s, uint64_t version, const char *const *names, void *const *dsts,
                                   const size_t *sizes, size_t n, gck_snapshot **fields)
 {
+    gck_quiesce(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
     const gck_status st = gck_restore_into_view(s, version, names, dsts, sizes, n, fields);
-    if (st != GCK_ERR_IO || !s->readonly || gck_chain_vanished(s, s->m, version) == NULL)
+    if (st != GCK_ERR_IO || !s->readonly || gck_chain_vanished(s, &s->cur, version) == NULL)
         return st;
     return gck_restore_into_followed(s, version, names, dsts, sizes, n, st, fields);
 }
@@ -1147,28 +1415,34 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
 {
     GCK_CHECK_ARG(s != NULL, "gck_store_restore_into: store is NULL");
     GCK_TRY(gck_check_dsts("gck_store_restore_into", names, dsts, sizes, n));
-    const gck_mentry *e = gck_manager_find(s->m, version, NULL);
-    if (e == NULL)
+    gck_ver ev, x;
+    if (!gck_ver_of(&s->cur, version, &ev))
         return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    const gck_ver *e = &ev;
     /* the chain from the version down to a full one, or to the cached one */
     size_t nlev = 0;
-    for (const gck_mentry *x = e; x != NULL; x = gck_manager_find(s->m, x->pub.delta_from, NULL)) {
+    for (x = ev;; ) {
         nlev++;
-        if ((s->cache != NULL && x->pub.version == s->cache_version) || !x->pub.is_delta)
+        if ((s->cache != NULL && x.pub.version == s->cache_version) || !x.pub.is_delta)
             break;
-        if (gck_manager_find(s->m, x->pub.delta_from, NULL) == NULL)
+        const uint64_t b = x.pub.delta_from;
+        if (!gck_ver_of(&s->cur, b, &x))
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
-                            x->pub.version, x->pub.delta_from);
+                            x.pub.version, b);
     }
     gck_rlevel *lv = gck_calloc(nlev, sizeof *lv);
     const gck_delta_item **items = gck_calloc(n * nlev + 1, sizeof *items); /* [tensor][level] */
     gck_rplan *plan = gck_calloc(n + 1, sizeof *plan);
     gck_listed *want = gck_listing_of(e);
-    gck_status st = lv && items && plan && want ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    gck_status st = lv && items && plan && want ? GCK_OK
+                                                : gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
     if (st == GCK_OK) {
-        const gck_mentry *x = e;
-        for (size_t l = 0; l < nlev; l++, x = gck_manager_find(s->m, x->pub.delta_from, NULL))
-            lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x->pub.version == s->cache_version};
+        x = ev;
+        for (size_t l = 0; l < nlev; l++) {
+            lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
+            if (l + 1 < nlev)
+                gck_ver_of(&s->cur, x.pub.delta_from, &x); /* checked above */
+        }
     }
     /* every name, size and level checked before the first byte is written */
     for (size_t i = 0; i < n && st == GCK_OK; i++) {
@@ -1197,21 +1471,21 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     void **fd = st == GCK_OK ? gck_calloc(n + 1, sizeof *fd) : NULL;
     const char **fw = st == GCK_OK ? gck_calloc(n + 1, sizeof *fw) : NULL;
     if (st == GCK_OK && (fe == NULL || fd == NULL || fw == NULL))
-        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
     gck_listed *bottom_ids = NULL;
-    if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(lv[nlev - 1].e)) == NULL)
-        st = gck_fail(GCK_ERR_NO_MEMORY, "restore: out of memory");
+    if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)
+        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
     size_t nf = 0;
     for (size_t i = 0; i < n && st == GCK_OK; i++) {
         if (plan[i].fe != NULL && plan[i].bottom == nlev - 1) {
-            plan[i].bottom_cid = gck_listed_cid(bottom_ids, lv[nlev - 1].e, names[i]);
+            plan[i].bottom_cid = gck_listed_cid(bottom_ids, &lv[nlev - 1].e, names[i]);
             fe[nf] = plan[i].fe, fd[nf] = dsts[i], fw[nf] = plan[i].bottom_cid, nf++;
         }
     }
     if (st == GCK_OK && nf > 0) {
         st = gck_st_read_into(lv[nlev - 1].full, fe, fd, fw, nf);
         if (st != GCK_OK)
-            st = gck_fail(st, "version %" PRIu64 ": %s", lv[nlev - 1].e->pub.version, gck_last_error());
+            st = gck_fail(st, "version %" PRIu64 ": %s", lv[nlev - 1].e.pub.version, gck_last_error());
     }
     /* then each tensor's raw bottom and the levels above, in place */
     for (size_t i = 0; i < n && st == GCK_OK; i++) {
@@ -1223,7 +1497,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
             if (it != NULL && (l < pl->bottom || it->enc == GCK_DELTA_RAW))
                 st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
             if (st != GCK_OK)
-                st = gck_fail(st, "version %" PRIu64 " (%s): %s", lv[l].e->pub.version, lv[l].e->file,
+                st = gck_fail(st, "version %" PRIu64 " (%s): %s", lv[l].e.pub.version, lv[l].e.rec->file,
                               gck_last_error());
         }
         if (st != GCK_OK)
@@ -1252,4 +1526,106 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     if (fields != NULL)
         *fields = f;
     return GCK_OK;
+}
+
+/* ---- restoring chosen tensors as a snapshot --------------------------------------- */
+
+/* dtype, shape and size of tensor (or "__optimizer__/<param>" blob) `name`
+ * of the version lv stands for, from its own file (or the cache); 0 when it
+ * has none. */
+static int gck_level_layout(const gck_store *s, const gck_rlevel *lv, const char *name, gck_dtype *dt,
+                            const int64_t **shape, size_t *ndim, size_t *nbytes)
+{
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, pl) == 0;
+    *shape = NULL, *ndim = 0;
+    if (lv->cached) {
+        const char *cid;
+        if (gck_cache_find(s->cache, name, dt, nbytes, &cid) == NULL)
+            return 0;
+        int found = 0;
+        const size_t k = blob ? 0 : gck_named_find(&s->cache->tensors, name, &found);
+        if (found) {
+            const gck_snap_tensor *t = s->cache->tensors.items[k];
+            *shape = t->shape, *ndim = t->ndim;
+        }
+        return 1;
+    }
+    if (lv->full != NULL) {
+        const gck_st_entry *e = gck_st_find(lv->full, name);
+        if (e == NULL)
+            return 0;
+        *dt = e->dtype, *nbytes = e->nbytes, *shape = e->shape, *ndim = e->ndim;
+        return 1;
+    }
+    const gck_delta_item *it = gck_delta_index_find(lv->index, blob, blob ? name + pl : name);
+    if (it == NULL)
+        return 0;
+    *dt = it->dtype, *nbytes = it->nbytes, *shape = it->shape, *ndim = it->ndim;
+    return 1;
+}
+
+gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,
+                                    gck_snapshot **out)
+{
+    GCK_CHECK_ARG(s != NULL && out != NULL && (names != NULL || n == 0), "gck_store_restore_select: NULL argument");
+    for (size_t i = 0; i < n; i++)
+        GCK_CHECK_ARG(names[i] != NULL, "gck_store_restore_select: names[%zu] is NULL", i);
+    gck_quiesce(s);
+    gck_ver ev;
+    if (!gck_ver_of(&s->cur, version, &ev))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not retained", version);
+    const size_t pl = strlen(GCK_OPTIMIZER_PREFIX);
+    gck_rlevel top = {.e = ev, .cached = s->cache != NULL && version == s->cache_version};
+    gck_snapshot *snap = NULL, *fields = NULL;
+    gck_listed *want = gck_listing_of(&ev);
+    void **dsts = gck_calloc(n + 1, sizeof *dsts);
+    size_t *sizes = gck_calloc(n + 1, sizeof *sizes);
+    char **cid_slot = gck_calloc(n + 1, sizeof *cid_slot); /* where each tensor's content id goes */
+    const char **cids = gck_calloc(n + 1, sizeof *cids);     /* the manifest's */
+    gck_status st = want && dsts && sizes && cid_slot && cids
+                        ? GCK_OK
+                        : gck_fail_oom("restore_select: plan", (n + 1) * 4 * sizeof *dsts);
+    if (st != GCK_OK || (st = gck_open_level(s, &top)) != GCK_OK || (st = gck_snapshot_create(0, &snap)) != GCK_OK)
+        goto done;
+    /* the layout from the version's own file: each destination made to measure */
+    for (size_t i = 0; i < n; i++) {
+        gck_dtype dt;
+        const int64_t *shape;
+        size_t ndim, nbytes;
+        if ((cids[i] = gck_listed_cid(want, &ev, names[i])) == NULL ||
+            !gck_level_layout(s, &top, names[i], &dt, &shape, &ndim, &nbytes)) {
+            st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " has no tensor '%.200s'", version, names[i]);
+            goto done;
+        }
+        if (strncmp(names[i], GCK_OPTIMIZER_PREFIX, pl) == 0) {
+            gck_snap_blob *b = NULL;
+            if ((st = gck_snapshot_new_blob(snap, names[i] + pl, nbytes, &b)) != GCK_OK)
+                goto done;
+            dsts[i] = b->data, cid_slot[i] = b->cid;
+        } else {
+            gck_snap_tensor *t = NULL;
+            if ((st = gck_snapshot_new_tensor(snap, names[i], dt, shape, ndim, nbytes, &t)) != GCK_OK)
+                goto done;
+            dsts[i] = t->data, cid_slot[i] = t->cid;
+        }
+        sizes[i] = nbytes;
+    }
+    /* only their bytes read from each file of the chain, every content id checked */
+    if ((st = gck_store_restore_into(s, version, names, dsts, sizes, n, &fields)) != GCK_OK ||
+        (st = gck_snapshot_copy_fields(snap, fields, NULL)) != GCK_OK)
+        goto done;
+    snap->step = fields->step;
+    for (size_t i = 0; i < n; i++) /* equal to what was rebuilt: restore_into checked it */
+        snprintf(cid_slot[i], 24, "%s", cids[i]);
+    *out = snap;
+    snap = NULL;
+done:
+    gck_delta_index_free(top.index);
+    gck_snapshot_destroy(top.delta);
+    gck_st_close(top.full);
+    gck_snapshot_destroy(snap);
+    gck_snapshot_destroy(fields);
+    free(want), free(dsts), free(sizes), free(cid_slot), free(cids);
+    return st;
 }

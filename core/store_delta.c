@@ -1,4 +1,4 @@
-/* core/store_delta.c - lossless per-tensor deltas: XOR with the base, byte-plane shuffle, zstd. */
+/* core/store_delta.c - lossless per-tensor deltas: XOR with the base, byte-plane shuffle, entropy coding per plane. */
 #include "store_delta_internal.h"
 
 #include <inttypes.h>
@@ -9,7 +9,11 @@
 
 #include <jansson.h>
 #ifdef GCK_HAVE_ZSTD
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_literalCompressionMode: Huffman-coded literals at the fastest levels */
 #include <zstd.h>
+#endif
+#ifdef GCK_HAVE_HTSCODECS
+#include <htscodecs/rANS_static4x16.h>
 #endif
 
 #include <gradckpt/kernels.h>
@@ -21,28 +25,56 @@
 #include "checksum_internal.h"
 #include "snapshot_internal.h"
 
-/* 2: an item's planes are one payload tensor "d/<i>", described by
- * [codec, length] pairs; 1 (still read): one tensor "d/<i>.<p>" per plane,
- * described by [tensor, codec]. One tensor per item instead of one per
- * byte plane makes the file's header and description a quarter as long,
- * which for a state of many small tensors was most of a delta save's CPU. */
-#define GCK_DELTA_FORMAT 2
+/* 3: as 2, and a plane may be "rans": rANS order-0 blocks, one per chunk
+ * of the plane. 2 (still read): an item's planes are one payload tensor
+ * "d/<i>", described by [codec, length] pairs; 1 (still read): one tensor
+ * "d/<i>.<p>" per plane, described by [tensor, codec]. One tensor per item
+ * instead of one per byte plane makes the file's header and description a
+ * quarter as long, which for a state of many small tensors was most of a
+ * delta save's CPU. */
+#define GCK_DELTA_FORMAT 3
 
-/* Bytes of a plane's first chunk whose entropy decides the plane's codec. */
-#define GCK_PLANE_PROBE 8192
+/* A plane's codec is chosen from windows of it spread over its length: up
+ * to GCK_PLANE_WINDOWS of GCK_PLANE_WINDOW bytes. */
+#define GCK_PLANE_WINDOWS 4
+#define GCK_PLANE_WINDOW 2048
+/* Planes shorter than this are stored raw: a coder's tables cost more. */
+#define GCK_PLANE_MIN 256
+/* Per-plane choice (GCK_STORE_CODER_AUTO), from the sampled order-0 entropy
+ * H (fraction of 8 bits) and the fraction rep of bytes equal to the one
+ * before, against sum q^2 (what independent bytes would give), as
+ * runs = (rep - sum q^2) / (1 - sum q^2): 0 for independent bytes, 1 for
+ * nothing but long runs:
+ *   H above the configured maximum      raw (nothing to gain);
+ *   runs > GCK_RUN_EXCESS               zstd at the configured level (long
+ *                                       runs: frozen rows, sparse updates);
+ *   H < GCK_RANS_MAX                    rANS order-0 (Huffman needs at least
+ *                                       one bit per byte: 1.36x the entropy
+ *                                       on an XOR delta's exponent plane);
+ *   otherwise                           zstd's Huffman stage alone (its
+ *                                       fastest level: next to no match search),
+ *                                       within 3 % of the entropy there. */
+#define GCK_RUN_EXCESS 0.5
+#define GCK_RANS_MAX 0.40
+#define GCK_HUFF_LEVEL (-100)
+#ifdef GCK_HAVE_HTSCODECS
+#define GCK_RANS_ORDER RANS_ORDER_X32 /* order 0, 32-way interleaved (the SIMD encoders) */
+#endif
 
 /* What one encoding thread compresses with. */
 typedef struct gck_zslot {
 #ifdef GCK_HAVE_ZSTD
-    ZSTD_CCtx *cctx;
+    ZSTD_CCtx *cctx;  /* the configured level */
+    ZSTD_CCtx *hctx;  /* Huffman literals only */
 #endif
     unsigned char *scratch; /* one compressed plane, copied back over the plane */
     size_t scratch_cap;
 } gck_zslot;
 
 struct gck_delta_codec {
-    int level;
+    int level;          /* 0: no zstd (every plane raw or rANS) */
     double entropy_max; /* planes above this order-0 entropy (fraction of 8 bits) are stored raw */
+    int coder;          /* GCK_STORE_CODER_* */
 #ifdef GCK_HAVE_ZSTD
     ZSTD_DCtx *dc[8];       /* one stream per byte plane (decoding goes chunk by chunk) */
 #endif
@@ -63,13 +95,23 @@ int gck_delta_have_zstd(void)
 #endif
 }
 
-gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec **out)
+int gck_delta_have_rans(void)
+{
+#ifdef GCK_HAVE_HTSCODECS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_delta_codec **out)
 {
     gck_delta_codec *c = gck_calloc(1, sizeof *c);
     if (c == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+        return gck_fail_oom("delta codec", sizeof *c);
     c->level = gck_delta_have_zstd() ? level : 0;
     c->entropy_max = entropy_max;
+    c->coder = coder;
     const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
     c->chunk = gck_aligned_alloc(bytes);
     c->le_a = gck_aligned_alloc(bytes);
@@ -81,7 +123,7 @@ gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec
 #endif
     if (!ok) {
         gck_delta_codec_destroy(c);
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+        return gck_fail_oom("delta codec buffers", 3 * bytes);
     }
     *out = c;
     return GCK_OK;
@@ -98,6 +140,7 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
     for (int t = 0; t < c->nslots; t++) {
 #ifdef GCK_HAVE_ZSTD
         ZSTD_freeCCtx(c->slots[t].cctx);
+        ZSTD_freeCCtx(c->slots[t].hctx);
 #endif
         free(c->slots[t].scratch);
     }
@@ -169,32 +212,134 @@ static int gck_same_shape(const gck_item *a, const gck_item *b)
 }
 
 
-enum { GCK_PLANE_RAW, GCK_PLANE_ZSTD };
-static const char *const gck_plane_names[] = {"raw", "zstd"};
+enum { GCK_PLANE_RAW, GCK_PLANE_ZSTD, GCK_PLANE_RANS };
+static const char *const gck_plane_names[] = {"raw", "zstd", "rans"};
 
-#ifdef GCK_HAVE_ZSTD
-/* Order-0 entropy of n bytes as a fraction of 8 bits: about what zstd can
- * shrink such a plane to (the planes have few long repeats). */
-static double gck_entropy_ratio(const unsigned char *p, size_t n)
+/* What a sample of a plane says about it. */
+typedef struct gck_plane_stats {
+    double h;      /* order-0 entropy, fraction of 8 bits */
+    double runs;   /* repeats of the previous byte beyond what independent bytes give, 0..1 (above) */
+} gck_plane_stats;
+
+static gck_plane_stats gck_sample_plane(const unsigned char *p, size_t n)
 {
     uint32_t h[4][256];
     memset(h, 0, sizeof h);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) /* four tables: no store-to-load chains on runs of one value */
-        h[0][p[i]]++, h[1][p[i + 1]]++, h[2][p[i + 2]]++, h[3][p[i + 3]]++;
-    for (; i < n; i++)
-        h[0][p[i]]++;
-    double e = 0.0;
+    size_t total = 0, reps = 0, pairs = 0;
+    const size_t w = n < GCK_PLANE_WINDOW ? n : GCK_PLANE_WINDOW;
+    const size_t nw = n / GCK_PLANE_WINDOW < GCK_PLANE_WINDOWS ? (n / GCK_PLANE_WINDOW ? n / GCK_PLANE_WINDOW : 1)
+                                                                : GCK_PLANE_WINDOWS;
+    for (size_t k = 0; k < nw; k++) {
+        const unsigned char *q = p + (nw > 1 ? (n - w) / (nw - 1) * k : 0);
+        size_t i = 0;
+        for (; i + 4 <= w; i += 4) /* four tables: no store-to-load chains on runs of one value */
+            h[0][q[i]]++, h[1][q[i + 1]]++, h[2][q[i + 2]]++, h[3][q[i + 3]]++;
+        for (; i < w; i++)
+            h[0][q[i]]++;
+        for (i = 1; i < w; i++)
+            reps += q[i] == q[i - 1];
+        total += w, pairs += w - 1;
+    }
+    double e = 0.0, sq = 0.0;
     for (int v = 0; v < 256; v++) {
         const uint32_t k = h[0][v] + h[1][v] + h[2][v] + h[3][v];
         if (k > 0) {
-            const double q = (double)k / (double)n;
+            const double q = (double)k / (double)total;
             e -= q * log2(q);
+            sq += q * q;
         }
     }
-    return e / 8.0;
+    const double rep = pairs ? (double)reps / (double)pairs : 0.0;
+    return (gck_plane_stats){.h = e / 8.0, .runs = sq < 1.0 ? (rep - sq) / (1.0 - sq) : 1.0};
 }
+
+/* The codec for a plane of n bytes (GCK_PLANE_RAW when nothing pays);
+ * *huff: zstd with Huffman literals only, not the configured level. */
+static int gck_choose_codec(const gck_delta_codec *c, const unsigned char *p, size_t n, int *huff)
+{
+    *huff = 0;
+    if (n < GCK_PLANE_MIN || (c->level == 0 && !gck_delta_have_rans()))
+        return GCK_PLANE_RAW;
+    const gck_plane_stats ps = gck_sample_plane(p, n);
+    if (ps.h > c->entropy_max)
+        return GCK_PLANE_RAW;
+    if (c->coder == GCK_STORE_CODER_ZSTD)
+        return c->level != 0 ? GCK_PLANE_ZSTD : GCK_PLANE_RAW;
+    if (ps.runs > GCK_RUN_EXCESS && c->level != 0)
+        return GCK_PLANE_ZSTD;
+    if ((ps.h < GCK_RANS_MAX || c->level == 0) && gck_delta_have_rans())
+        return GCK_PLANE_RANS;
+    *huff = 1;
+    return GCK_PLANE_ZSTD;
+}
+
+/* Room for scratch: at least `need` bytes. */
+static gck_status gck_scratch(gck_zslot *z, size_t need)
+{
+    if (need <= z->scratch_cap)
+        return GCK_OK;
+    unsigned char *ns = gck_aligned_alloc(need);
+    if (ns == NULL)
+        return gck_fail_oom("delta plane scratch", need);
+    free(z->scratch);
+    z->scratch = ns, z->scratch_cap = need;
+    return GCK_OK;
+}
+
+/* Codes plane (n bytes) into z->scratch with codec `mode`; *len its size
+ * (n or more: not worth it). */
+static gck_status gck_code_plane(const gck_delta_codec *c, gck_zslot *z, int mode, int huff,
+                                 const unsigned char *plane, size_t n, size_t *len)
+{
+    (void)c, (void)huff, (void)plane;
+    *len = n;
+#ifdef GCK_HAVE_HTSCODECS
+    if (mode == GCK_PLANE_RANS) {
+        /* one block per chunk, each [u32 little-endian length][rANS stream],
+         * so a reader decodes chunk by chunk as for zstd */
+        size_t bound = 0;
+        for (size_t off = 0; off < n; off += GCK_DELTA_CHUNK)
+            bound += 4 + rans_compress_bound_4x16((unsigned)(n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK),
+                                                  GCK_RANS_ORDER);
+        GCK_TRY(gck_scratch(z, bound));
+        size_t at = 0;
+        for (size_t off = 0; off < n && at < n; off += GCK_DELTA_CHUNK) {
+            const size_t k = n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK;
+            unsigned int os = (unsigned)(bound - at - 4);
+            if (rans_compress_to_4x16((unsigned char *)(uintptr_t)(plane + off), (unsigned)k, z->scratch + at + 4, &os,
+                                      GCK_RANS_ORDER) == NULL)
+                return gck_fail(GCK_ERR_IO, "delta: rANS compression of %zu bytes failed", k);
+            for (int b = 0; b < 4; b++)
+                z->scratch[at + (size_t)b] = (unsigned char)(os >> (8 * b));
+            at += 4 + os;
+        }
+        *len = at;
+        return GCK_OK;
+    }
 #endif
+#ifdef GCK_HAVE_ZSTD
+    if (mode == GCK_PLANE_ZSTD) {
+        const size_t bound = ZSTD_compressBound(n);
+        GCK_TRY(gck_scratch(z, bound));
+        ZSTD_CCtx **ctx = huff ? &z->hctx : &z->cctx;
+        if (*ctx == NULL) {
+            if ((*ctx = ZSTD_createCCtx()) == NULL)
+                return gck_fail_oom("zstd context", 0);
+            if (huff && (ZSTD_isError(ZSTD_CCtx_setParameter(*ctx, ZSTD_c_compressionLevel, GCK_HUFF_LEVEL)) ||
+                         ZSTD_isError(ZSTD_CCtx_setParameter(*ctx, ZSTD_c_literalCompressionMode, ZSTD_ps_enable))))
+                return gck_fail(GCK_ERR_UNSUPPORTED, "delta: this zstd cannot Huffman-code literals at level %d",
+                                GCK_HUFF_LEVEL);
+        }
+        const size_t r = huff ? ZSTD_compress2(*ctx, z->scratch, bound, plane, n)
+                              : ZSTD_compressCCtx(*ctx, z->scratch, bound, plane, n, c->level);
+        if (ZSTD_isError(r))
+            return gck_fail(GCK_ERR_IO, "delta: zstd compression failed: %s", ZSTD_getErrorName(r));
+        *len = r;
+    }
+#endif
+    (void)mode, (void)z;
+    return GCK_OK;
+}
 
 /* One byte plane of an item being encoded: where it goes in the arena. */
 typedef struct gck_plane_out {
@@ -208,7 +353,7 @@ typedef struct gck_plane_out {
 static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const unsigned char *pb, size_t off,
                               size_t k, size_t esz)
 {
-    (void)gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
+    gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
                           pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL, k, esz);
 }
 #endif
@@ -232,33 +377,21 @@ static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsi
     }
 #else
     if (n > 0)
-        (void)gck_xor_shuffle(region, a, b, n, esz);
+        gck_xor_shuffle(region, a, b, n, esz);
 #endif
     for (size_t p = 0; p < esz; p++) {
         po[p] = (gck_plane_out){.mode = GCK_PLANE_RAW, .buf = region + p * n, .cap = n, .len = n};
-#ifdef GCK_HAVE_ZSTD
-        if (c->level == 0 || n == 0 ||
-            gck_entropy_ratio(po[p].buf, n < GCK_PLANE_PROBE ? n : GCK_PLANE_PROBE) > c->entropy_max)
+        int huff;
+        const int mode = gck_choose_codec(c, po[p].buf, n, &huff);
+        if (mode == GCK_PLANE_RAW)
             continue;
-        const size_t bound = ZSTD_compressBound(n);
-        if (bound > z->scratch_cap) {
-            unsigned char *ns = gck_aligned_alloc(bound);
-            if (ns == NULL)
-                return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", bound);
-            free(z->scratch);
-            z->scratch = ns, z->scratch_cap = bound;
-        }
-        if (z->cctx == NULL && (z->cctx = ZSTD_createCCtx()) == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot create a zstd context");
-        const size_t r = ZSTD_compressCCtx(z->cctx, z->scratch, bound, po[p].buf, n, c->level);
-        if (ZSTD_isError(r))
-            return gck_fail(GCK_ERR_IO, "delta: zstd compression failed: %s", ZSTD_getErrorName(r));
+        size_t r = n;
+        GCK_TRY(gck_code_plane(c, z, mode, huff, po[p].buf, n, &r));
         if (r < n) { /* else the plane stays as it is */
             memcpy(po[p].buf, z->scratch, r);
-            po[p].mode = GCK_PLANE_ZSTD;
+            po[p].mode = mode;
             po[p].len = r;
         }
-#endif
     }
     return GCK_OK;
 }
@@ -268,9 +401,31 @@ typedef struct gck_plane_in {
     int mode;
     const unsigned char *p;
     size_t len;
-    size_t pos; /* zstd: input consumed */
+    size_t pos; /* zstd, rans: input consumed */
     size_t r;   /* zstd: last return (0 once the frame is complete) */
 } gck_plane_in;
+
+/* The length of the rANS block at p[pos..len) when its header and body fit, else 0 (damage). */
+static size_t gck_rans_block(const unsigned char *p, size_t len, size_t pos)
+{
+    if (len - pos < 4)
+        return 0;
+    const size_t b = (size_t)p[pos] | (size_t)p[pos + 1] << 8 | (size_t)p[pos + 2] << 16 | (size_t)p[pos + 3] << 24;
+    return b > 0 && b <= len - pos - 4 ? b : 0;
+}
+
+/* 1 when a rANS plane of len bytes is exactly ceil(n / chunk) blocks that fit it. */
+static int gck_rans_blocks_fit(const unsigned char *p, size_t len, size_t n, size_t chunk)
+{
+    size_t pos = 0;
+    for (size_t off = 0; off < n; off += chunk) {
+        const size_t b = gck_rans_block(p, len, pos);
+        if (b == 0)
+            return 0;
+        pos += 4 + b;
+    }
+    return pos == len;
+}
 
 /* The inverse of gck_encode_planes into dst (n * esz bytes). */
 static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
@@ -293,6 +448,13 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
         if (pi[p].mode == GCK_PLANE_ZSTD)
             return gck_fail(GCK_ERR_UNSUPPORTED, "the delta is zstd-compressed and this build has no zstd");
 #endif
+#ifndef GCK_HAVE_HTSCODECS
+        if (pi[p].mode == GCK_PLANE_RANS)
+            return gck_fail(GCK_ERR_UNSUPPORTED, "the delta has rANS-coded planes and this build has no htscodecs");
+#endif
+        if (pi[p].mode == GCK_PLANE_RANS && !gck_rans_blocks_fit(pi[p].p, pi[p].len, n, chunk))
+            return gck_fail(GCK_ERR_CORRUPT, "plane %zu: its rANS blocks do not fit its %zu bytes", p, pi[p].len);
+        pi[p].pos = 0;
     }
     for (size_t off = 0; off < n;) {
         const size_t k = n - off < chunk ? n - off : chunk;
@@ -302,6 +464,20 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
                 memcpy(seg, pi[p].p + off, k);
                 continue;
             }
+#ifdef GCK_HAVE_HTSCODECS
+            if (pi[p].mode == GCK_PLANE_RANS) {
+                /* the decoded size is ours (k), never the stream's claim */
+                const size_t blen = gck_rans_block(pi[p].p, pi[p].len, pi[p].pos);
+                unsigned int got = (unsigned)k;
+                if (blen == 0 || blen > UINT32_MAX ||
+                    rans_uncompress_to_4x16((unsigned char *)(uintptr_t)(pi[p].p + pi[p].pos + 4), (unsigned)blen, seg,
+                                            &got) == NULL ||
+                    got != k)
+                    return gck_fail(GCK_ERR_CORRUPT, "plane %zu: damaged rANS block at byte %zu", p, pi[p].pos);
+                pi[p].pos += 4 + blen;
+                continue;
+            }
+#endif
 #ifdef GCK_HAVE_ZSTD
             ZSTD_outBuffer ob = {seg, k, 0};
             ZSTD_inBuffer ib = {pi[p].p, pi[p].len, pi[p].pos};
@@ -319,10 +495,10 @@ static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_
         unsigned char *out = pd + off * esz;
         const void *bl = pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL;
         if (bl == out) { /* XOR onto dst's own bytes: the kernel's output may not overlap b, so via le_a (idle here) */
-            (void)gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
+            gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
             memcpy(out, c->le_a, k * esz);
         } else {
-            (void)gck_unshuffle_xor(out, c->chunk, bl, k, esz);
+            gck_unshuffle_xor(out, c->chunk, bl, k, esz);
         }
         gck_swap_le(out, k * esz, esz);
         off += k;
@@ -403,12 +579,12 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
                           gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[j->enc]);
     if (o == NULL || json_array_append_new(items, o) != 0 ||
         (it->blob && json_object_set_new(o, "len", json_integer((json_int_t)it->nbytes)) != 0))
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description item", sizeof(json_t));
     if (j->enc == GCK_ENC_REF)
         return GCK_OK;
     json_t *planes = json_array();
     if (planes == NULL || json_object_set_new(o, "planes", planes) != 0)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description planes", sizeof(json_t));
     /* the planes, compressed ones shorter, moved together into one payload
      * (each starts at or before its place: memmove in order is safe) */
     size_t at = 0;
@@ -417,12 +593,12 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
         at += j->po[p].len;
         if (json_array_append_new(planes, json_pack("[s,I]", gck_plane_names[j->po[p].mode],
                                                      (json_int_t)j->po[p].len)) != 0)
-            return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+            return gck_fail_oom("delta description plane", sizeof(json_t));
     }
     char pname[48];
     snprintf(pname, sizeof pname, "d/%zu", i);
     if (json_object_set_new(o, "payload", json_string(pname)) != 0)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta description payload name", sizeof pname);
     return gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, j->region, at);
 }
 
@@ -433,7 +609,7 @@ static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
         return GCK_OK;
     gck_zslot *ns = gck_realloc(c->slots, (size_t)want * sizeof *ns);
     if (ns == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta codec: out of memory");
+        return gck_fail_oom("delta codec slots", (size_t)want * sizeof *ns);
     memset(ns + c->nslots, 0, (size_t)(want - c->nslots) * sizeof *ns);
     c->slots = ns, c->nslots = want;
     return GCK_OK;
@@ -453,7 +629,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     if (need > c->arena_cap) {
         unsigned char *na = gck_aligned_alloc(need);
         if (na == NULL)
-            return gck_fail(GCK_ERR_NO_MEMORY, "delta: cannot allocate %zu bytes", need);
+            return gck_fail_oom("delta arena", need);
         free(c->arena);
         c->arena = na, c->arena_cap = need;
     }
@@ -467,7 +643,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     GCK_TRY(gck_ensure_slots(c, threads));
     gck_enc_job *jobs = gck_calloc(m ? m : 1, sizeof *jobs);
     if (jobs == NULL)
-        return gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        return gck_fail_oom("delta jobs", (m ? m : 1) * sizeof *jobs);
     for (size_t i = 0; i < m; i++) {
         const gck_item it = i < nt ? gck_item_of_tensor(target->tensors.items[i])
                                    : gck_item_of_blob(target->blobs.items[i - nt]);
@@ -489,7 +665,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     gck_status st = gck_snapshot_create(target->step, &d);
     json_t *items = st == GCK_OK ? json_array() : NULL;
     if (st == GCK_OK)
-        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail_oom("delta description", sizeof(json_t));
     for (size_t i = 0; st == GCK_OK && i < m; i++)
         st = jobs[i].st != GCK_OK ? gck_fail(jobs[i].st, "%s", jobs[i].msg) : gck_emit_job(&jobs[i], i, d, items);
     free(jobs);
@@ -501,7 +677,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
                                  GCK_DELTA_CHUNK, "items", items);
         js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(root);
-        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail_oom("delta description text", 0);
     }
     free(js);
     json_decref(items);
@@ -525,8 +701,6 @@ static json_t *gck_delta_json(const gck_snapshot *delta)
  * own payload tensors (not yet against a base). */
 typedef struct gck_ditem {
     gck_delta_item pub;
-    int64_t shape[GCK_MAX_DIMS];
-    size_t ndim;
     gck_plane_in pi[8]; /* enc != ref */
 } gck_ditem;
 
@@ -555,7 +729,7 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
         if (!json_is_integer(v) || json_integer_value(v) < 0 ||
             !gck_mul_size(count, (size_t)json_integer_value(v), &count))
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad shape", name);
-        d->shape[k] = json_integer_value(v);
+        d->pub.shape[k] = json_integer_value(v);
     }
     if (enc != GCK_ENC_REF) {
         json_t *planes = json_object_get(o, "planes");
@@ -573,7 +747,8 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
             const char *mode = json_string_value(json_array_get(pp, format >= 2 ? 0 : 1));
             gck_tensor_info t = pt;
             int ok = json_array_size(pp) == 2 && mode != NULL &&
-                     (strcmp(mode, "raw") == 0 || strcmp(mode, "zstd") == 0);
+                     (strcmp(mode, "raw") == 0 || strcmp(mode, "zstd") == 0 ||
+                      (format >= 3 && strcmp(mode, "rans") == 0));
             if (ok && format >= 2) {
                 json_t *jl = json_array_get(pp, 1);
                 const json_int_t l = json_is_integer(jl) ? json_integer_value(jl) : -1;
@@ -586,7 +761,9 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
             }
             if (!ok)
                 return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu missing or malformed", name, p);
-            d->pi[p] = (gck_plane_in){.mode = strcmp(mode, "zstd") == 0 ? GCK_PLANE_ZSTD : GCK_PLANE_RAW,
+            d->pi[p] = (gck_plane_in){.mode = strcmp(mode, "zstd") == 0   ? GCK_PLANE_ZSTD
+                                              : strcmp(mode, "rans") == 0 ? GCK_PLANE_RANS
+                                                                          : GCK_PLANE_RAW,
                                       .p = t.data, .len = t.nbytes};
         }
         if (format >= 2 && at != pt.nbytes)
@@ -611,8 +788,8 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
         if (!ok)
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu does not hold %zu bytes", name, p, nbytes / esz);
     }
-    d->pub = (gck_delta_item){.name = name, .blob = blob, .dtype = dt, .nbytes = nbytes, .enc = enc, .cid = cid};
-    d->ndim = ndim;
+    d->pub.name = name, d->pub.blob = blob, d->pub.dtype = dt, d->pub.nbytes = nbytes, d->pub.enc = enc;
+    d->pub.cid = cid, d->pub.ndim = ndim; /* the shape is in place already */
     return GCK_OK;
 }
 
@@ -641,7 +818,7 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, 
         dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
     } else {
         gck_snap_tensor *nt = NULL;
-        st = gck_snapshot_new_tensor(out, name, dt, d.shape, d.ndim, nbytes, &nt);
+        st = gck_snapshot_new_tensor(out, name, dt, d.pub.shape, d.pub.ndim, nbytes, &nt);
         if (st == GCK_ERR_INVALID_ARGUMENT)
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
         dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;
@@ -741,7 +918,7 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
     const size_t n = json_array_size(dd.items);
     gck_delta_index *x = gck_calloc(1, sizeof *x);
     gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
-    st = x && v ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "delta: out of memory");
+    st = x && v ? GCK_OK : gck_fail_oom("delta index", sizeof *x + (n ? n : 1) * sizeof *v);
     for (size_t i = 0; st == GCK_OK && i < n; i++)
         st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i]);
     if (st == GCK_OK) {

@@ -5,27 +5,34 @@
 #include <stdint.h>
 
 #include <gradckpt/snapshot.h>
+#include <gradckpt/store.h>
 
 #include "status_internal.h"
 
 /* "gradckpt." key of the delta description in a delta file's metadata. */
 #define GCK_DELTA_KEY "gradckpt.delta"
 
-/* Elements per shuffle chunk: planes are formed per chunk so each chunk is
- * shuffled and compressed while it is in cache (128 KiB of f32). Recorded in
- * every delta, so it may change without breaking old files. */
-#define GCK_DELTA_CHUNK 32768
+/* Elements per chunk: a delta is decoded chunk by chunk (each chunk's planes
+ * decoded, then unshuffled, while in cache), and a rANS plane is one block
+ * per chunk (128 KiB of a plane: its frequency table costs under 0.5 %).
+ * Recorded in every delta (older files: 32768), so it may change without
+ * breaking old files; readers accept up to this. */
+#define GCK_DELTA_CHUNK 131072
 
 /* Reusable compression state (zstd contexts and chunk buffers). */
 typedef struct gck_delta_codec gck_delta_codec;
 
-/* level 0 = store payloads uncompressed (also what a build without zstd
- * does); entropy_max: byte planes whose estimated order-0 entropy (as a
- * fraction of 8 bits) exceeds it are stored raw. */
-GCK_INTERNAL gck_status gck_delta_codec_create(int level, double entropy_max, gck_delta_codec **out);
+/* level: zstd's, for planes with long runs (and every coded plane with
+ * coder GCK_STORE_CODER_ZSTD); a build without zstd ignores it. entropy_max:
+ * byte planes whose sampled order-0 entropy (as a fraction of 8 bits)
+ * exceeds it are stored raw. coder: GCK_STORE_CODER_AUTO (rANS, Huffman or
+ * zstd chosen per plane) or GCK_STORE_CODER_ZSTD. */
+GCK_INTERNAL gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_delta_codec **out);
 GCK_INTERNAL void gck_delta_codec_destroy(gck_delta_codec *c);
 /* 1 when this build can compress and decompress zstd payloads. */
 GCK_INTERNAL int gck_delta_have_zstd(void);
+/* 1 when this build can code and decode rANS planes (htscodecs). */
+GCK_INTERNAL int gck_delta_have_rans(void);
 
 /*
  * Encodes target against base (NULL: no base, every tensor stored whole):
@@ -36,8 +43,11 @@ GCK_INTERNAL int gck_delta_have_zstd(void);
  *   xor - same dtype and byte size as the base's: byte planes of (value bits
  *         XOR base bits);
  *   raw - new or resized: byte planes of the value bits.
- * Each plane is one payload tensor "d/<i>.<p>": a zstd frame when its
- * sampled entropy is low enough, else its plain bytes.
+ * An item's planes are one payload tensor "d/<i>", each plane in it coded
+ * with what its sample says pays (raw bytes, rANS order-0 blocks, a zstd
+ * frame of Huffman literals or at the configured level; see store_delta.c).
+ * With base NULL (a compressed full version) every item is raw and
+ * base_version is 0.
  * Byte planes are formed from the little-endian bytes on any CPU. The
  * payload tensors borrow memory of the codec: *out must be saved and
  * destroyed before the codec encodes again or is destroyed.
@@ -64,6 +74,8 @@ typedef struct gck_delta_item {
     size_t nbytes;
     int enc;          /* GCK_DELTA_REF: as in the base; XOR: planes XOR the base; RAW: planes alone */
     const char *cid;  /* of the rebuilt bytes */
+    int64_t shape[GCK_MAX_DIMS]; /* tensors: the shape (blobs: ndim 0) */
+    size_t ndim;
 } gck_delta_item;
 
 /* A loaded delta's description, every item parsed and its planes checked

@@ -17,7 +17,9 @@
 #include "snapshot_internal.h"
 
 #define GCK_MANIFEST_FORMAT "gradckpt-store"
-#define GCK_MANIFEST_VERSION 1
+/* 2: names ".packed.safetensors" files (full versions with coded planes),
+ * which readers of 1 do not know; a manifest without them is written as 1. */
+#define GCK_MANIFEST_VERSION 2
 
 /* u64 as a decimal string: JSON numbers are not safe past 2^53 in many readers. */
 static json_t *gck_ju64(uint64_t v)
@@ -43,27 +45,35 @@ int gck_store_data_name_ok(const char *name)
         return 0;
     while (*p >= '0' && *p <= '9')
         p++;
-    return strcmp(p, ".safetensors") == 0 || strcmp(p, ".delta.safetensors") == 0;
+    return strcmp(p, ".safetensors") == 0 || strcmp(p, ".delta.safetensors") == 0 ||
+           strcmp(p, ".packed.safetensors") == 0;
 }
 
-static json_t *gck_entry_json(const gck_mentry *e)
+int gck_store_packed_name(const char *name)
+{
+    const size_t n = strlen(name), k = strlen(".packed.safetensors");
+    return n > k && strcmp(name + n - k, ".packed.safetensors") == 0;
+}
+
+/* One version: the manager's entry e and the store's record r of it. */
+static json_t *gck_entry_json(const gck_entry *e, const gck_vrec *r)
 {
     json_t *tags = json_array(), *tensors = json_array();
-    for (size_t i = 0; tags && i < e->pub.n_tags; i++)
+    for (size_t i = 0; tags && i < e->n_tags; i++)
         if (json_array_append_new(tags, json_string(e->tags[i])) != 0)
             json_decref(tags), tags = NULL;
-    for (size_t i = 0; tensors && i < e->pub.n_tensor_names; i++)
-        if (json_array_append_new(tensors, json_pack("[s,s]", e->names[i], e->cids ? e->cids[i] : "")) != 0)
+    for (size_t i = 0; tensors && i < e->n_tensor_names; i++)
+        if (json_array_append_new(tensors, json_pack("[s,s]", e->tensor_names[i], r->cids[i])) != 0)
             json_decref(tensors), tensors = NULL;
-    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "version", gck_ju64(e->pub.version), "step",
-                          gck_ju64(e->step), "timestamp", gck_ju64(e->pub.timestamp_secs), "full_bytes",
-                          gck_ju64(e->pub.full_bytes), "stored_bytes", gck_ju64(e->stored_bytes), "file",
-                          e->file ? e->file : "", "tags", tags, "tensors", tensors);
-    if (o != NULL && e->pub.is_delta && json_object_set_new(o, "delta_from", gck_ju64(e->pub.delta_from)) != 0)
+    json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o}", "version", gck_ju64(e->version), "step",
+                          gck_ju64(r->step), "timestamp", gck_ju64(e->timestamp_secs), "full_bytes",
+                          gck_ju64(e->full_bytes), "stored_bytes", gck_ju64(r->stored_bytes), "file", r->file,
+                          "tags", tags, "tensors", tensors);
+    if (o != NULL && e->is_delta && json_object_set_new(o, "delta_from", gck_ju64(e->delta_from)) != 0)
         json_decref(o), o = NULL;
     /* optional (readers before it ignore it): checked on restore and verify */
-    if (o != NULL && e->fields_digest[0] != '\0' &&
-        json_object_set_new(o, "fields_digest", json_string(e->fields_digest)) != 0)
+    if (o != NULL && r->fields_digest[0] != '\0' &&
+        json_object_set_new(o, "fields_digest", json_string(r->fields_digest)) != 0)
         json_decref(o), o = NULL;
     return o;
 }
@@ -120,22 +130,22 @@ void gck_manifest_cache_destroy(gck_manifest_cache *c)
 }
 
 /* The identity and changeable fields of e (text not set); 0 when out of memory. */
-static int gck_mtext_key(const gck_mentry *e, gck_mtext *k)
+static int gck_mtext_key(const gck_entry *e, const gck_vrec *r, gck_mtext *k)
 {
     size_t len = 0;
-    for (size_t i = 0; i < e->pub.n_tags; i++)
+    for (size_t i = 0; i < e->n_tags; i++)
         len += strlen(e->tags[i]) + 1;
-    *k = (gck_mtext){.version = e->pub.version, .step = e->step, .timestamp = e->pub.timestamp_secs,
-                     .full_bytes = e->pub.full_bytes, .stored_bytes = e->stored_bytes,
-                     .delta_from = e->pub.is_delta ? e->pub.delta_from : 0, .is_delta = e->pub.is_delta,
-                     .n_names = e->pub.n_tensor_names, .n_tags = e->pub.n_tags, .tags_len = len};
-    k->file = gck_strdup(e->file ? e->file : "");
+    *k = (gck_mtext){.version = e->version, .step = r->step, .timestamp = e->timestamp_secs,
+                     .full_bytes = e->full_bytes, .stored_bytes = r->stored_bytes,
+                     .delta_from = e->is_delta ? e->delta_from : 0, .is_delta = e->is_delta,
+                     .n_names = e->n_tensor_names, .n_tags = e->n_tags, .tags_len = len};
+    k->file = gck_strdup(r->file);
     k->tags = gck_malloc(len ? len : 1);
     if (k->file == NULL || k->tags == NULL) {
         free(k->file), free(k->tags);
         return 0;
     }
-    for (size_t i = 0, at = 0; i < e->pub.n_tags; i++) {
+    for (size_t i = 0, at = 0; i < e->n_tags; i++) {
         const size_t l = strlen(e->tags[i]) + 1;
         memcpy(k->tags + at, e->tags[i], l);
         at += l;
@@ -217,7 +227,7 @@ static int gck_sync_together(const int *fds, size_t n, int also)
     return err;
 }
 
-gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t generation,
+gck_status gck_manifest_write(const char *path, const gck_state *state, uint64_t generation,
                               const gck_store_config *cfg, gck_manifest_cache *cache, const int *sync_fds,
                               size_t n_sync, int *renamed)
 {
@@ -227,11 +237,15 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
      * manifest when unchanged: a save then serializes one new version, not
      * all of them (which for ten versions of a few dozen tensors cost more
      * CPU than the rest of a small save). */
-    gck_mtext *texts = gck_calloc(m->n ? m->n : 1, sizeof *texts);
+    const gck_manager *m = state->m;
+    const size_t nv = state->n; /* the records are of exactly the manager's versions */
+    gck_mtext *texts = gck_calloc(nv ? nv : 1, sizeof *texts);
     int bad = texts == NULL;
     size_t total = 0, made = 0;
-    for (size_t i = 0; i < m->n && !bad; i++, made++) {
-        if (!gck_mtext_key(m->entries[i], &texts[i])) {
+    for (size_t i = 0; i < nv && !bad; i++, made++) {
+        const gck_vrec *r = state->recs[i];
+        const gck_entry *e = gck_manager_get(m, r->version);
+        if (!gck_mtext_key(e, r, &texts[i])) {
             bad = 1;
             break;
         }
@@ -242,20 +256,27 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
             texts[i].taken = 1; /* borrowed from the committed table */
             old->taken = 1;
         } else {
-            json_t *o = gck_entry_json(m->entries[i]);
+            json_t *o = gck_entry_json(e, r);
             texts[i].text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
             json_decref(o);
             bad = texts[i].text == NULL;
         }
         total += bad ? 0 : strlen(texts[i].text) + 2;
     }
-    json_t *policy = json_pack("{s:o, s:o, s:o}", "max_checkpoints", gck_ju64(m->policy.max_checkpoints),
-                               "keep_every_n", gck_ju64(m->policy.keep_every_n), "delta_threshold_bytes",
-                               gck_ju64(m->policy.delta_threshold_bytes));
-    json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
-                             "format_version", GCK_MANIFEST_VERSION, "generation", gck_ju64(generation),
-                             "next_version", gck_ju64(m->next_version), "zstd_level", cfg->zstd_level,
-                             "zstd_max_entropy", cfg->zstd_max_entropy, "policy", policy, "versions", json_array());
+    const gck_policy *pol = gck_manager_policy(m);
+    json_t *policy = json_pack("{s:o, s:o, s:o}", "max_checkpoints", gck_ju64(pol->max_checkpoints),
+                               "keep_every_n", gck_ju64(pol->keep_every_n), "delta_threshold_bytes",
+                               gck_ju64(pol->delta_threshold_bytes));
+    int fv = 1;
+    for (size_t i = 0; i < nv; i++)
+        if (gck_store_packed_name(state->recs[i]->file))
+            fv = 2;
+    json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:s, s:b, s:i, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
+                             "format_version", fv, "generation", gck_ju64(generation), "next_version",
+                             gck_ju64(gck_manager_next_version(m)), "zstd_level", cfg->zstd_level, "zstd_max_entropy",
+                             cfg->zstd_max_entropy, "coder", cfg->coder == GCK_STORE_CODER_ZSTD ? "zstd" : "auto",
+                             "compress_full", cfg->compress_full, "async_threads", cfg->async_threads, "policy",
+                             policy, "versions", json_array());
     char *head = root && !bad ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(root);
     /* the versions go into the empty array that ends the top-level object */
@@ -264,18 +285,18 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
     if (js != NULL) {
         size_t at = hl - 2;
         memcpy(js, head, at);
-        for (size_t i = 0; i < m->n; i++) {
+        for (size_t i = 0; i < nv; i++) {
             js[at++] = '\n';
             const size_t l = strlen(texts[i].text);
             memcpy(js + at, texts[i].text, l);
             at += l;
-            if (i + 1 < m->n)
+            if (i + 1 < nv)
                 js[at++] = ',';
         }
         memcpy(js + at, "\n]}\n", 5);
     }
     free(head);
-    gck_status st = js == NULL ? gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory") : GCK_OK;
+    gck_status st = js == NULL ? gck_fail_oom("store manifest text", hl + total + 8) : GCK_OK;
     gck_pending pd;
     if (st == GCK_OK) {
         gck_text t = {js, strlen(js)};
@@ -296,9 +317,9 @@ gck_status gck_manifest_write(const char *path, const gck_manager *m, uint64_t g
                 if (!cache->v[i].taken)
                     free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
             free(cache->v);
-            for (size_t i = 0; i < m->n; i++)
+            for (size_t i = 0; i < nv; i++)
                 texts[i].taken = 0;
-            cache->v = texts, cache->n = m->n;
+            cache->v = texts, cache->n = nv;
             texts = NULL;
         }
     }
@@ -329,9 +350,11 @@ static int gck_digest_ok(const char *d)
     return 1;
 }
 
-/* Adds one manifest entry to m. */
-static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
+/* Adds one manifest entry to the state (its manager's entry and its record). */
+static gck_status gck_read_entry(const char *path, json_t *o, gck_state *state)
 {
+    gck_manager *m = state->m;
+    const gck_entry *last = gck_manager_latest(m);
     uint64_t version, step, ts, full, stored, base = 0;
     json_t *tags = json_object_get(o, "tags"), *tensors = json_object_get(o, "tensors");
     const char *file = json_string_value(json_object_get(o, "file"));
@@ -348,14 +371,14 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
     const int is_delta = json_object_get(o, "delta_from") != NULL;
     if (is_delta && !gck_get_u64(o, "delta_from", &base))
         return gck_bad(path, "bad delta_from");
-    if (version == 0 || (m->n > 0 && version <= m->entries[m->n - 1]->pub.version))
+    if (version == 0 || (last != NULL && version <= last->version))
         return gck_bad(path, "versions are not in ascending order");
-    if (is_delta && (base >= version || gck_manager_find(m, base, NULL) == NULL))
+    if (is_delta && (base >= version || gck_manager_get(m, base) == NULL))
         return gck_bad(path, "a delta's base is not a retained earlier version");
     const size_t nt = json_array_size(tags), nn = json_array_size(tensors);
     const char **tv = gck_calloc(nt + 1, sizeof *tv), **nv = gck_calloc(nn + 1, sizeof *nv),
                **cv = gck_calloc(nn + 1, sizeof *cv);
-    gck_status st = (tv && nv && cv) ? GCK_OK : gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
+    gck_status st = (tv && nv && cv) ? GCK_OK : gck_fail_oom("store manifest entry", (nt + 2 * nn + 3) * sizeof *tv);
     for (size_t i = 0; st == GCK_OK && i < nt; i++)
         if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL)
             st = gck_bad(path, "a tag is not a string");
@@ -366,23 +389,20 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_manager *m)
         if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL)
             st = gck_bad(path, "a tensor entry is not [name, content id]");
     }
-    gck_mentry *e = NULL;
-    if (st == GCK_OK) {
+    gck_vrec *r = NULL;
+    if (st == GCK_OK && (r = gck_vrec_new(version, step, stored, file, cv, nn, digest)) == NULL)
+        st = GCK_ERR_NO_MEMORY;
+    if (st == GCK_OK) { /* the record first: a failed apply leaves no entry without one */
+        st = gck_state_put(state, r);
         const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
-        st = gck_manager_apply(m, &p, nv, cv, nn, full, ts, tv, nt, &e);
-    }
-    if (st == GCK_OK) {
-        e->step = step;
-        e->stored_bytes = stored;
-        snprintf(e->fields_digest, sizeof e->fields_digest, "%s", digest ? digest : "");
-        if ((e->file = gck_strdup(file)) == NULL)
-            st = gck_fail(GCK_ERR_NO_MEMORY, "store manifest: out of memory");
+        if (st == GCK_OK)
+            st = gck_manager_apply(m, &p, nv, nn, full, ts, tv, nt);
     }
     free(tv), free(nv), free(cv);
     return st;
 }
 
-gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *generation, gck_store_config *cfg)
+gck_status gck_manifest_read(const char *path, gck_state *out, uint64_t *generation, gck_store_config *cfg)
 {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
@@ -402,6 +422,10 @@ gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *ge
     const char *fmt = json_string_value(json_object_get(root, "format"));
     json_t *fv = json_object_get(root, "format_version"), *jl = json_object_get(root, "zstd_level");
     json_t *je = json_object_get(root, "zstd_max_entropy");
+    /* optional (manifests before them: zstd for every coded plane, plain full versions) */
+    json_t *jc = json_object_get(root, "coder"), *jf = json_object_get(root, "compress_full"),
+           *ja = json_object_get(root, "async_threads");
+    const char *coder = jc ? json_string_value(jc) : "zstd";
     json_t *policy = json_object_get(root, "policy"), *versions = json_object_get(root, "versions");
     uint64_t gen = 0, next = 0, maxc = 0;
     gck_policy p;
@@ -417,26 +441,34 @@ gck_status gck_manifest_read(const char *path, gck_manager **m_out, uint64_t *ge
              !gck_get_u64(policy, "keep_every_n", &p.keep_every_n) ||
              !gck_get_u64(policy, "delta_threshold_bytes", &p.delta_threshold_bytes) || maxc > SIZE_MAX)
         st = gck_bad(path, "missing or bad top-level field");
-    gck_manager *m = NULL;
+    else if (coder == NULL || (strcmp(coder, "auto") != 0 && strcmp(coder, "zstd") != 0) ||
+             (jf != NULL && !json_is_boolean(jf)) ||
+             (ja != NULL && (!json_is_integer(ja) || json_integer_value(ja) < 0 || json_integer_value(ja) > 1024)))
+        st = gck_bad(path, "bad coder, compress_full or async_threads");
+    gck_state state = {0};
     if (st == GCK_OK) {
         p.max_checkpoints = (size_t)maxc;
-        st = gck_manager_create(&p, &m);
+        st = gck_manager_create(&p, &state.m);
     }
     for (size_t i = 0; st == GCK_OK && i < json_array_size(versions); i++)
-        st = gck_read_entry(path, json_array_get(versions, i), m);
-    if (st == GCK_OK && m->n > 0 && next <= m->entries[m->n - 1]->pub.version)
+        st = gck_read_entry(path, json_array_get(versions, i), &state);
+    const gck_entry *last = st == GCK_OK ? gck_manager_latest(state.m) : NULL;
+    if (st == GCK_OK && last != NULL && next <= last->version)
         st = gck_bad(path, "next_version is not past the last version");
     if (st == GCK_OK && next == 0)
         st = gck_bad(path, "next_version is 0");
     if (st == GCK_OK) {
-        m->next_version = next;
-        *m_out = m;
+        gck_manager_set_next_version(state.m, next);
+        *out = state;
         *generation = gen;
-        cfg->policy = m->policy;
+        cfg->policy = p;
         cfg->zstd_level = (int)json_integer_value(jl);
         cfg->zstd_max_entropy = json_number_value(je);
+        cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
+        cfg->compress_full = json_is_true(jf);
+        cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
     } else {
-        gck_manager_destroy(m);
+        gck_state_clear(&state);
     }
     json_decref(root);
     return st;

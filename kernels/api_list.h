@@ -30,8 +30,8 @@
 #define GCK_SIG_AXPY(A, X) void (*)(GCK_CT(A) *, GCK_CT(A), const GCK_CT(X) *, size_t)  /* f(acc, w, x, n) */
 #define GCK_SIG_AXPY_INIT(A, X) GCK_SIG_AXPY(A, X) /* f(dst, w, x, n): dst written, not read */
 #define GCK_SIG_SCALE(A, X) void (*)(GCK_CT(A) *, GCK_CT(A), size_t)                    /* f(x, s, n)    */
-#define GCK_SIG_SHUFFLE(A, X) gck_status (*)(uint8_t *, const void *, const void *, size_t, size_t)
-#define GCK_SIG_UNSHUFFLE(A, X) gck_status (*)(void *, const uint8_t *, const void *, size_t, size_t)
+#define GCK_SIG_SHUFFLE(A, X) void (*)(uint8_t *, const void *, const void *, size_t, size_t)
+#define GCK_SIG_UNSHUFFLE(A, X) void (*)(void *, const uint8_t *, const void *, size_t, size_t)
 #define GCK_SIG_HASH(A, X) uint64_t (*)(const void *, size_t, uint64_t)                 /* f(data, len, h) */
 
 #define GCK_API_KERNEL_LIST(X)                                                 \

@@ -124,7 +124,7 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
     check_guards(g_out, out, len, "xor_shuffle");
     out = guarded(g_out, (od + 3) % (MAX_OFF + 1), len);
-    assert_int_equal(gck_xor_shuffle(out, a, b, n, esz), GCK_OK);
+    gck_xor_shuffle(out, a, b, n, esz);
     check_same(want, out, len, "gck_xor_shuffle", n, esz, with_b, od);
     check_guards(g_out, out, len, "gck_xor_shuffle");
 
@@ -145,7 +145,7 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
     check_guards(g_out, out, len, "unshuffle_xor");
     out = guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
-    assert_int_equal(gck_unshuffle_xor(out, src, b, n, esz), GCK_OK);
+    gck_unshuffle_xor(out, src, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor", n, esz, with_b, od);
     check_guards(g_out, out, len, "gck_unshuffle_xor");
 }
@@ -197,56 +197,30 @@ static void test_bytes_self_xor(void **state)
     }
 }
 
-/* An argument error returns GCK_ERR_INVALID_ARGUMENT, names the function in
- * gck_last_error() and leaves dst alone. */
-#define EXPECT_INVALID(call, fn)                                                     \
-    do {                                                                             \
-        memset(g_out, GUARD_BYTE, 256);                                              \
-        assert_int_equal((call), GCK_ERR_INVALID_ARGUMENT);                          \
-        assert_non_null(strstr(gck_last_error(), fn));                               \
-        for (size_t j_ = 0; j_ < 256; j_++)                                          \
-            assert_int_equal(g_out[j_], GUARD_BYTE);                                 \
-    } while (0)
-
-static void test_bytes_errors(void **state)
+/* The edges the preconditions allow: n == 0 touches nothing (pointers may
+ * be NULL), adjacent buffers are fine. (Arguments outside the
+ * preconditions are undefined behaviour, as for every kernel: not tested.) */
+static void test_bytes_edges(void **state)
 {
     (void)state;
-    uint8_t *dst = g_out;
-    const uint8_t *a = g_a, *b = g_b;
-    static const size_t bad_esz[] = {0, 3, 5, 6, 7, 9, 16, SIZE_MAX};
-    for (size_t j = 0; j < sizeof bad_esz / sizeof bad_esz[0]; j++) {
-        EXPECT_INVALID(gck_xor_shuffle(dst, a, b, 4, bad_esz[j]), "gck_xor_shuffle");
-        EXPECT_INVALID(gck_xor_shuffle(dst, a, NULL, 0, bad_esz[j]), "esz");
-        EXPECT_INVALID(gck_unshuffle_xor(dst, a, b, 4, bad_esz[j]), "gck_unshuffle_xor");
-        EXPECT_INVALID(gck_unshuffle_xor(NULL, NULL, NULL, 0, bad_esz[j]), "esz");
-    }
-    /* NULL dst or input with n > 0 (b may be NULL) */
-    EXPECT_INVALID(gck_xor_shuffle(NULL, a, b, 1, 4), "gck_xor_shuffle");
-    EXPECT_INVALID(gck_xor_shuffle(dst, NULL, b, 1, 4), "gck_xor_shuffle");
-    EXPECT_INVALID(gck_xor_shuffle(dst, NULL, NULL, 3, 1), "gck_xor_shuffle");
-    EXPECT_INVALID(gck_unshuffle_xor(NULL, a, b, 1, 8), "gck_unshuffle_xor");
-    EXPECT_INVALID(gck_unshuffle_xor(dst, NULL, b, 1, 8), "gck_unshuffle_xor");
-    /* n * esz overflows: refused before any byte is read */
-    EXPECT_INVALID(gck_xor_shuffle(dst, a, b, SIZE_MAX / 4 + 1, 4), "overflow");
-    EXPECT_INVALID(gck_xor_shuffle(dst, a, NULL, SIZE_MAX, 2), "overflow");
-    EXPECT_INVALID(gck_unshuffle_xor(dst, a, b, SIZE_MAX / 8 + 1, 8), "overflow");
-    /* dst overlapping an input */
+    const uint8_t *a = g_a;
+    gck_xor_shuffle(NULL, NULL, NULL, 0, 8);
+    gck_unshuffle_xor(NULL, NULL, NULL, 0, 1);
     memset(g_out, GUARD_BYTE, 256);
-    EXPECT_INVALID(gck_xor_shuffle(g_out + 8, g_out, NULL, 4, 4), "overlap");
-    EXPECT_INVALID(gck_xor_shuffle(g_out, g_out + 15, NULL, 4, 4), "overlap");
-    EXPECT_INVALID(gck_xor_shuffle(g_out, a, g_out + 3, 4, 4), "overlap");
-    EXPECT_INVALID(gck_unshuffle_xor(g_out, g_out, NULL, 2, 2), "overlap");
-    EXPECT_INVALID(gck_unshuffle_xor(g_out + 1, a, g_out, 2, 2), "overlap");
-
-    /* n == 0 is a no-op, pointers may be NULL; adjacent buffers do not overlap */
-    assert_int_equal(gck_xor_shuffle(NULL, NULL, NULL, 0, 8), GCK_OK);
-    assert_int_equal(gck_unshuffle_xor(NULL, NULL, NULL, 0, 1), GCK_OK);
-    memset(g_out, GUARD_BYTE, 256);
-    assert_int_equal(gck_xor_shuffle(g_out, a, NULL, 0, 4), GCK_OK);
+    gck_xor_shuffle(g_out, a, NULL, 0, 4);
+    gck_unshuffle_xor(g_out, a, NULL, 0, 2);
     assert_int_equal(g_out[0], GUARD_BYTE);
-    assert_int_equal(gck_xor_shuffle(g_out + 16, g_out, g_out + 32, 4, 4), GCK_OK);
-    assert_int_equal(gck_unshuffle_xor(g_out + 16, g_out, g_out + 32, 4, 4), GCK_OK);
+    for (size_t i = 0; i < 32; i++)
+        g_out[i] = (uint8_t)(i * 37 + 1), g_out[32 + i] = (uint8_t)(i * 11 + 5);
+    gck_xor_shuffle(g_out + 16, g_out, g_out + 32, 4, 4); /* dst right after a, right before b */
+    uint8_t want[16];
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; i < 4; i++)
+            want[k * 4 + i] = (uint8_t)(((i * 4 + k) * 37 + 1) ^ ((i * 4 + k) * 11 + 5));
+    assert_memory_equal(g_out + 16, want, 16);
+    gck_unshuffle_xor(g_out + 16 + 64, g_out + 16, g_out + 32, 4, 4);
+    assert_memory_equal(g_out + 80, g_out, 16);
 }
 
-GCK_PER_ISA_MAIN(setup, teardown, GCK_ISA_TEST(test_bytes_errors), GCK_ISA_TEST(test_bytes_sizes),
+GCK_PER_ISA_MAIN(setup, teardown, GCK_ISA_TEST(test_bytes_edges), GCK_ISA_TEST(test_bytes_sizes),
                  GCK_ISA_TEST(test_bytes_self_xor), GCK_ISA_TEST(test_bytes_large))

@@ -167,10 +167,19 @@ static int ls_run(const cli_command *c, int argc, char **argv)
 
 static int restore_run(const cli_command *c, int argc, char **argv)
 {
+    /* "--only NAME..." ends the arguments: every word after it is a name */
+    int only = argc;
+    for (int i = 0; i < argc && only == argc; i++)
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        else if (strcmp(argv[i], "--only") == 0)
+            only = i;
     const char *pos[3];
-    const int p = cli_parse(c, argc, argv, NULL, 0, pos, 3);
+    const int p = cli_parse(c, only, argv, NULL, 0, pos, 3);
     if (p != CLI_OK)
         return p < 0 ? CLI_OK : p;
+    if (only < argc && only + 1 == argc)
+        return cli_usage(c, "--only needs at least one tensor name");
     gck_store *s = NULL;
     if (cli_open_store(c, pos[0], 1, &s) != CLI_OK)
         return CLI_FAIL;
@@ -179,7 +188,10 @@ static int restore_run(const cli_command *c, int argc, char **argv)
     int rc = cli_resolve_version(c, s, pos[0], pos[1], &v);
     if (rc != CLI_OK)
         goto done;
-    if (gck_store_restore(s, v, &snap) != GCK_OK || gck_snapshot_save(snap, pos[2]) != GCK_OK) {
+    const gck_status rs = only < argc ? gck_store_restore_select(s, v, (const char *const *)argv + only + 1,
+                                                                 (size_t)(argc - only - 1), &snap)
+                                      : gck_store_restore(s, v, &snap);
+    if (rs != GCK_OK || gck_snapshot_save(snap, pos[2]) != GCK_OK) {
         rc = cli_fail_gck(c);
         goto done;
     }
@@ -305,9 +317,11 @@ const cli_command cli_cmd_store_ls = {
 
 const cli_command cli_cmd_store_restore = {
     "store restore",
-    "DIR VERSION|latest|TAG OUT.safetensors",
+    "DIR VERSION|latest|TAG OUT.safetensors [--only NAME...]",
     "Rebuild a version (every content id checked) and save it as a safetensors file.",
     "VERSION is a version number, 'latest', or a tag (the newest version carrying it).\n"
+    "--only NAME...: only those tensors (optimizer blobs as __optimizer__/PARAM),\n"
+    "reading only their bytes from each file of the version's chain.\n"
     "OUT is replaced atomically. The store is opened read-only (as for store ls):\n"
     "a version that a running writer evicts meanwhile fails with \"version N was\n"
     "evicted meanwhile\"; one it rebases is rebuilt from its new files.\n",

@@ -15,9 +15,9 @@ extern "C" {
 /*
  * Common rules for every kernel below.
  *
- * - Pure functions: they cannot fail (except the byte-plane functions, which
- *   check their arguments and return a gck_status), allocate nothing, and
- *   keep no reference to their arguments. n may be 0. Pointers need no alignment and
+ * - Pure functions: they cannot fail, check nothing, allocate nothing, and
+ *   keep no reference to their arguments (each states its preconditions;
+ *   calls that break them are undefined behaviour, as for memcpy). n may be 0. Pointers need no alignment and
  *   may be NULL only when n is 0 (passing NULL with n > 0 is undefined
  *   behaviour, as for memcpy). Outputs may not overlap inputs unless stated.
  * - Bit-reproducible: for the same input every ISA (scalar, AVX2, AVX-512,
@@ -272,15 +272,14 @@ GCK_API void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size
  * memory bandwidth for large n.
  *
  * Ownership: writes dst[0..n*esz), reads a and b (n*esz bytes each); keeps
- *            no reference. No alignment is needed. dst may not overlap a or
- *            b; a and b may alias each other (giving zeros).
- * Errors:    GCK_ERR_INVALID_ARGUMENT, with gck_last_error() set and dst
- *            untouched, when esz is not 1, 2, 4 or 8 (whatever n), n*esz
- *            overflows size_t, dst or a is NULL while n > 0, or dst overlaps
- *            a or b. n == 0 with a valid esz is GCK_OK and touches nothing.
+ *            no reference. No alignment is needed. a and b may alias each
+ *            other (giving zeros).
+ * Preconditions (as for every kernel, not checked): esz is 1, 2, 4 or 8;
+ *            n*esz does not overflow size_t; dst and a are non-NULL when
+ *            n > 0; dst overlaps neither a nor b. n == 0 touches nothing.
  * Thread-safety: safe to call concurrently on disjoint outputs.
  */
-GCK_API gck_status gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz);
+GCK_API void gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz);
 
 /**
  * The inverse of gck_xor_shuffle: rebuilds n elements of esz bytes from esz
@@ -294,15 +293,13 @@ GCK_API gck_status gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, s
  * the calling thread only, at memory bandwidth for large n.
  *
  * Ownership: writes dst[0..n*esz) bytes, reads src and b (n*esz bytes each);
- *            keeps no reference. No alignment is needed. dst may not overlap
- *            src or b.
- * Errors:    GCK_ERR_INVALID_ARGUMENT, with gck_last_error() set and dst
- *            untouched, when esz is not 1, 2, 4 or 8 (whatever n), n*esz
- *            overflows size_t, dst or src is NULL while n > 0, or dst
- *            overlaps src or b. n == 0 with a valid esz is GCK_OK.
+ *            keeps no reference. No alignment is needed.
+ * Preconditions (not checked): esz is 1, 2, 4 or 8; n*esz does not overflow
+ *            size_t; dst and src are non-NULL when n > 0; dst overlaps
+ *            neither src nor b. n == 0 touches nothing.
  * Thread-safety: safe to call concurrently on disjoint outputs.
  */
-GCK_API gck_status gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz);
+GCK_API void gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz);
 
 /* ---- hashing --------------------------------------------------------------- */
 

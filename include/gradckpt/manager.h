@@ -54,12 +54,16 @@ typedef struct gck_manager gck_manager;
 
 /**
  * Creates an empty manager. p NULL means the defaults.
- * Ownership: *out is the caller's (gck_manager_destroy).
+ * Ownership: *out is the caller's (gck_manager_destroy); *p is copied.
  * Errors: GCK_ERR_INVALID_ARGUMENT (out NULL), GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread.
  */
 GCK_API gck_status gck_manager_create(const gck_policy *p, gck_manager **out);
 
-/** Frees the manager and every entry; pointers it lent become invalid. NULL is fine. */
+/**
+ * Frees the manager and every entry; pointers it lent become invalid. NULL is fine.
+ * Thread-safety: the writer's call; no reader may use the manager meanwhile.
+ */
 GCK_API void gck_manager_destroy(gck_manager *m);
 
 /**
@@ -68,24 +72,32 @@ GCK_API void gck_manager_destroy(gck_manager *m);
  * Errors: GCK_ERR_INVALID_ARGUMENT (m NULL, names/tags NULL with a count > 0,
  *         a NULL string among them), GCK_ERR_NO_MEMORY. On error the manager
  *         is unchanged (nothing evicted, no version used).
+ * Ownership: names and tags are copied; nothing of the caller's is kept.
+ * Thread-safety: the one writer; entries borrowed before it may be freed by
+ *         an eviction.
  */
 GCK_API gck_status gck_manager_save(gck_manager *m, const char *const *tensor_names, size_t n_names,
                                     uint64_t full_bytes, uint64_t timestamp_secs, const char *const *tags,
                                     size_t n_tags, uint64_t *version_out);
 
-/** The entry of `version`, or NULL. Borrowed: valid until the next save or destroy. */
+/**
+ * The entry of `version`, or NULL (also for m NULL).
+ * Ownership: borrowed, valid until the next save, tag or destroy.
+ * Thread-safety: a reader (see the type).
+ */
 GCK_API const gck_entry *gck_manager_get(const gck_manager *m, uint64_t version);
 
-/** The entry with the highest version, or NULL when empty. Borrowed as above. */
+/** The entry with the highest version, or NULL when empty (or m NULL). Borrowed as gck_manager_get's; a reader. */
 GCK_API const gck_entry *gck_manager_latest(const gck_manager *m);
 
 /**
  * Writes up to cap retained versions, ascending, into out (NULL when cap is
- * 0) and returns how many are retained (which may exceed cap).
+ * 0) and returns how many are retained (which may exceed cap; 0 for m NULL).
+ * Thread-safety: a reader.
  */
 GCK_API size_t gck_manager_versions(const gck_manager *m, uint64_t *out, size_t cap);
 
-/** The version the next save will get (1 for a new manager; 0 for NULL). */
+/** The version the next save will get (1 for a new manager; 0 for NULL). A reader. */
 GCK_API uint64_t gck_manager_next_version(const gck_manager *m);
 
 /**
@@ -93,6 +105,7 @@ GCK_API uint64_t gck_manager_next_version(const gck_manager *m);
  * tag is appended again). Tagged entries are never evicted.
  * Returns 1 if the version exists and the tag was added, else 0 (also for
  * NULL arguments or out of memory; gck_last_error() says which).
+ * Ownership: tag is copied. Thread-safety: the one writer.
  */
 GCK_API int gck_manager_tag(gck_manager *m, uint64_t version, const char *tag);
 
@@ -110,13 +123,14 @@ typedef struct gck_delta {
  * Ownership: the names in *out are the caller's (gck_delta_clear).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (either
  *         version not retained), GCK_ERR_NO_MEMORY. *out is untouched on error.
+ * Thread-safety: a reader.
  */
 GCK_API gck_status gck_manager_compute_delta(const gck_manager *m, uint64_t v1, uint64_t v2, gck_delta *out);
 
-/** Frees the names of *d and zeroes it. NULL is fine. */
+/** Frees the names of *d and zeroes it. NULL is fine. Thread-safe (touches only *d). */
 GCK_API void gck_delta_clear(gck_delta *d);
 
-/** delta_bytes / max(full_bytes, 1); 0 for NULL. */
+/** delta_bytes / max(full_bytes, 1); 0 for NULL. Thread-safe (pure). */
 GCK_API double gck_delta_compression_ratio(const gck_delta *d, uint64_t full_bytes);
 
 /** Counts over the retained entries. */
@@ -125,10 +139,10 @@ typedef struct gck_manager_stats {
     uint64_t total_bytes; /**< sum of the retained entries' full_bytes */
 } gck_manager_stats;
 
-/** Stats of the retained entries (all zero for NULL). */
+/** Stats of the retained entries (all zero for NULL). A reader. */
 GCK_API gck_manager_stats gck_manager_stats_get(const gck_manager *m);
 
-/** delta_checkpoints / max(total_checkpoints, 1); 0 for NULL. */
+/** delta_checkpoints / max(total_checkpoints, 1); 0 for NULL. Thread-safe (pure). */
 GCK_API double gck_manager_stats_delta_ratio(const gck_manager_stats *s);
 
 #ifdef __cplusplus

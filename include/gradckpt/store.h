@@ -19,14 +19,24 @@ extern "C" {
  * delta, keep_every_n, bounded history, tags) but with real data:
  *
  * - a full version is a plain safetensors file (gck_snapshot_save), which any
- *   safetensors reader opens;
+ *   safetensors reader opens - unless compress_full is set: then it is
+ *   stored as a delta against nothing (every tensor's byte planes coded as
+ *   below; "v<N>-g<G>.packed.safetensors"), still a valid safetensors file
+ *   whose tensors are U8 payloads;
  * - a delta version is a safetensors file too, holding only what changed
  *   against its base (the latest version at save time): a tensor or
  *   optimizer blob with the base's content id is a reference; one with the
  *   base's dtype and size is stored as the XOR of its bits with the base's,
- *   split into byte planes, each plane zstd-compressed when it is
- *   compressible (zstd_max_entropy); anything else is stored whole (planes);
- *   an item's planes are one payload tensor;
+ *   split into byte planes; anything else is stored whole (planes); an
+ *   item's planes are one payload tensor (U8);
+ * - each byte plane is coded with what a sample of it says pays (coder
+ *   GCK_STORE_CODER_AUTO): stored raw when its order-0 entropy is above
+ *   zstd_max_entropy; zstd at zstd_level when it has long runs (frozen rows,
+ *   sparse updates); rANS order-0 (htscodecs) when its entropy is low
+ *   (exponent planes), where Huffman cannot go below one bit per byte;
+ *   zstd's Huffman stage alone otherwise. A build without htscodecs codes
+ *   those planes with Huffman instead and refuses to read rANS planes
+ *   (GCK_ERR_UNSUPPORTED), as one without zstd does for zstd planes;
  * - `manifest.json` lists the versions, tags, bases and content ids. Every
  *   change (save, tag, eviction) writes new data files first and then
  *   replaces the manifest atomically and durably, so after a crash at any
@@ -61,24 +71,39 @@ extern "C" {
  */
 typedef struct gck_store gck_store;
 
+/** How the byte planes of deltas (and compressed full versions) are coded. */
+enum {
+    GCK_STORE_CODER_AUTO = 0, /**< per plane: raw, rANS order-0, Huffman or zstd (above); the default */
+    GCK_STORE_CODER_ZSTD = 1  /**< every coded plane zstd at zstd_level (stores made before the others) */
+};
+
 typedef struct gck_store_config {
     gck_policy policy; /**< as gck_manager's; defaults from gck_policy_init */
     int zstd_level;    /**< -7..-1 (zstd's fast levels) or 1..19; default 1 */
     /**
-     * A byte plane of a changed tensor is zstd-compressed only when the
-     * order-0 entropy of a sample of it, as a fraction of 8 bits, is at most
-     * this; otherwise it is stored as plain bytes. zstd runs at well under
-     * 0.5 GB/s on bytes of middling entropy (the exponent bytes of optimizer
-     * moments), so the default, 0.25, compresses the near-constant planes
-     * (sign and exponent bytes of slowly moving weights) and stores the rest:
-     * measured on an SGD run, 0.25 gives files of 0.88 of the data at over
-     * 1 GB/s, 0.35 gives 0.81 at ~0.8 GB/s, 1.0 (compress every plane) 0.74 at
-     * ~0.45 GB/s; zstd alone on the same data gives 0.92. In (0, 1].
+     * A byte plane whose sampled order-0 entropy, as a fraction of 8 bits,
+     * is above this is stored as plain bytes (coding it would gain little
+     * and cost time). Default 0.97. In (0, 1]. Stores made before the
+     * per-plane coder recorded 0.25 with GCK_STORE_CODER_ZSTD and keep it
+     * until a configuration is given to gck_store_open.
      */
     double zstd_max_entropy;
+    int coder;         /**< GCK_STORE_CODER_AUTO (default) or GCK_STORE_CODER_ZSTD */
+    int compress_full; /**< 1: full versions coded as above (not plain safetensors); default 0 */
+    /**
+     * OpenMP threads that encode an asynchronous save on the store's
+     * background thread (gck_store_save_async). Default 1: the save then
+     * leaves the other cores to the training step it runs beside. 0: as a
+     * synchronous save (omp_get_max_threads() for large states).
+     */
+    int async_threads;
 } gck_store_config;
 
-/** Fills *c with the defaults. NULL is ignored. */
+/**
+ * Fills *c with the defaults (policy as gck_policy_init, zstd_level 1,
+ * zstd_max_entropy 0.97, coder GCK_STORE_CODER_AUTO, compress_full 0,
+ * async_threads 1). NULL is ignored. Thread-safe (touches only *c).
+ */
 GCK_API void gck_store_config_init(gck_store_config *c);
 
 /**
@@ -87,7 +112,7 @@ GCK_API void gck_store_config_init(gck_store_config *c);
  * (the defaults for a new store); a non-NULL cfg replaces it and is recorded.
  *
  * Ownership: *out is the caller's (gck_store_close).
- * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, bad zstd_level or zstd_max_entropy); GCK_ERR_IO (cannot
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, a config field out of its range); GCK_ERR_IO (cannot
  *         create or read the directory, or the store is open in another
  *         process or handle - the message says so); GCK_ERR_CORRUPT
  *         (unreadable manifest); GCK_ERR_UNSUPPORTED (newer store format, or
@@ -130,8 +155,17 @@ GCK_API gck_status gck_store_open(const char *dir, const gck_store_config *cfg, 
  */
 GCK_API gck_status gck_store_open_readonly(const char *dir, gck_store **out);
 
-/** Releases the lock (if it holds one) and frees the store. NULL is fine. */
-GCK_API void gck_store_close(gck_store *s);
+/**
+ * Waits for an asynchronous save in flight (gck_store_save_async), ends the
+ * store's background thread, releases the lock (if it holds one) and frees
+ * the store, in every case. NULL is fine (GCK_OK).
+ * Returns GCK_OK, or the error of an asynchronous save nobody was told of
+ * yet (gck_last_error() names it, prefixed "asynchronous save: "): close is
+ * the last place such an error can be reported.
+ * Ownership: pointers the store lent (entries, version infos) become invalid.
+ * Thread-safety: the store's one thread; never while another call on it runs.
+ */
+GCK_API gck_status gck_store_close(gck_store *s);
 
 /**
  * Saves `snap` as the next version with the given tags (copied; a repeated
@@ -146,9 +180,64 @@ GCK_API void gck_store_close(gck_store *s);
  *         - except a GCK_ERR_IO whose message says "saved, but cannot sync":
  *         then only the final directory fsync failed and the version is saved
  *         (*version_out is set), its survival of a power loss unknown.
+ *         An asynchronous save that failed and was not yet reported is
+ *         reported here instead (message "asynchronous save: ..."), and this
+ *         snapshot is then not saved.
+ * Ownership: snap stays the caller's; nothing of it is kept (the store may
+ *         keep a copy of its content in memory as the next delta's base).
+ * Thread-safety: the store's one thread; waits first for an asynchronous
+ *         save in flight.
  */
 GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
                                   uint64_t *version_out);
+
+/**
+ * Saves `snap` as gck_store_save does - same files, same fsyncs, same
+ * manifest commit, so the same crash safety - but on the store's background
+ * thread, and returns as soon as the snapshot is handed over: the caller
+ * goes on training while the save encodes, writes and syncs. A save is
+ * acknowledged (survives a crash) only once its completion has been
+ * reported: gck_store_wait returning GCK_OK, or any later call on the store
+ * returning (every call waits first).
+ *
+ * Memory is bounded: at most one snapshot is in flight. A second
+ * asynchronous save while one is in flight first waits for it. Every other
+ * call on the store (save, restore, tag, get, latest, versions, verify,
+ * close, ...) also first waits for it, so their answers include it.
+ *
+ * The background thread encodes with cfg.async_threads OpenMP threads (its
+ * own setting; the caller's threads are untouched).
+ *
+ * Ownership: snap passes to the store in every case - on success the store
+ *         destroys it after saving it, on an error at once. It must own its
+ *         bytes (gck_snapshot_add_tensor copies; a snapshot whose tensors
+ *         borrow memory, as gck_checkpoint_save's, is refused: clone it). The
+ *         caller may change or free its own buffers as soon as this returns.
+ *         Tags are copied.
+ * Errors (the save then does not happen, snap is destroyed): as
+ *         gck_store_save's argument checks (GCK_ERR_INVALID_ARGUMENT, also
+ *         for borrowed tensors); the previous asynchronous save's error if
+ *         it failed and was not reported yet ("asynchronous save: ...");
+ *         GCK_ERR_NO_MEMORY; GCK_ERR_IO (no thread could be started). The
+ *         save's own errors (I/O, corruption of a base, memory) are reported
+ *         later, by gck_store_wait, the next save or gck_store_close - never
+ *         lost; on such an error the store is unchanged exactly as for
+ *         gck_store_save.
+ * Thread-safety: the store's one thread.
+ */
+GCK_API gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *const *tags, size_t n_tags);
+
+/**
+ * Waits until no asynchronous save is in flight and reports the last one:
+ * GCK_OK when it succeeded (or none failed unreported), else its error,
+ * once (gck_last_error() gives its message, prefixed "asynchronous save: ").
+ * version_out (may be NULL) receives the version the last completed
+ * asynchronous save became (0 when none completed; set also for the
+ * "saved, but cannot sync" case of gck_store_save).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (s NULL), or the save's error.
+ * Thread-safety: the store's one thread.
+ */
+GCK_API gck_status gck_store_wait(gck_store *s, uint64_t *version_out);
 
 /**
  * Rebuilds a retained version, bit-identical to what was saved (every
@@ -159,6 +248,9 @@ GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const 
  *         on a read-only handle also "version N was evicted meanwhile"),
  *         GCK_ERR_IO, GCK_ERR_CORRUPT (a file fails its checks; the message
  *         names it), GCK_ERR_UNSUPPORTED, GCK_ERR_NO_MEMORY.
+ * Thread-safety: the store's one thread (every store call below waits first
+ *         for an asynchronous save in flight; read-only handles of other
+ *         processes may read at the same time).
  */
 GCK_API gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapshot **out);
 
@@ -203,10 +295,32 @@ GCK_API gck_status gck_store_restore_into(gck_store *s, uint64_t version, const 
                                           void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
 
 /**
+ * Rebuilds only the named tensors and optimizer blobs (as
+ * "__optimizer__/<param>") of a retained version, as a new snapshot with the
+ * version's step, timestamp, loss cid and metadata: only their bytes are
+ * read from each file of the version's chain (full and delta alike; the
+ * latest version is copied from the store's memory), through
+ * gck_store_restore_into, so every content id is checked as there. n may
+ * be 0 (the fields alone).
+ * Ownership: *out is the caller's (gck_snapshot_destroy); names are not kept.
+ * Errors (*out untouched, the store unchanged): GCK_ERR_INVALID_ARGUMENT
+ *         (NULL, a NULL or repeated name), GCK_ERR_NOT_FOUND (the version is
+ *         not retained or has no such tensor), and those of
+ *         gck_store_restore_into (GCK_ERR_IO, GCK_ERR_CORRUPT,
+ *         GCK_ERR_UNSUPPORTED, GCK_ERR_NO_MEMORY). On a read-only handle a
+ *         version whose file a writer replaced since the handle opened is
+ *         GCK_ERR_IO here (gck_store_restore follows the writer instead).
+ * Thread-safety: the store's one thread.
+ */
+GCK_API gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,
+                                            gck_snapshot **out);
+
+/**
  * Tags a retained version (durably; a tag already there is a no-op).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty tag, a read-only handle), GCK_ERR_NOT_FOUND,
  *         GCK_ERR_IO, GCK_ERR_NO_MEMORY; unchanged on error (but for the
  *         "saved, but cannot sync" case of gck_store_save).
+ * Thread-safety: the store's one thread.
  */
 GCK_API gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag);
 
@@ -214,23 +328,42 @@ GCK_API gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag
  * Removes `tag` from a retained version (durably); a tag it does not carry
  * is a no-op. With its last tag gone the version can be evicted again: this
  * is how a moving tag such as "best" is kept on one version.
- * Errors: as gck_store_tag.
+ * Errors and thread-safety: as gck_store_tag.
  */
 GCK_API gck_status gck_store_untag(gck_store *s, uint64_t version, const char *tag);
 
-/** Newest retained version carrying `tag`. Errors: INVALID_ARGUMENT, NOT_FOUND. */
+/*
+ * The queries below read the store's state in memory (no file is opened).
+ * Each first waits for an asynchronous save in flight, so its answer
+ * includes it. Thread-safety: the store's one thread.
+ */
+
+/**
+ * The newest retained version carrying `tag` into *version_out.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (no version has it).
+ */
 GCK_API gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *version_out);
 
-/** As gck_manager_versions: writes up to cap versions ascending, returns how many are retained. */
+/**
+ * As gck_manager_versions: writes up to cap retained versions ascending into
+ * out (may be NULL when cap is 0) and returns how many are retained (0 for NULL s).
+ */
 GCK_API size_t gck_store_versions(const gck_store *s, uint64_t *out, size_t cap);
 
-/** Entry of a retained version, or NULL. Borrowed: valid until the next save, tag or close. */
+/**
+ * The bookkeeping entry of a retained version, or NULL (also for NULL s).
+ * Ownership: borrowed from the store, valid until the next call that changes
+ * it (save, save_async, tag, untag) or close.
+ */
 GCK_API const gck_entry *gck_store_get(const gck_store *s, uint64_t version);
 
-/** Entry of the newest version, or NULL when empty. Borrowed as above. */
+/** The entry of the newest version, or NULL when empty (or s NULL). Borrowed as gck_store_get's. */
 GCK_API const gck_entry *gck_store_latest(const gck_store *s);
 
-/** The recorded configuration. Errors: INVALID_ARGUMENT (NULL). */
+/**
+ * The recorded configuration (what the manifest holds) into *out.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL).
+ */
 GCK_API gck_status gck_store_config_get(const gck_store *s, gck_store_config *out);
 
 typedef struct gck_store_stats {
@@ -239,10 +372,14 @@ typedef struct gck_store_stats {
     uint64_t disk_bytes;    /**< their data files' sizes plus the manifest's */
 } gck_store_stats;
 
-/** Errors: INVALID_ARGUMENT (NULL). */
+/**
+ * Counts and sizes of the retained versions into *out (disk_bytes from the
+ * sizes the manifest records, plus the manifest's own size).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL).
+ */
 GCK_API gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out);
 
-/** On-disk size of one retained version's data file (0 if not retained). */
+/** On-disk size of one retained version's data file (0 if not retained, or s NULL). */
 GCK_API uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version);
 
 /**
@@ -291,6 +428,8 @@ GCK_API gck_status gck_store_version_info(const gck_store *s, uint64_t version, 
  * while it is checked is skipped (not counted, not a failure).
  * Errors: GCK_ERR_CORRUPT / GCK_ERR_IO naming the first bad version and
  *         file; GCK_ERR_INVALID_ARGUMENT; GCK_ERR_NO_MEMORY.
+ * Ownership: keeps nothing; the store is not changed.
+ * Thread-safety: the store's one thread.
  */
 GCK_API gck_status gck_store_verify(gck_store *s, size_t *n_checked);
 
@@ -315,6 +454,8 @@ GCK_API gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, v
  * replaced by a rebase). bytes_freed may be NULL. Files that do not look
  * like the store's own are never touched.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, a read-only handle), GCK_ERR_IO.
+ * Thread-safety: the store's one thread (the writer's lock keeps other
+ *         writers out; read-only handles never need the files it removes).
  */
 GCK_API gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed);
 

@@ -54,6 +54,13 @@ public:
     // The snapshot goes first, then (with the members) the arrays it borrowed.
     ~Snapshot() { gck_snapshot_destroy(s_); }
     gck_snapshot *get() const { return s_; }
+    // Hands the C snapshot over (to gck_store_save_async, which owns it from then on).
+    gck_snapshot *release()
+    {
+        gck_snapshot *s = s_;
+        s_ = nullptr;
+        return s;
+    }
 
     uint64_t step() const { return gck_snapshot_step(s_); }
     uint64_t timestamp() const { return gck_snapshot_timestamp(s_); }
@@ -226,9 +233,10 @@ nb::dict tensor_meta(const gck_tensor_info &ti)
 }
 
 // Builds a snapshot from Python arguments: tensors borrowed (no copy), kept
-// alive by the Snapshot object; blobs and metadata copied.
+// alive by the Snapshot object - or copied (copy_tensors: a snapshot that
+// outlives the call, as an asynchronous save's); blobs and metadata copied.
 std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::handle optimizer_state,
-                                         nb::handle metadata, nb::handle timestamp)
+                                         nb::handle metadata, nb::handle timestamp, bool copy_tensors = false)
 {
     auto snap = std::make_unique<Snapshot>(step);
     gck_snapshot *s = snap->get();
@@ -239,8 +247,9 @@ std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::
         Array a;
         const std::string an = "tensors['" + name + "']";
         resolve(kv[1], ArgName{ an.c_str() }, Access::Read, snap->refs(), a, true);
-        snap->refs().keep(nb::borrow(kv[1]));
-        snap->add_resolved(name, a, false);
+        if (!copy_tensors)
+            snap->refs().keep(nb::borrow(kv[1]));
+        snap->add_resolved(name, a, copy_tensors);
     }
     if (!optimizer_state.is_none())
         for (nb::handle kv : optimizer_state.attr("items")()) {
@@ -300,6 +309,19 @@ Snapshot *load_into(const std::string &path, nb::handle dst)
     return new Snapshot(fields, false);
 }
 
+// A Python iterable of tags as C strings (valid while this lives).
+struct Tags {
+    std::vector<std::string> s;
+    std::vector<const char *> p;
+    explicit Tags(nb::handle tags)
+    {
+        for (nb::handle t : tags)
+            s.push_back(nb::cast<std::string>(t));
+        for (const auto &t : s)
+            p.push_back(t.c_str());
+    }
+};
+
 class Store {
 public:
     Store(const std::string &dir, nb::object max_checkpoints, nb::object keep_every_n, nb::object delta_threshold,
@@ -345,10 +367,16 @@ public:
     Store &operator=(const Store &) = delete;
     ~Store() { gck_store_close(s_); }
 
+    // Waits for an asynchronous save in flight; raises its error if nobody was told of it yet.
     void close()
     {
-        gck_store_close(s_);
+        gck_store *st = s_;
         s_ = nullptr;
+        const gck_status rc = [&] {
+            nb::gil_scoped_release nogil;
+            return gck_store_close(st);
+        }();
+        check(rc);
     }
 
     gck_store *get() const
@@ -362,12 +390,8 @@ public:
                   nb::handle tags, nb::handle timestamp)
     {
         gck_store *st = get();
-        std::vector<std::string> tag_s;
-        for (nb::handle t : tags)
-            tag_s.push_back(nb::cast<std::string>(t));
-        std::vector<const char *> tag_p;
-        for (const auto &t : tag_s)
-            tag_p.push_back(t.c_str());
+        const Tags tg(tags);
+        const std::vector<const char *> &tag_p = tg.p;
         std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp);
         uint64_t v = 0;
         gck_snapshot *s = snap->get();
@@ -377,6 +401,35 @@ public:
         }();
         check(rc);
         return v;
+    }
+
+    // The tensors are copied (one copy, made here): the caller may change its
+    // arrays as soon as this returns; the save runs on the store's thread.
+    void save_async(nb::handle tensors, uint64_t step, nb::handle optimizer_state, nb::handle metadata,
+                    nb::handle tags, nb::handle timestamp)
+    {
+        gck_store *st = get();
+        const Tags tg(tags);
+        const std::vector<const char *> &tag_p = tg.p;
+        std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp, true);
+        gck_snapshot *s = snap->release();
+        const gck_status rc = [&] {
+            nb::gil_scoped_release nogil;
+            return gck_store_save_async(st, s, tag_p.data(), tag_p.size());
+        }();
+        check(rc);
+    }
+
+    nb::object wait()
+    {
+        gck_store *st = get();
+        uint64_t v = 0;
+        const gck_status rc = [&] {
+            nb::gil_scoped_release nogil;
+            return gck_store_wait(st, &v);
+        }();
+        check(rc);
+        return v ? nb::object(nb::int_(v)) : nb::none();
     }
 
     uint64_t resolve_version(nb::handle which) const
@@ -635,6 +688,20 @@ void init_files(nb::module_ &m)
                      "metadata: Mapping[str, str] | None = None, tags: Iterable[str] = (), "
                      "timestamp: int | None = None) -> int"),
              "Saves a new version (full or delta by the policy) and returns its number.")
+        .def("save_async", &Store::save_async, nb::arg("tensors"), nb::arg("step"),
+             nb::arg("optimizer_state") = nb::none(), nb::arg("metadata") = nb::none(), nb::arg("tags") = nb::tuple(),
+             nb::arg("timestamp") = nb::none(),
+             nb::sig("def save_async(self, tensors: Mapping[str, Array], step: int, "
+                     "optimizer_state: Mapping[str, Buffer | Array] | None = None, "
+                     "metadata: Mapping[str, str] | None = None, tags: Iterable[str] = (), "
+                     "timestamp: int | None = None) -> None"),
+             "As save, on the store's background thread: copies the tensors (change your arrays at once) and\n"
+             "returns; one save in flight at most (a second waits for the first). The save is acknowledged once\n"
+             "wait() returns; its error is raised by wait(), the next save or close(), never lost. Every other\n"
+             "method waits for the save in flight first.")
+        .def("wait", &Store::wait, nb::sig("def wait(self) -> int | None"),
+             "Waits for the asynchronous save in flight; returns the version the last one became (None if none\n"
+             "completed) or raises its error.")
         .def("restore", &Store::restore, nb::arg("version") = "latest",
              nb::sig("def restore(self, version: int | str = 'latest') -> Snapshot"),
              "Rebuilds a version (a number, 'latest' or a tag) bit for bit as a Snapshot.")
@@ -661,7 +728,9 @@ void init_files(nb::module_ &m)
         .def("config", &Store::config, nb::sig("def config(self) -> dict[str, float]"), "The recorded policy.")
         .def("verify", &Store::verify, "Re-reads every version from disk and checks every byte; returns how many.")
         .def("gc", &Store::gc, "Removes files the manifest does not name; returns the bytes freed.")
-        .def("close", &Store::close, "Releases the lock; the object cannot be used afterwards.")
+        .def("close", &Store::close,
+             "Waits for an asynchronous save in flight (raising its error if nobody was told of it), releases the\n"
+             "lock; the object cannot be used afterwards.")
         .def_prop_ro("dir", &Store::dir, "The store's directory.")
         .def_prop_ro("closed", &Store::closed, "True after close().")
         .def("__enter__", [](nb::handle self) { return nb::borrow(self); })

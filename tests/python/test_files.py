@@ -230,6 +230,27 @@ def test_store_versions_deltas_tags_restore(tmp_path, rng):
         assert st2.config()["max_checkpoints"] == 3 and st2.versions == [1, 4, 5]
 
 
+def test_store_save_async(tmp_path, rng):
+    d = str(tmp_path / "async")
+    w = rng.standard_normal(100000).astype(np.float32)
+    saved = []
+    with gradckpt.Store(d, max_checkpoints=4, keep_every_n=0, delta_threshold_bytes=1000) as st:
+        for step in range(6):
+            w[: 50 + step] += 1
+            st.save_async({"w": w}, step, metadata={"s": str(step)}, tags=("first",) if step == 0 else ())
+            saved.append(w.copy())
+            w[:] = -7.0  # the store copied the arrays: changing them at once changes nothing saved
+            w[:] = saved[-1]
+        assert st.wait() == 6
+        assert st.latest == 6  # every query waits for the save in flight
+        for v in st.versions:
+            same(st.restore(v)["w"], saved[v - 1])
+        assert st.verify() == len(st.versions)
+    with gradckpt.Store(d) as st2:
+        same(st2.restore("latest")["w"], saved[-1])
+        assert st2.wait() is None  # nothing saved asynchronously by this handle
+
+
 def test_store_readonly(tmp_path):
     d = str(tmp_path / "s")
     if not gradckpt._gradckpt.HAS_READONLY_STORE:

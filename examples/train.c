@@ -536,6 +536,9 @@ static void draw_plot(const char *png, const run_state *st)
     for (uint64_t i = 0; i < st->step; i++)
         fprintf(f, "%llu %.9g\n", (unsigned long long)(i + 1), (double)st->loss_history[i]);
     fclose(f);
+    fflush(stdout);
+    /* a missing gnuplot closes the pipe: a write error, not a SIGPIPE ending the run unflushed */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     FILE *g = popen("gnuplot 2>/dev/null", "w");
     int rc = -1;
     if (g != NULL) {
@@ -546,6 +549,7 @@ static void draw_plot(const char *png, const run_state *st)
                 png, data);
         rc = pclose(g);
     }
+    signal(SIGPIPE, old_pipe);
     remove(data);
     if (rc != 0)
         fprintf(stderr, "train: no plot: gnuplot is missing or failed (Debian: apt install gnuplot-nox)\n");

@@ -1,7 +1,22 @@
 /* examples/train.c - the demo job: trains an MLP on the CPU with micro-batch gradient accumulation
- * (gck_checkpointer, weighted by micro-batch size), global-norm clipping, AdamW, and snapshots in a
- * gck_store every N steps; `--resume DIR` continues from the latest version, bit for bit.
- * Run `train --help` for the options. */
+ * (weighted by micro-batch size), global-norm clipping, AdamW, and snapshots in a gck_store every N
+ * steps; `--resume DIR` continues from the latest version, bit for bit. Run `train --help` for the
+ * options.
+ *
+ * Two gradient paths (--path), over the same contiguous buffers: the model's parameters, AdamW
+ * moments and gradients are each one block (train_params), cut into 2 tensors per layer.
+ * - trainer (default): the step's gradient lives in the run's own block. Each micro-batch's
+ *   gradient is accumulated into it in place (gck_tensors_axpy_init / gck_tensors_axpy, weighted
+ *   by its rows), the mean is finished in place (gck_tensors_div_sumsq), then
+ *   gck_tensors_clip_by_norm clips it and reports the pre-clip norm. No library-owned copy.
+ * - checkpointer: gck_accumulate_many_f32 hands each micro-batch to a gck_checkpointer (weighted
+ *   mean), gck_flush_into finishes and clips into the same block and records the checkpoint in the
+ *   checkpointer's history (one kept), as a job that wants checkpoints (norms, checksum) does.
+ * Both are the same arithmetic with --clip-eps 0 (the checkpointer clips by clip / norm when
+ * norm > clip), so they then reach the same weights bit for bit; the trainer path's default eps
+ * (1e-6, PyTorch's) changes the factor whenever clipping fires.
+ * Snapshots borrow the blocks (gck_snapshot_add_tensor_ref) and resuming restores straight into
+ * them (gck_store_restore_into); step, learning rate and data position are typed metadata. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -20,6 +35,10 @@
 #include "train_progress.h"
 
 #define MAX_MICRO 16
+#define MAX_TENSORS (2 * TRAIN_MAX_LAYERS)
+
+enum { PATH_TRAINER, PATH_CHECKPOINTER };
+static const char *const g_path_name[2] = {"trainer", "checkpointer"};
 
 typedef struct options {
     const char *dir;
@@ -27,9 +46,11 @@ typedef struct options {
     uint64_t steps, save_every;
     train_shape shape;
     int batch, micro;
-    double lr, clip;
+    double lr, clip, clip_eps;
     uint64_t seed;
     int threads;
+    int path;
+    int path_set, clip_eps_set; /* given on the command line */
     const char *plot;
     int quiet;
 } options;
@@ -62,6 +83,9 @@ static void usage(FILE *f)
             "\n"
             "  --dir DIR          store directory for a new run (default train-run)\n"
             "  --resume DIR       continue the run in DIR from its latest version\n"
+            "  --path P           trainer (default): gradients accumulated, averaged and clipped in\n"
+            "                     the run's own buffer with gck_tensors_*; checkpointer:\n"
+            "                     gck_accumulate_many_f32 + gck_flush_into, recording checkpoints\n"
             "  --steps N          total optimizer steps (default 600)\n"
             "  --save-every N     steps between snapshots (default 20)\n"
             "  --dims A,B,...     layer widths, inputs first (default 64,2048,1024,16: 2.2 M params)\n"
@@ -69,12 +93,15 @@ static void usage(FILE *f)
             "  --micro N          micro-batches per step, of unequal sizes (default 4)\n"
             "  --lr X             AdamW learning rate (default 1e-3)\n"
             "  --clip X           global gradient norm bound (default 1.0)\n"
+            "  --clip-eps X       trainer path: clip factor clip / (norm + X) (default 1e-6, PyTorch's);\n"
+            "                     the checkpointer path's rule is clip / norm, i.e. 0\n"
             "  --seed N           data, teacher and initial weights (default 42)\n"
             "  --threads N        OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
             "  --plot FILE.png    draw the loss curve with gnuplot at the end\n"
             "  --quiet            no progress output\n"
-            "Killed at any point, --resume reaches the same weights as an uninterrupted run;\n"
-            "the result does not depend on --threads.\n");
+            "Killed at any point, --resume reaches the same weights as an uninterrupted run (the\n"
+            "run's path, shape and hyperparameters come from its snapshot); the result does not\n"
+            "depend on --threads.\n");
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -86,6 +113,14 @@ static int parse_u64(const char *s, uint64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+static int parse_f64(const char *s, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    *out = strtod(s, &end);
+    return errno || end == s || *end ? -1 : 0;
 }
 
 static int parse_dims(const char *s, train_shape *sh)
@@ -108,10 +143,18 @@ static int parse_dims(const char *s, train_shape *sh)
     return 0;
 }
 
+static int parse_path(const char *s, int *path)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(s, g_path_name[i]) == 0)
+            return *path = i, 0;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.dir = "train-run", .steps = 600, .save_every = 20, .batch = 128, .micro = 4, .lr = 1e-3,
-                   .clip = 1.0, .seed = 42};
+                   .clip = 1.0, .clip_eps = GCK_CLIP_EPS_DEFAULT, .seed = 42, .path = PATH_TRAINER};
     parse_dims("64,2048,1024,16", &o->shape);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -130,6 +173,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->dir = v;
         } else if (strcmp(a, "--resume") == 0) {
             o->dir = v, o->resume = 1;
+        } else if (strcmp(a, "--path") == 0) {
+            bad = parse_path(v, &o->path), o->path_set = 1;
         } else if (strcmp(a, "--steps") == 0) {
             bad = parse_u64(v, &o->steps) || o->steps == 0;
         } else if (strcmp(a, "--save-every") == 0) {
@@ -141,9 +186,11 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--micro") == 0) {
             bad = parse_u64(v, &u) || u < 1 || u > MAX_MICRO, o->micro = (int)u;
         } else if (strcmp(a, "--lr") == 0) {
-            o->lr = strtod(v, NULL), bad = !(o->lr > 0);
+            bad = parse_f64(v, &o->lr) || !(o->lr > 0);
         } else if (strcmp(a, "--clip") == 0) {
-            o->clip = strtod(v, NULL), bad = !(o->clip > 0);
+            bad = parse_f64(v, &o->clip) || !(o->clip > 0) || isinf(o->clip);
+        } else if (strcmp(a, "--clip-eps") == 0) {
+            bad = parse_f64(v, &o->clip_eps) || !(o->clip_eps >= 0) || isinf(o->clip_eps), o->clip_eps_set = 1;
         } else if (strcmp(a, "--seed") == 0) {
             bad = parse_u64(v, &o->seed);
         } else if (strcmp(a, "--threads") == 0) {
@@ -164,6 +211,14 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "train: --micro %d exceeds --batch %d\n", o->micro, o->batch);
         return -1;
     }
+    if (o->path == PATH_CHECKPOINTER) {
+        if (o->clip_eps_set && o->clip_eps != 0.0) {
+            fprintf(stderr, "train: --clip-eps is the trainer path's; the checkpointer clips by clip / norm "
+                            "(--clip-eps 0)\n");
+            return -1;
+        }
+        o->clip_eps = 0.0;
+    }
     return 0;
 }
 
@@ -177,28 +232,127 @@ static void micro_sizes(int batch, int micro, int *rows)
     rows[micro - 1] = batch - base * (micro - 1);
 }
 
-/* ---- run state <-> snapshot -------------------------------------------------------- */
+/* ---- the tensors of a parameter block ----------------------------------------------- */
 
-static void layer_name(char *buf, size_t cap, const char *prefix, int l, int bias)
+/* Tensor k of a block, in block order: layer k / 2's biases (k even), then its weights. */
+static int n_tensors(const train_shape *sh)
 {
-    snprintf(buf, cap, "%sl%d.%s", prefix, l, bias ? "bias" : "weight");
+    return 2 * sh->nlayers;
 }
+
+static float *tensor_at(const train_params *p, int k)
+{
+    return k & 1 ? p->w[k / 2] : p->b[k / 2];
+}
+
+static size_t tensor_shape(const train_shape *sh, int k, int64_t shape[2])
+{
+    const int l = k / 2;
+    if (!(k & 1))
+        return shape[0] = sh->dims[l + 1], 1;
+    shape[0] = sh->dims[l], shape[1] = sh->dims[l + 1];
+    return 2;
+}
+
+static size_t tensor_len(const train_shape *sh, int k)
+{
+    int64_t shape[2];
+    return tensor_shape(sh, k, shape) == 1 ? (size_t)shape[0] : (size_t)shape[0] * (size_t)shape[1];
+}
+
+static void tensor_name(char *buf, size_t cap, const char *prefix, int k)
+{
+    snprintf(buf, cap, "%sl%d.%s", prefix, k / 2, k & 1 ? "weight" : "bias");
+}
+
+/* ---- the step's gradient: the two paths ---------------------------------------------- */
+
+typedef struct grad_path {
+    int path;
+    int n;                                /* tensors */
+    char ids[MAX_TENSORS][16];            /* layer ids: the tensor names, in block (= name) order */
+    const char *id_ptr[MAX_TENSORS];
+    size_t lens[MAX_TENSORS];
+    void *acc_data[MAX_TENSORS];          /* the finished gradient: pieces of the run's grad block */
+    void *mb_data[MAX_TENSORS];           /* one micro-batch's gradient, written by the backward pass */
+    const float *mb_values[MAX_TENSORS];
+    gck_tensor_list acc, mb;
+    double clip, clip_eps;
+    gck_checkpointer *cp;                 /* checkpointer path only */
+    gck_flush_dst dst;
+} grad_path;
+
+static int grad_path_init(grad_path *g, const options *o, const train_params *acc, const train_params *mb,
+                          const int *rows)
+{
+    memset(g, 0, sizeof *g);
+    g->path = o->path;
+    g->n = n_tensors(&o->shape);
+    g->clip = o->clip, g->clip_eps = o->clip_eps;
+    for (int k = 0; k < g->n; k++) {
+        tensor_name(g->ids[k], sizeof g->ids[k], "", k);
+        g->id_ptr[k] = g->ids[k];
+        g->lens[k] = tensor_len(&o->shape, k);
+        g->acc_data[k] = tensor_at(acc, k);
+        g->mb_data[k] = tensor_at(mb, k);
+        g->mb_values[k] = tensor_at(mb, k);
+    }
+    g->acc = (gck_tensor_list){.count = (size_t)g->n, .data = g->acc_data, .lens = g->lens, .dtype = GCK_DTYPE_F32};
+    g->mb = (gck_tensor_list){.count = (size_t)g->n, .data = g->mb_data, .lens = g->lens, .dtype = GCK_DTYPE_F32};
+    if (g->path != PATH_CHECKPOINTER)
+        return 0;
+    double weights[MAX_MICRO];
+    for (int i = 0; i < o->micro; i++)
+        weights[i] = rows[i];
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.accumulation_mode = GCK_ACCUM_WEIGHTED_MEAN;
+    cfg.weights = weights, cfg.n_weights = (size_t)o->micro; /* copied */
+    cfg.clip_enabled = 1, cfg.clip_norm = o->clip;
+    cfg.dtype = GCK_DTYPE_F32;
+    cfg.checksum = GCK_CHECKSUM_NONE;
+    cfg.max_checkpoints = 1;
+    g->dst = (gck_flush_dst){.layer_ids = g->id_ptr, .tensors = g->acc};
+    return gck_checkpointer_create(&cfg, &g->cp) == GCK_OK ? 0 : -1;
+}
+
+static void grad_path_free(grad_path *g)
+{
+    gck_checkpointer_destroy(g->cp);
+    g->cp = NULL;
+}
+
+/* Adds micro-batch `mb` (weight w, its rows) of optimizer step `step`. */
+static gck_status grad_add(grad_path *g, int mb, double w, uint64_t step)
+{
+    if (g->path == PATH_CHECKPOINTER)
+        return gck_accumulate_many_f32(g->cp, g->id_ptr, g->mb_values, g->lens, (size_t)g->n, step);
+    /* acc = 0 + mb * w for the first micro-batch (no zeroing pass), acc += mb * w after: exactly the
+     * checkpointer's weighted accumulation */
+    return mb == 0 ? gck_tensors_axpy_init(&g->acc, w, &g->mb) : gck_tensors_axpy(&g->acc, w, &g->mb);
+}
+
+/* Finishes the step's gradient in the grad block: divided by the summed weights, clipped; *info
+ * receives the pre-clip norm, the factor and whether clipping fired. */
+static gck_status grad_finish(grad_path *g, double wsum, gck_clip_info *info)
+{
+    if (g->path == PATH_CHECKPOINTER) {
+        gck_checkpoint *ck = NULL;
+        const gck_status st = gck_flush_into(g->cp, (uint64_t)time(NULL), &g->dst, info, &ck);
+        gck_checkpoint_release(ck); /* before the next flush, so its memory is reused (see gck_flush) */
+        return st;
+    }
+    const gck_status st = gck_tensors_div_sumsq(&g->acc, wsum, NULL, NULL);
+    return st != GCK_OK ? st : gck_tensors_clip_by_norm(&g->acc, g->clip, 2.0, g->clip_eps, 0, info);
+}
+
+/* ---- run state <-> snapshot -------------------------------------------------------- */
 
 static const char *const g_prefix[3] = {"model.", "optim.adam_m.", "optim.adam_v."};
 
-static int add_params(gck_snapshot *s, const train_shape *sh, const train_params *p, const char *prefix)
+static const train_params *state_block(const run_state *st, int i)
 {
-    char name[64];
-    for (int l = 0; l < sh->nlayers; l++) {
-        const int64_t ws[2] = {sh->dims[l], sh->dims[l + 1]}, bs = sh->dims[l + 1];
-        layer_name(name, sizeof name, prefix, l, 0);
-        if (gck_snapshot_add_tensor(s, name, GCK_DTYPE_F32, ws, 2, p->w[l]) != GCK_OK)
-            return -1;
-        layer_name(name, sizeof name, prefix, l, 1);
-        if (gck_snapshot_add_tensor(s, name, GCK_DTYPE_F32, &bs, 1, p->b[l]) != GCK_OK)
-            return -1;
-    }
-    return 0;
+    return i == 0 ? &st->w : i == 1 ? &st->m : &st->v;
 }
 
 static void dims_string(const train_shape *sh, char *buf, size_t cap)
@@ -208,32 +362,39 @@ static void dims_string(const train_shape *sh, char *buf, size_t cap)
         at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", sh->dims[i]);
 }
 
+/* A snapshot of the run that borrows its blocks and loss history (no copy): valid until saved. */
 static gck_snapshot *state_snapshot(const options *o, const run_state *st)
 {
     gck_snapshot *s = NULL;
     if (gck_snapshot_create(st->step, &s) != GCK_OK)
         return NULL;
-    char buf[256];
-    int ok = add_params(s, &o->shape, &st->w, g_prefix[0]) == 0 && add_params(s, &o->shape, &st->m, g_prefix[1]) == 0 &&
-             add_params(s, &o->shape, &st->v, g_prefix[2]) == 0;
+    char name[64];
+    int ok = 1;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; ok && k < n_tensors(&o->shape); k++) {
+            int64_t shape[2];
+            const size_t nd = tensor_shape(&o->shape, k, shape);
+            tensor_name(name, sizeof name, g_prefix[i], k);
+            ok = gck_snapshot_add_tensor_ref(s, name, GCK_DTYPE_F32, shape, nd, tensor_at(state_block(st, i), k)) ==
+                 GCK_OK;
+        }
     const int64_t hs = (int64_t)st->step;
-    ok = ok && gck_snapshot_add_tensor(s, "train.loss_history", GCK_DTYPE_F32, &hs, 1, st->loss_history) == GCK_OK;
-    dims_string(&o->shape, buf, sizeof buf);
-    ok = ok && gck_snapshot_set_metadata(s, "train.dims", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%d", o->batch);
-    ok = ok && gck_snapshot_set_metadata(s, "train.batch", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%d", o->micro);
-    ok = ok && gck_snapshot_set_metadata(s, "train.micro", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%a", o->lr); /* hex floats: exact through the round trip */
-    ok = ok && gck_snapshot_set_metadata(s, "train.lr", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%a", o->clip);
-    ok = ok && gck_snapshot_set_metadata(s, "train.clip", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)o->seed);
-    ok = ok && gck_snapshot_set_metadata(s, "train.seed", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%a", st->best_loss);
-    ok = ok && gck_snapshot_set_metadata(s, "train.best_loss", buf) == GCK_OK;
-    snprintf(buf, sizeof buf, "%llu", (unsigned long long)st->best_version);
-    ok = ok && gck_snapshot_set_metadata(s, "train.best_version", buf) == GCK_OK;
+    ok = ok && gck_snapshot_add_tensor_ref(s, "train.loss_history", GCK_DTYPE_F32, &hs, 1, st->loss_history) == GCK_OK;
+    char dims[256];
+    dims_string(&o->shape, dims, sizeof dims);
+    ok = ok && gck_snapshot_set_metadata(s, "train.dims", dims) == GCK_OK &&
+         gck_snapshot_set_metadata(s, "train.path", g_path_name[o->path]) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.batch", (uint64_t)o->batch) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.micro", (uint64_t)o->micro) == GCK_OK &&
+         gck_snapshot_set_metadata_f64(s, "train.lr", o->lr) == GCK_OK &&
+         gck_snapshot_set_metadata_f64(s, "train.clip", o->clip) == GCK_OK &&
+         gck_snapshot_set_metadata_f64(s, "train.clip_eps", o->clip_eps) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.seed", o->seed) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.step", st->step) == GCK_OK &&
+         /* the data loader's position: samples consumed; step s + 1 starts at sample s * batch */
+         gck_snapshot_set_metadata_u64(s, "train.data_position", st->step * (uint64_t)o->batch) == GCK_OK &&
+         gck_snapshot_set_metadata_f64(s, "train.best_loss", st->best_loss) == GCK_OK &&
+         gck_snapshot_set_metadata_u64(s, "train.best_version", st->best_version) == GCK_OK;
     if (!ok) {
         fprintf(stderr, "train: cannot build the snapshot: %s\n", gck_last_error());
         gck_snapshot_destroy(s);
@@ -242,36 +403,40 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
     return s;
 }
 
-static int copy_params(const gck_snapshot *s, const train_shape *sh, train_params *p, const char *prefix)
+/* The run's configuration and position as recorded in a snapshot (they win over the command line). */
+static int read_config(const gck_snapshot *s, options *o, uint64_t *step, double *best_loss, uint64_t *best_version)
 {
-    char name[64];
-    for (int l = 0; l < sh->nlayers; l++)
-        for (int bias = 0; bias < 2; bias++) {
-            gck_tensor_info t;
-            layer_name(name, sizeof name, prefix, l, bias);
-            const size_t want = bias ? (size_t)sh->dims[l + 1] * 4 : (size_t)sh->dims[l] * (size_t)sh->dims[l + 1] * 4;
-            if (gck_snapshot_find_tensor(s, name, &t) != GCK_OK || t.dtype != GCK_DTYPE_F32 || t.nbytes != want) {
-                fprintf(stderr, "train: the snapshot has no matching tensor '%s'\n", name);
-                return -1;
-            }
-            memcpy(bias ? p->b[l] : p->w[l], t.data, want);
-        }
-    return 0;
-}
-
-/* The run's configuration as recorded in a snapshot (it wins over the command line). */
-static int read_config(const gck_snapshot *s, options *o)
-{
-    const char *dims = gck_snapshot_metadata(s, "train.dims"), *b = gck_snapshot_metadata(s, "train.batch"),
-               *m = gck_snapshot_metadata(s, "train.micro"), *lr = gck_snapshot_metadata(s, "train.lr"),
-               *clip = gck_snapshot_metadata(s, "train.clip"), *seed = gck_snapshot_metadata(s, "train.seed");
-    if (!dims || !b || !m || !lr || !clip || !seed || parse_dims(dims, &o->shape) != 0) {
-        fprintf(stderr, "train: the latest version is not a snapshot of this demo\n");
+    const char *dims = gck_snapshot_metadata(s, "train.dims"), *path = gck_snapshot_metadata(s, "train.path");
+    uint64_t batch = 0, micro = 0, pos = 0;
+    int path_id = 0;
+    if (!dims || !path || parse_dims(dims, &o->shape) != 0 || parse_path(path, &path_id) != 0 ||
+        gck_snapshot_metadata_u64(s, "train.batch", &batch) != GCK_OK ||
+        gck_snapshot_metadata_u64(s, "train.micro", &micro) != GCK_OK ||
+        gck_snapshot_metadata_f64(s, "train.lr", &o->lr) != GCK_OK ||
+        gck_snapshot_metadata_f64(s, "train.clip", &o->clip) != GCK_OK ||
+        gck_snapshot_metadata_f64(s, "train.clip_eps", &o->clip_eps) != GCK_OK ||
+        gck_snapshot_metadata_u64(s, "train.seed", &o->seed) != GCK_OK ||
+        gck_snapshot_metadata_u64(s, "train.step", step) != GCK_OK ||
+        gck_snapshot_metadata_u64(s, "train.data_position", &pos) != GCK_OK ||
+        gck_snapshot_metadata_f64(s, "train.best_loss", best_loss) != GCK_OK ||
+        gck_snapshot_metadata_u64(s, "train.best_version", best_version) != GCK_OK) {
+        fprintf(stderr, "train: the latest version is not a snapshot of this demo (%s)\n", gck_last_error());
         return -1;
     }
-    o->batch = atoi(b), o->micro = atoi(m);
-    o->lr = strtod(lr, NULL), o->clip = strtod(clip, NULL);
-    return parse_u64(seed, &o->seed);
+    if (batch < 1 || batch > 65536 || micro < 1 || micro > MAX_MICRO || micro > batch || *step != gck_snapshot_step(s) ||
+        pos != *step * batch) {
+        fprintf(stderr, "train: the latest version's configuration is inconsistent (batch %llu, micro %llu, step "
+                        "%llu, data position %llu)\n",
+                (unsigned long long)batch, (unsigned long long)micro, (unsigned long long)*step,
+                (unsigned long long)pos);
+        return -1;
+    }
+    if (o->path_set && o->path != path_id)
+        fprintf(stderr, "train: the run in '%s' takes the %s path: --path %s ignored\n", o->dir,
+                g_path_name[path_id], g_path_name[o->path]);
+    o->path = path_id;
+    o->batch = (int)batch, o->micro = (int)micro;
+    return 0;
 }
 
 static int state_alloc(run_state *st, const train_shape *sh, uint64_t steps)
@@ -292,69 +457,69 @@ static void state_free(run_state *st)
     free(st->loss_history);
 }
 
-/* Loads the run from the store's latest version. */
-static int state_restore(gck_store *store, options *o, run_state *st)
+/* Loads the run from the store's latest version: its configuration first (a restore of no
+ * tensors, for the typed metadata), then every tensor straight into the newly sized blocks. */
+static int state_restore(gck_store *store, options *o, run_state *st, uint64_t *version)
 {
     const gck_entry *e = gck_store_latest(store);
-    gck_snapshot *s = NULL;
-    if (e == NULL || gck_store_restore(store, e->version, &s) != GCK_OK) {
+    gck_snapshot *f = NULL;
+    if (e == NULL || gck_store_restore_into(store, e->version, NULL, NULL, NULL, 0, &f) != GCK_OK) {
         fprintf(stderr, "train: cannot restore '%s': %s\n", o->dir, e ? gck_last_error() : "the store is empty");
         return -1;
     }
-    int rc = read_config(s, o);
-    if (gck_snapshot_step(s) > o->steps)
-        o->steps = gck_snapshot_step(s); /* already past the goal: nothing left to do */
-    if (rc == 0 && state_alloc(st, &o->shape, o->steps) != 0) {
+    *version = e->version;
+    uint64_t step = 0, best_version = 0;
+    double best_loss = INFINITY;
+    int rc = read_config(f, o, &step, &best_loss, &best_version);
+    gck_snapshot_destroy(f);
+    if (rc != 0)
+        return -1;
+    if (step > o->steps)
+        o->steps = step; /* already past the goal: nothing left to do */
+    if (state_alloc(st, &o->shape, o->steps) != 0) {
         fprintf(stderr, "train: out of memory\n");
-        rc = -1;
+        return -1;
     }
-    for (int i = 0; rc == 0 && i < 3; i++)
-        rc = copy_params(s, &o->shape, i == 0 ? &st->w : i == 1 ? &st->m : &st->v, g_prefix[i]);
-    gck_tensor_info h;
-    if (rc == 0 && (gck_snapshot_find_tensor(s, "train.loss_history", &h) != GCK_OK || h.dtype != GCK_DTYPE_F32 ||
-                    h.nbytes != gck_snapshot_step(s) * 4)) {
-        fprintf(stderr, "train: the snapshot's loss history is missing or has the wrong length\n");
-        rc = -1;
+    char names[3 * MAX_TENSORS + 1][64];
+    const char *name_ptr[3 * MAX_TENSORS + 1];
+    void *dsts[3 * MAX_TENSORS + 1];
+    size_t sizes[3 * MAX_TENSORS + 1], n = 0;
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < n_tensors(&o->shape); k++, n++) {
+            tensor_name(names[n], sizeof names[n], g_prefix[i], k);
+            dsts[n] = tensor_at(state_block(st, i), k);
+            sizes[n] = tensor_len(&o->shape, k) * sizeof(float);
+        }
+    snprintf(names[n], sizeof names[n], "train.loss_history");
+    dsts[n] = st->loss_history, sizes[n] = step * sizeof(float), n++;
+    for (size_t i = 0; i < n; i++)
+        name_ptr[i] = names[i];
+    if (gck_store_restore_into(store, e->version, name_ptr, dsts, sizes, n, NULL) != GCK_OK) {
+        fprintf(stderr, "train: cannot restore version %llu of '%s': %s\n", (unsigned long long)e->version, o->dir,
+                gck_last_error());
+        state_free(st);
+        return -1;
     }
-    if (rc == 0) {
-        st->step = gck_snapshot_step(s);
-        if (h.nbytes)
-            memcpy(st->loss_history, h.data, h.nbytes);
-        const char *bl = gck_snapshot_metadata(s, "train.best_loss"), *bv = gck_snapshot_metadata(s, "train.best_version");
-        st->best_loss = bl ? strtod(bl, NULL) : INFINITY;
-        rc = bv ? parse_u64(bv, &st->best_version) : 0;
-    }
-    gck_snapshot_destroy(s);
-    return rc;
+    st->step = step, st->best_loss = best_loss, st->best_version = best_version;
+    return 0;
 }
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
-/* AdamW on every parameter with the step's (clipped, micro-batch-weighted) gradients. */
-static int adamw(const options *o, run_state *st, const gck_checkpoint *ck, double b1t, double b2t)
+/* AdamW on the whole parameter block with the step's finished gradient block g. */
+static void adamw(const options *o, run_state *st, const float *g, double b1t, double b2t)
 {
     const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.01f, lr = (float)o->lr;
     const float c1 = (float)(1.0 - b1t), c2 = (float)(1.0 - b2t);
-    char name[64];
-    for (int l = 0; l < o->shape.nlayers; l++)
-        for (int bias = 0; bias < 2; bias++) {
-            gck_tensor_view g;
-            layer_name(name, sizeof name, "", l, bias);
-            if (gck_checkpoint_find(ck, name, &g) != GCK_OK)
-                return -1;
-            float *w = bias ? st->w.b[l] : st->w.w[l], *m = bias ? st->m.b[l] : st->m.w[l],
-                  *v = bias ? st->v.b[l] : st->v.w[l];
-            const float *gv = g.values;
-            const int n = (int)g.n;
+    float *w = st->w.block, *m = st->m.block, *v = st->v.block;
+    const long n = (long)st->w.count;
 #pragma omp parallel for schedule(static)
-            for (int i = 0; i < n; i++) {
-                m[i] = b1 * m[i] + (1.0f - b1) * gv[i];
-                v[i] = b2 * v[i] + (1.0f - b2) * (gv[i] * gv[i]);
-                const float mh = m[i] / c1, vh = v[i] / c2;
-                w[i] = w[i] - lr * (mh / (sqrtf(vh) + eps) + wd * w[i]);
-            }
-        }
-    return 0;
+    for (long i = 0; i < n; i++) {
+        m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+        v[i] = b2 * v[i] + (1.0f - b2) * (g[i] * g[i]);
+        const float mh = m[i] / c1, vh = v[i] / c2;
+        w[i] = w[i] - lr * (mh / (sqrtf(vh) + eps) + wd * w[i]);
+    }
 }
 
 static void draw_plot(const char *png, const run_state *st)
@@ -371,6 +536,9 @@ static void draw_plot(const char *png, const run_state *st)
     for (uint64_t i = 0; i < st->step; i++)
         fprintf(f, "%llu %.9g\n", (unsigned long long)(i + 1), (double)st->loss_history[i]);
     fclose(f);
+    fflush(stdout);
+    /* a missing gnuplot closes the pipe: a write error, not a SIGPIPE ending the run unflushed */
+    void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
     FILE *g = popen("gnuplot 2>/dev/null", "w");
     int rc = -1;
     if (g != NULL) {
@@ -381,11 +549,35 @@ static void draw_plot(const char *png, const run_state *st)
                 png, data);
         rc = pclose(g);
     }
+    signal(SIGPIPE, old_pipe);
     remove(data);
     if (rc != 0)
         fprintf(stderr, "train: no plot: gnuplot is missing or failed (Debian: apt install gnuplot-nox)\n");
     else
         printf("plot: %s\n", png);
+}
+
+/* Saves the run (tagging it 'best' when its loss is the lowest so far); returns -1 on failure. */
+static int save_state(gck_store *store, const options *o, run_state *st, double loss, char *note, size_t cap)
+{
+    const int best = loss < st->best_loss;
+    const uint64_t old_best = st->best_version;
+    if (best)
+        st->best_loss = loss, st->best_version = gck_store_latest(store) ? gck_store_latest(store)->version + 1
+                                                                         : 1; /* the version this save becomes */
+    gck_snapshot *s = state_snapshot(o, st);
+    const char *tags[] = {"best"};
+    uint64_t v = 0;
+    int rc = 0;
+    if (s == NULL || gck_store_save(store, s, tags, best ? 1 : 0, &v) != GCK_OK) {
+        fprintf(stderr, "\ntrain: cannot save step %llu: %s\n", (unsigned long long)st->step, gck_last_error());
+        rc = -1;
+    } else if (best && old_best != 0 && gck_store_get(store, old_best) != NULL) {
+        (void)gck_store_untag(store, old_best, "best"); /* the tag moves; the old version may go */
+    }
+    gck_snapshot_destroy(s); /* the borrowed blocks may change again from here */
+    snprintf(note, cap, "saved v%llu%s", (unsigned long long)v, best ? " (best)" : "");
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -403,9 +595,10 @@ int main(int argc, char **argv)
         return 1;
     }
     run_state st;
+    uint64_t resumed_from = 0;
     const gck_entry *latest = gck_store_latest(store);
     if (o.resume) {
-        if (state_restore(store, &o, &st) != 0) {
+        if (state_restore(store, &o, &st, &resumed_from) != 0) {
             gck_store_close(store);
             return 1;
         }
@@ -424,24 +617,14 @@ int main(int argc, char **argv)
         train_params_init(&st.w, &o.shape, o.seed);
     }
 
-    train_params teacher, grads;
+    train_params teacher, mb_grads, grads;
     train_work work;
     int rows[MAX_MICRO];
     micro_sizes(o.batch, o.micro, rows);
-    double weights[MAX_MICRO];
-    for (int i = 0; i < o.micro; i++)
-        weights[i] = rows[i];
-    gck_config cfg;
-    gck_config_init(&cfg);
-    cfg.accumulation_mode = GCK_ACCUM_WEIGHTED_MEAN;
-    cfg.weights = weights, cfg.n_weights = (size_t)o.micro;
-    cfg.clip_enabled = 1, cfg.clip_norm = o.clip;
-    cfg.dtype = GCK_DTYPE_F32;
-    cfg.checksum = GCK_CHECKSUM_NONE;
-    cfg.max_checkpoints = 1;
-    gck_checkpointer *cp = NULL;
-    if (train_params_alloc(&teacher, &o.shape) != 0 || train_params_alloc(&grads, &o.shape) != 0 ||
-        train_work_alloc(&work, &o.shape, o.batch) != 0 || gck_checkpointer_create(&cfg, &cp) != GCK_OK) {
+    grad_path gp;
+    if (train_params_alloc(&teacher, &o.shape) != 0 || train_params_alloc(&mb_grads, &o.shape) != 0 ||
+        train_params_alloc(&grads, &o.shape) != 0 || train_work_alloc(&work, &o.shape, o.batch) != 0 ||
+        grad_path_init(&gp, &o, &grads, &mb_grads, rows) != 0) {
         fprintf(stderr, "train: setup failed: %s\n", gck_last_error());
         return 1;
     }
@@ -462,53 +645,49 @@ int main(int argc, char **argv)
     for (int i = 0; i <= o.shape.nlayers; i++)
         printf("%s%d", i ? "," : "", o.shape.dims[i]);
     printf("), batch %d in %d micro-batches, %llu steps, snapshot every %llu into '%s'%s\n", o.batch, o.micro,
-           (unsigned long long)o.steps, (unsigned long long)o.save_every, o.dir,
-           o.resume ? " (resumed)" : "");
+           (unsigned long long)o.steps, (unsigned long long)o.save_every, o.dir, o.resume ? " (resumed)" : "");
+    if (o.path == PATH_TRAINER)
+        printf("gradient path: trainer (gck_tensors_* in place on the run's buffers; clip %g, eps %g)\n", o.clip,
+               o.clip_eps);
+    else
+        printf("gradient path: checkpointer (gck_accumulate_many_f32 + gck_flush_into, a checkpoint per step; "
+               "clip %g)\n",
+               o.clip);
     if (o.resume)
         printf("resumed at step %llu from version %llu\n", (unsigned long long)st.step,
-               (unsigned long long)gck_store_latest(store)->version);
+               (unsigned long long)resumed_from);
     fflush(stdout);
 
     train_progress pr;
     train_progress_init(&pr, stdout, st.step, o.steps, o.quiet);
-    char names[2 * TRAIN_MAX_LAYERS][32];
-    for (int l = 0; l < o.shape.nlayers; l++)
-        for (int bias = 0; bias < 2; bias++)
-            layer_name(names[2 * l + bias], sizeof names[0], "", l, bias);
     int rc = 0;
-    double loss = NAN, gnorm = NAN;
+    double loss = NAN;
     while (st.step < o.steps && !g_stop) {
         const uint64_t step = st.step + 1;
-        double t0 = train_now();
+        double t0 = train_now(), wsum = 0.0;
         loss = 0.0;
-        for (int mb = 0, first = 0; mb < o.micro; first += rows[mb], mb++) {
+        for (int mb = 0, first = 0; mb < o.micro && rc == 0; first += rows[mb], mb++) {
             work.rows = rows[mb];
             train_make_batch(&work, &o.shape, &teacher, o.seed, step, first, rows[mb]);
             double mb_loss = 0.0;
-            train_forward_backward(&work, &o.shape, &st.w, &grads, &mb_loss);
+            train_forward_backward(&work, &o.shape, &st.w, &mb_grads, &mb_loss);
             loss += mb_loss * rows[mb];
-            for (int l = 0; l < o.shape.nlayers && rc == 0; l++) {
-                const size_t nw = (size_t)o.shape.dims[l] * (size_t)o.shape.dims[l + 1];
-                if (gck_accumulate_f32(cp, names[2 * l], grads.w[l], nw, step) != GCK_OK ||
-                    gck_accumulate_f32(cp, names[2 * l + 1], grads.b[l], (size_t)o.shape.dims[l + 1], step) != GCK_OK)
-                    rc = 1;
-            }
+            train_phase(&pr, PHASE_COMPUTE, &t0);
+            rc = grad_add(&gp, mb, rows[mb], step) != GCK_OK;
+            wsum = wsum + rows[mb];
+            train_phase(&pr, PHASE_GRADS, &t0);
         }
         loss /= o.batch;
-        train_phase(&pr, PHASE_COMPUTE, &t0);
-        gck_checkpoint *ck = NULL;
-        if (rc == 0 && gck_flush(cp, (uint64_t)time(NULL), &ck) != GCK_OK)
-            rc = 1;
-        train_phase(&pr, PHASE_FLUSH, &t0);
+        gck_clip_info clip = {.total_norm = NAN};
+        if (rc == 0)
+            rc = grad_finish(&gp, wsum, &clip) != GCK_OK;
+        train_phase(&pr, PHASE_GRADS, &t0);
         if (rc != 0) {
             fprintf(stderr, "\ntrain: step %llu: %s\n", (unsigned long long)step, gck_last_error());
             break;
         }
-        gnorm = gck_checkpoint_global_norm(ck);
         b1t *= 0.9, b2t *= 0.999;
-        if (adamw(&o, &st, ck, b1t, b2t) != 0)
-            rc = 1;
-        gck_checkpoint_release(ck);
+        adamw(&o, &st, grads.block, b1t, b2t);
         train_transpose(&work, &o.shape, &st.w);
         st.step = step;
         st.loss_history[step - 1] = (float)loss;
@@ -517,34 +696,18 @@ int main(int argc, char **argv)
         const char *note = NULL;
         char notebuf[64];
         if (step % o.save_every == 0 || step == o.steps || g_stop) {
-            const int best = loss < st.best_loss;
-            const uint64_t old_best = st.best_version;
-            if (best)
-                st.best_loss = loss, st.best_version = gck_store_latest(store)
-                                                           ? gck_store_latest(store)->version + 1
-                                                           : 1; /* the version this save becomes */
-            gck_snapshot *s = state_snapshot(&o, &st);
-            const char *tags[] = {"best"};
-            uint64_t v = 0;
-            if (s == NULL || gck_store_save(store, s, tags, best ? 1 : 0, &v) != GCK_OK) {
-                fprintf(stderr, "\ntrain: cannot save step %llu: %s\n", (unsigned long long)step, gck_last_error());
-                rc = 1;
-            } else if (best && old_best != 0 && gck_store_get(store, old_best) != NULL) {
-                (void)gck_store_untag(store, old_best, "best"); /* the tag moves; the old version may go */
-            }
-            gck_snapshot_destroy(s);
-            snprintf(notebuf, sizeof notebuf, "saved v%llu%s", (unsigned long long)v, best ? " (best)" : "");
+            rc = save_state(store, &o, &st, loss, notebuf, sizeof notebuf) != 0;
             note = notebuf;
             train_phase(&pr, PHASE_SAVE, &t0);
         }
-        train_progress_step(&pr, step, loss, gnorm, note);
+        train_progress_step(&pr, step, loss, clip.total_norm, clip.clipped, clip.coef, note);
         if (rc != 0)
             break;
     }
     train_progress_end(&pr);
 
     if (rc == 0) {
-        char phases[256];
+        char phases[512];
         train_phase_summary(&pr, phases, sizeof phases);
         gck_store_stats ss;
         gck_store_stats_get(store, &ss);
@@ -555,7 +718,9 @@ int main(int argc, char **argv)
                (unsigned long long)st.step, (unsigned long long)o.steps,
                st.step ? (double)st.loss_history[st.step - 1] : NAN, st.best_loss,
                (unsigned long long)st.best_version);
-        printf("time this run: %s\n", phases);
+        printf("time this run (%s path): %s\n", g_path_name[o.path], phases);
+        train_clip_summary(&pr, phases, sizeof phases);
+        printf("%s\n", phases);
         printf("store '%s': %zu versions (%zu full, %zu delta), %.1f MB on disk for %.1f MB of snapshots (%.2f)\n",
                o.dir, ss.versions, ss.full_versions, ss.delta_versions, (double)ss.disk_bytes / 1e6,
                (double)ss.logical_bytes / 1e6, ss.logical_bytes ? (double)ss.disk_bytes / (double)ss.logical_bytes : 0.0);
@@ -565,9 +730,9 @@ int main(int argc, char **argv)
         if (g_stop)
             rc = 130;
     }
-    gck_checkpointer_destroy(cp);
+    grad_path_free(&gp);
     train_work_free(&work);
-    train_params_free(&teacher), train_params_free(&grads);
+    train_params_free(&teacher), train_params_free(&mb_grads), train_params_free(&grads);
     state_free(&st);
     gck_store_close(store);
     return rc;

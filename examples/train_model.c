@@ -37,8 +37,8 @@ int train_params_alloc(train_params *p, const train_shape *s)
     p->count = n;
     float *at = p->block;
     for (int l = 0; l < s->nlayers; l++) {
-        p->w[l] = at, at += layer_w(s, l);
         p->b[l] = at, at += s->dims[l + 1];
+        p->w[l] = at, at += layer_w(s, l);
     }
     return 0;
 }

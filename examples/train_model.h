@@ -16,9 +16,13 @@ typedef struct train_shape {
 } train_shape;
 
 /* Parameters (or gradients, or optimizer moments) of every layer, in one
- * block: layer l's weights w[l] (dims[l] x dims[l+1], input-major: row k
- * holds the weights from input k, so updates are elementwise loops) and
- * biases b[l] (dims[l+1]). */
+ * block: layer l's biases b[l] (dims[l+1]) then its weights w[l] (dims[l] x
+ * dims[l+1], input-major: row k holds the weights from input k, so updates
+ * are elementwise loops). Biases come first so that the block's order is
+ * the tensors' name order ("l0.bias" < "l0.weight" < "l1.bias" ...), the
+ * order in which gck_checkpointer combines layer norms: a list of the
+ * block's tensors in memory order then sums the same numbers in the same
+ * order on both of the demo's gradient paths. */
 typedef struct train_params {
     float *block;
     size_t count;

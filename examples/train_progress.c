@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const phase_names[PHASE_COUNT] = {"compute", "flush", "optimizer", "save"};
+static const char *const phase_names[PHASE_COUNT] = {"compute", "grads", "optimizer", "save"};
 
 double train_now(void)
 {
@@ -40,14 +40,30 @@ void train_phase_summary(const train_progress *p, char *buf, size_t cap)
     size_t at = 0;
     buf[0] = '\0';
     for (int i = 0; i < PHASE_COUNT && at < cap; i++) {
-        const int w = snprintf(buf + at, cap - at, "%s%s %.1f s (%.0f%%)", i ? ", " : "", phase_names[i],
+        const int w = snprintf(buf + at, cap - at, "%s%s %.1f s (%.1f%%)", i ? ", " : "", phase_names[i],
                                p->phase[i], total > 0 ? 100.0 * p->phase[i] / total : 0.0);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    /* per step, in ms: what a comparison of the two gradient paths reads */
+    const double ms = p->steps ? 1e3 / (double)p->steps : 0.0;
+    for (int i = -1; i < PHASE_COUNT && at < cap; i++) {
+        const int w = i < 0 ? snprintf(buf + at, cap - at, " | %.2f ms/step:", total * ms)
+                            : snprintf(buf + at, cap - at, "%s %s %.3f", i ? "," : "", phase_names[i], p->phase[i] * ms);
         at += w > 0 ? (size_t)w : 0;
     }
 }
 
-void train_progress_step(train_progress *p, uint64_t step, double loss, double gnorm, const char *note)
+void train_clip_summary(const train_progress *p, char *buf, size_t cap)
 {
+    snprintf(buf, cap, "clipping fired on %llu of %llu steps this run", (unsigned long long)p->clipped,
+             (unsigned long long)p->steps);
+}
+
+void train_progress_step(train_progress *p, uint64_t step, double loss, double gnorm, int clipped, double coef,
+                         const char *note)
+{
+    p->steps++;
+    p->clipped += clipped != 0;
     if (p->out == NULL)
         return;
     const double elapsed = train_now() - p->start;
@@ -57,6 +73,9 @@ void train_progress_step(train_progress *p, uint64_t step, double loss, double g
     for (int i = 0; i < PHASE_COUNT; i++)
         total += p->phase[i];
     const double pc = total > 0 ? 100.0 / total : 0.0;
+    char clip[32] = "";
+    if (clipped)
+        snprintf(clip, sizeof clip, " clipped x%.3g", coef);
     if (p->tty) {
         char bar[31];
         const int fill = p->total_steps ? (int)(30 * step / p->total_steps) : 0;
@@ -64,20 +83,21 @@ void train_progress_step(train_progress *p, uint64_t step, double loss, double g
             bar[i] = i < fill ? '#' : '.';
         bar[30] = '\0';
         fprintf(p->out,
-                "\r[%s] step %llu/%llu  loss %.5f  |g| %.3f  %.1f steps/s  compute %.0f%% flush %.0f%% "
+                "\r[%s] step %llu/%llu  loss %.5f  |g| %.3f%s  %.1f steps/s  compute %.0f%% grads %.0f%% "
                 "optim %.0f%% save %.0f%%%s%s\033[K",
-                bar, (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, rate,
-                p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_FLUSH] * pc, p->phase[PHASE_OPTIM] * pc,
+                bar, (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, clip, rate,
+                p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_GRADS] * pc, p->phase[PHASE_OPTIM] * pc,
                 p->phase[PHASE_SAVE] * pc, note ? "  " : "", note ? note : "");
         fflush(p->out);
         return;
     }
     if (step % (uint64_t)p->every != 0 && step != p->total_steps && note == NULL)
         return;
-    fprintf(p->out, "step %llu/%llu loss %.6f grad_norm %.4f steps/s %.2f compute %.0f%% flush %.0f%% optim %.0f%% "
+    /* grad_norm: the global L2 norm before clipping */
+    fprintf(p->out, "step %llu/%llu loss %.6f grad_norm %.4f%s steps/s %.2f compute %.0f%% grads %.0f%% optim %.0f%% "
                     "save %.0f%%%s%s\n",
-            (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, rate,
-            p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_FLUSH] * pc, p->phase[PHASE_OPTIM] * pc,
+            (unsigned long long)step, (unsigned long long)p->total_steps, loss, gnorm, clip, rate,
+            p->phase[PHASE_COMPUTE] * pc, p->phase[PHASE_GRADS] * pc, p->phase[PHASE_OPTIM] * pc,
             p->phase[PHASE_SAVE] * pc, note ? " " : "", note ? note : "");
     fflush(p->out);
 }

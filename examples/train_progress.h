@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-enum { PHASE_COMPUTE, PHASE_FLUSH, PHASE_OPTIM, PHASE_SAVE, PHASE_COUNT };
+/* compute: forward and backward; grads: gradckpt's gradient work (accumulate, finish the mean,
+ * clip); optimizer: AdamW; save: snapshots into the store. */
+enum { PHASE_COMPUTE, PHASE_GRADS, PHASE_OPTIM, PHASE_SAVE, PHASE_COUNT };
 
 typedef struct train_progress {
     FILE *out;
@@ -13,6 +15,7 @@ typedef struct train_progress {
     int every;
     uint64_t first_step; /* steps before this one were done by an earlier run */
     uint64_t total_steps;
+    uint64_t steps, clipped; /* steps done by this run, and how many of them were clipped */
     double start;        /* seconds, monotonic */
     double phase[PHASE_COUNT];
 } train_progress;
@@ -21,11 +24,15 @@ double train_now(void);
 void train_progress_init(train_progress *p, FILE *out, uint64_t first_step, uint64_t total_steps, int quiet);
 /* Adds the time since *t0 to phase and sets *t0 to now. */
 void train_phase(train_progress *p, int phase, double *t0);
-/* One step done: redraws the bar (terminal) or prints a line (every `every` steps and the last). */
-void train_progress_step(train_progress *p, uint64_t step, double loss, double gnorm, const char *note);
+/* One step done, with its gradient's norm before clipping, whether clipping fired and its factor:
+ * redraws the bar (terminal) or prints a line (every `every` steps, the last, and on a save). */
+void train_progress_step(train_progress *p, uint64_t step, double loss, double gnorm, int clipped, double coef,
+                         const char *note);
 /* Ends the bar's line. */
 void train_progress_end(train_progress *p);
-/* "compute 41.2 s (83%), flush ..." into buf. */
+/* "compute 41.2 s (83%), grads ... | 68.7 ms/step: compute 57.0, ..." into buf. */
 void train_phase_summary(const train_progress *p, char *buf, size_t cap);
+/* "clipping fired on 412 of 600 steps" into buf. */
+void train_clip_summary(const train_progress *p, char *buf, size_t cap);
 
 #endif /* GCK_TRAIN_PROGRESS_H */

@@ -4,7 +4,10 @@
 # versioned store; it is killed once with SIGKILL partway and resumed from the
 # latest snapshot, then the gradckpt tool lists, verifies and inspects what
 # it saved. Output goes to ./run-output (GCK_RUN_DIR). Extra arguments go to
-# the demo (e.g. --steps 200; see examples/train --help).
+# the demo (e.g. --steps 200, or --path checkpointer for the checkpointer
+# path instead of the in-place trainer path; see examples/train --help).
+# Progress lines show the gradient norm before clipping ("grad_norm") and,
+# when clipping fired, its factor ("clipped x0.42").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GCK_SETUP_CROSS=0 GCK_SETUP_PLOTS=1 GCK_SETUP_PYTHON=0 bash scripts/setup.sh

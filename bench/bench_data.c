@@ -166,3 +166,22 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
         }
     }
 }
+
+void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads)
+{
+    size_t nsizes;
+    const int64_t *sz = gck_bench_sizes(threads, &nsizes);
+    char full[128];
+    snprintf(full, sizeof full, "ref_%s/%dt", name, threads);
+    gck_bench_register(&(gck_bench_spec){
+        .name = full,
+        .body = body,
+        .prepare = gck_bench_prepare_arrays,
+        .ctx = gck_bench_arrays_of(2),
+        .threads = threads,
+        .bytes_per_elem = 2,
+        .label = "ref 16-bit",
+        .sizes = sz,
+        .nsizes = nsizes,
+    });
+}

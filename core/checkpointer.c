@@ -468,48 +468,29 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const double w = gck_weight(cp, j);
     const int first = j == 0;
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
+/* the window's first tensor, a weighted one, a plain one: kernels gck_*_K */
+#define GCK_ACC_INTO(r, w, K)                                                                   \
+    (first ? gck_axpy_init_##K(r, w, values, n) : weighted ? gck_axpy_##K(r, w, values, n)      \
+                                                           : gck_add_##K(r, values, n))
     if (cp->cfg.dtype == GCK_DTYPE_F64) {
         double *r = (double *)l->buf + lo;
         switch (in_dtype) {
-        case GCK_DTYPE_F64:
-            first ? gck_axpy_init_f64(r, w, values, n)
-                  : weighted ? gck_axpy_f64(r, w, values, n) : gck_add_f64(r, values, n);
-            break;
-        case GCK_DTYPE_F32:
-            first ? gck_axpy_init_f32_to_f64(r, w, values, n)
-                  : weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
-            break;
-        case GCK_DTYPE_BF16:
-            first ? gck_axpy_init_bf16_to_f64(r, w, values, n)
-                  : weighted ? gck_axpy_bf16_to_f64(r, w, values, n) : gck_add_bf16_to_f64(r, values, n);
-            break;
-        default: /* GCK_DTYPE_F16 */
-            first ? gck_axpy_init_f16_to_f64(r, w, values, n)
-                  : weighted ? gck_axpy_f16_to_f64(r, w, values, n) : gck_add_f16_to_f64(r, values, n);
-            break;
+        case GCK_DTYPE_F64: GCK_ACC_INTO(r, w, f64); break;
+        case GCK_DTYPE_F32: GCK_ACC_INTO(r, w, f32_to_f64); break;
+        case GCK_DTYPE_BF16: GCK_ACC_INTO(r, w, bf16_to_f64); break;
+        default: GCK_ACC_INTO(r, w, f16_to_f64); break; /* GCK_DTYPE_F16 */
         }
     } else {
         float *r = (float *)l->buf + lo;
         const float wf = (float)w;
         switch (in_dtype) {
-        case GCK_DTYPE_F32:
-            first ? gck_axpy_init_f32(r, wf, values, n)
-                  : weighted ? gck_axpy_f32(r, wf, values, n) : gck_add_f32(r, values, n);
-            break;
-        case GCK_DTYPE_F64:
-            first ? gck_axpy_init_f64_to_f32(r, wf, values, n)
-                  : weighted ? gck_axpy_f64_to_f32(r, wf, values, n) : gck_add_f64_to_f32(r, values, n);
-            break;
-        case GCK_DTYPE_BF16:
-            first ? gck_axpy_init_bf16_to_f32(r, wf, values, n)
-                  : weighted ? gck_axpy_bf16_to_f32(r, wf, values, n) : gck_add_bf16_to_f32(r, values, n);
-            break;
-        default: /* GCK_DTYPE_F16 */
-            first ? gck_axpy_init_f16_to_f32(r, wf, values, n)
-                  : weighted ? gck_axpy_f16_to_f32(r, wf, values, n) : gck_add_f16_to_f32(r, values, n);
-            break;
+        case GCK_DTYPE_F32: GCK_ACC_INTO(r, wf, f32); break;
+        case GCK_DTYPE_F64: GCK_ACC_INTO(r, wf, f64_to_f32); break;
+        case GCK_DTYPE_BF16: GCK_ACC_INTO(r, wf, bf16_to_f32); break;
+        default: GCK_ACC_INTO(r, wf, f16_to_f32); break; /* GCK_DTYPE_F16 */
         }
     }
+#undef GCK_ACC_INTO
 }
 
 /* Entries the single call keeps on the stack (no scratch). */

@@ -21,7 +21,7 @@ const int64_t *gck_bench_sizes(int threads, size_t *count);
  * kernels update a (acc) from b (x).
  */
 typedef struct gck_bench_arrays {
-    size_t elem;   /* bytes per element: 1 (bytes), 4 (f32) or 8 (f64) */
+    size_t elem;   /* bytes per element: 1 (bytes), 2 (bf16/f16), 4 (f32) or 8 (f64) */
     size_t cap;    /* elements allocated */
     void *a, *b;
     void *c;       /* output of the kernels that write a third array; NULL until needed */
@@ -29,7 +29,7 @@ typedef struct gck_bench_arrays {
     unsigned flip; /* elementwise bodies alternate a sign with it */
 } gck_bench_arrays;
 
-/* The arrays of `elem`-byte elements (1, 4 or 8). */
+/* The arrays of `elem`-byte elements (1, 2, 4 or 8). */
 gck_bench_arrays *gck_bench_arrays_of(size_t elem);
 /* gck_bench_prepare for a gck_bench_arrays ctx: grows it to n elements. */
 const char *gck_bench_prepare_arrays(void *ctx, int64_t n, int threads);
@@ -76,6 +76,10 @@ typedef struct gck_bench_family {
 /* Registers every op of the table in both types as
  * "<prefix><name><suffix>/<threads>t/<n>" over gck_bench_sizes(threads). */
 void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, size_t nops, int threads);
+
+/* Registers "ref_<name>/<threads>t/<n>" over 2-byte elements (one array
+ * read, gck_bench_arrays_of(2)) over gck_bench_sizes(threads). */
+void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads);
 
 #define GCK_BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -14,6 +14,11 @@
  *   ref_widen_f32  (double)x[i], the bits XORed together: only the f32 -> f64
  *                  widening every f32 reduction needs, no arithmetic
  *                  (in cache, the ceiling of sumsq/l2norm/dist2 f32)
+ *   ref_read_16    s ^= x[i] over 2-byte elements: the read limit of the bf16
+ *                  and f16 reductions (GB/s, beside ref_read_f32's)
+ *   ref_widen_bf16, ref_widen_f16  only the widening of 2-byte elements to
+ *                  f64 (bf16: a 16-bit shift, f16: vcvtph2ps, then vcvtps2pd),
+ *                  no arithmetic: the in-cache ceiling of their reductions
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -154,6 +159,59 @@ static double widen_chunk_f32(void *c, size_t lo, size_t len)
 
 static double widen_f32(void *c, int64_t n) { return over_chunks(widen_chunk_f32, c, n); }
 
+/* 2-byte elements: read (XOR of 16-byte vectors, no FP) and the widenings */
+static double read_chunk_16(void *c, size_t lo, size_t len)
+{
+    const uint16_t *x = A(uint16_t, c) + lo;
+    uint16_t part[128] = { 0 }, s = 0;
+    size_t i = 0;
+    for (; i + 128 <= len; i += 128)
+        for (size_t k = 0; k < 128; k++)
+            part[k] ^= x[i + k];
+    for (; i < len; i++)
+        s ^= x[i];
+    for (size_t k = 0; k < 128; k++)
+        s ^= part[k];
+    return (double)s;
+}
+
+#ifdef __AVX2__
+#define REF_WIDEN16(name, CVT4)                                                            \
+    static double name(void *c, size_t lo, size_t len)                                     \
+    {                                                                                      \
+        const uint16_t *x = A(uint16_t, c) + lo;                                           \
+        __m256d p[8];                                                                      \
+        for (int k = 0; k < 8; k++)                                                        \
+            p[k] = _mm256_setzero_pd();                                                    \
+        for (size_t i = 0; i + 32 <= len; i += 32)                                         \
+            for (int k = 0; k < 8; k++) {                                                  \
+                const __m128i v = _mm_loadl_epi64((const __m128i *)(const void *)(x + i + 4 * k)); \
+                p[k] = _mm256_xor_pd(p[k], _mm256_cvtps_pd(CVT4(v)));                      \
+            }                                                                              \
+        for (int k = 1; k < 8; k++)                                                        \
+            p[0] = _mm256_xor_pd(p[0], p[k]);                                              \
+        uint64_t lanes[4];                                                                 \
+        memcpy(lanes, &p[0], sizeof lanes);                                                \
+        return (double)((lanes[0] ^ lanes[1] ^ lanes[2] ^ lanes[3]) & 0xffff);             \
+    }
+#define REF_CVT_BF16(v) _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(v), 16))
+REF_WIDEN16(widen_chunk_bf16, REF_CVT_BF16)
+REF_WIDEN16(widen_chunk_f16, _mm_cvtph_ps)
+#else
+/* without AVX2 the widenings are the plain read */
+#define widen_chunk_bf16 read_chunk_16
+#define widen_chunk_f16 read_chunk_16
+#endif
+
+static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
+static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
+static double widen_f16(void *c, int64_t n) { return over_chunks(widen_chunk_f16, c, n); }
+
+static const struct {
+    const char *name;
+    gck_bench_body body;
+} refs16[] = { { "read_16", read_16 }, { "widen_bf16", widen_bf16 }, { "widen_f16", widen_f16 } };
+
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),
     { { "widen_f32", NULL }, 1, { widen_f32, NULL } },
@@ -174,4 +232,8 @@ void gck_bench_register_baseline(int threads)
     };
     gck_bench_add_ops(&fam, refs, GCK_BENCH_COUNT(refs), threads);
     gck_bench_add_ops(&fam3, refs3, GCK_BENCH_COUNT(refs3), threads);
+    /* registered by baseline-built code: this file's -march=native may use
+     * instructions valgrind cannot run (icount.py runs the registration) */
+    for (size_t i = 0; i < GCK_BENCH_COUNT(refs16); i++)
+        gck_bench_add_ref16(refs16[i].name, refs16[i].body, threads);
 }

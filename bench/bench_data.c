@@ -1,6 +1,8 @@
 /* bench/bench_data.c - benchmark sizes, the shared input arrays, table registration. */
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -18,7 +20,7 @@ const int64_t *gck_bench_sizes(int threads, size_t *count)
     return sizes + first;
 }
 
-static gck_bench_arrays pools[] = { { .elem = 1 }, { .elem = 4 }, { .elem = 8 } };
+static gck_bench_arrays pools[] = { { .elem = 1 }, { .elem = 2 }, { .elem = 4 }, { .elem = 8 } };
 
 gck_bench_arrays *gck_bench_arrays_of(size_t elem)
 {
@@ -45,12 +47,23 @@ static double normalish(uint64_t r)
     return sum / (2.0 * 65535.0) - 1.0;
 }
 
+/* The bf16 bits of v (truncated): read as f16 they are finite normal values
+ * too (|v| <= 1 keeps them below 0x3f81, and their exponent bits never make
+ * an f16 denormal), so one pool serves the bf16 and the f16 kernels. */
+static uint16_t bf16_bits(float v)
+{
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+
 static void fill(void *p, size_t elem, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n; i++) {
         const uint64_t r = splitmix64(&seed);
         switch (elem) {
         case 1: ((unsigned char *)p)[i] = (unsigned char)(r >> 56); break;
+        case 2: ((uint16_t *)p)[i] = bf16_bits((float)normalish(r)); break;
         case 4: ((float *)p)[i] = (float)normalish(r); break;
         default: ((double *)p)[i] = normalish(r); break;
         }
@@ -152,4 +165,23 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
             });
         }
     }
+}
+
+void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads)
+{
+    size_t nsizes;
+    const int64_t *sz = gck_bench_sizes(threads, &nsizes);
+    char full[128];
+    snprintf(full, sizeof full, "ref_%s/%dt", name, threads);
+    gck_bench_register(&(gck_bench_spec){
+        .name = full,
+        .body = body,
+        .prepare = gck_bench_prepare_arrays,
+        .ctx = gck_bench_arrays_of(2),
+        .threads = threads,
+        .bytes_per_elem = 2,
+        .label = "ref 16-bit",
+        .sizes = sz,
+        .nsizes = nsizes,
+    });
 }

@@ -120,10 +120,18 @@ typedef struct kbench {
 #define SCALE(name, T)                                                         \
     static double bench_body_##name(void *c, int64_t n)                        \
     {                                                                          \
-        gck_##name(ACC(GCK_CT(T), c), (GCK_CT(T))GCK_BENCH_SCALE, (size_t)n);  \
+        gck_##name(ACC(GCK_CT(T), c), (GCK_CC(T))GCK_BENCH_SCALE, (size_t)n);  \
         return 0;                                                              \
     }                                                                          \
     ONE(name, T, T, 2 * SZ(T), KB_THREADED)
+/* reads x, writes dst (another pool's array when the sizes differ) */
+#define CONVERT(name, A, X)                                                    \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        gck_##name(ACC(GCK_CT(A), c), XB(GCK_CT(X), c), (size_t)n);            \
+        return 0;                                                              \
+    }                                                                          \
+    ONE(name, A, X, SZ(A) + SZ(X), KB_THREADED)
 /* Byte planes of n elements of 4 (_f32) and 8 (_f64) bytes: the delta of b
  * against a into c, and back; reads a and b, writes c (3 arrays). */
 #define BT_u8(T) uint8_t
@@ -176,6 +184,32 @@ AXPY_INIT(axpy_init_f32_to_f64, f64, f32)
 AXPY_INIT(axpy_init_f64_to_f32, f32, f64)
 SCALE(scale_f64, f64)
 SCALE(scale_f32, f32)
+REDUCE(sumsq_bf16, bf16)
+REDUCE(sumsq_f16, f16)
+REDUCE(l2norm_bf16, bf16)
+REDUCE(l2norm_f16, f16)
+REDUCE2(dist2_bf16, bf16)
+REDUCE2(dist2_f16, f16)
+PNORM(pnorm_bf16, bf16)
+PNORM(pnorm_f16, f16)
+ADD(add_bf16_to_f32, f32, bf16)
+ADD(add_f16_to_f32, f32, f16)
+ADD(add_bf16_to_f64, f64, bf16)
+ADD(add_f16_to_f64, f64, f16)
+AXPY(axpy_bf16_to_f32, f32, bf16)
+AXPY(axpy_f16_to_f32, f32, f16)
+AXPY(axpy_bf16_to_f64, f64, bf16)
+AXPY(axpy_f16_to_f64, f64, f16)
+AXPY_INIT(axpy_init_bf16_to_f32, f32, bf16)
+AXPY_INIT(axpy_init_f16_to_f32, f32, f16)
+AXPY_INIT(axpy_init_bf16_to_f64, f64, bf16)
+AXPY_INIT(axpy_init_f16_to_f64, f64, f16)
+SCALE(scale_bf16, bf16)
+SCALE(scale_f16, f16)
+CONVERT(convert_f32_to_bf16, bf16, f32)
+CONVERT(convert_f32_to_f16, f16, f32)
+CONVERT(convert_bf16_to_f32, f32, bf16)
+CONVERT(convert_f16_to_f32, f32, f16)
 BYTE_PLANES(xor_shuffle, u8, elem)
 BYTE_PLANES(unshuffle_xor, elem, u8)
 HASH(fnv1a64)
@@ -191,7 +225,7 @@ static const struct {
 static kctx *kctx_of(size_t acc, size_t x)
 {
     static kctx ctxs[4][4]; /* indexed by log2(bytes) of acc and x: 1, 2, 4, 8 */
-    const int ia = acc == 8 ? 3 : acc == 4 ? 2 : 0, ix = x == 8 ? 3 : x == 4 ? 2 : 0;
+    const int ia = acc == 8 ? 3 : acc == 4 ? 2 : acc == 2 ? 1 : 0, ix = x == 8 ? 3 : x == 4 ? 2 : x == 2 ? 1 : 0;
     kctx *k = &ctxs[ia][ix];
     k->acc = gck_bench_arrays_of(acc);
     k->x = gck_bench_arrays_of(x);

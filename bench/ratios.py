@@ -52,6 +52,19 @@ MIXED = {
     "axpy_init_f32_to_f64": ("axpy_init", "f64"), "axpy_init_f64_to_f32": ("axpy_init", "f32"),
 }
 
+# bf16 / f16 inputs (2 bytes read per element) into f32 / f64 accumulators
+MIXED.update({f"{op}_{h}_to_{dt}": (op, dt)
+              for op in ("add", "axpy", "axpy_init") for h in ("bf16", "f16") for dt in ("f32", "f64")})
+
+# The other 2-byte kernels: name -> (bandwidth reference, in-cache widening
+# ceiling). GB/s compare like for like: the reductions with the 16-bit read,
+# scale with f32's x *= s, the conversions with f32's copy.
+HALF = {f"{k}_{h}": ("ref_read_16", f"ref_widen_{h}" if k != "pnorm" else None)
+        for k in ("sumsq", "l2norm", "dist2", "pnorm") for h in ("bf16", "f16")}
+HALF.update({f"scale_{h}": ("ref_rmw1_f32", None) for h in ("bf16", "f16")})
+HALF.update({f"convert_{a}_to_{b}": ("ref_copy_f32", None)
+             for a, b in (("f32", "bf16"), ("f32", "f16"), ("bf16", "f32"), ("f16", "f32"))})
+
 
 def kernel_bases():
     """(benchmark base name, dtype, (blas, nrm2, naive, ref)) of every kernel row: each family
@@ -62,6 +75,7 @@ def kernel_bases():
             out.append((f"{k}_{dt}", dt, tuple(s.format(dt=dt, p=p) if s else None for s in PEERS[k])))
             out += [(name, dt, (None, None, None, PEERS[fam][3].format(dt=dt, p=p)))
                     for name, (fam, acc_dt) in MIXED.items() if fam == k and acc_dt == dt]
+    out += [(name, "16", (None, None, None, ref)) for name, (ref, _) in HALF.items()]
     return out
 
 
@@ -123,6 +137,8 @@ def kernel_rows(bw, small, big):
     for base, dt, (blas, nrm2, naive, ref) in kernel_bases():
         k = base.rsplit("_", 1)[0]
         widen = "ref_widen_f32" if dt == "f32" and k in ("sumsq", "l2norm", "dist2") else None
+        if base in HALF:
+            widen = HALF[base][1]
         for isa in ISAS:
             name = f"{base}/{isa}"
             s1, b1, b2 = at(name, small), at(name, big), at(name, big, 2)

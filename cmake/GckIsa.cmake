@@ -3,8 +3,8 @@
 # kernels/cpu.c checks the same feature set (CPUID bits + OS state).
 include(CheckCSourceCompiles)
 
-set(GCK_ISA_FLAGS_avx2   -mavx2 -mfma)
-set(GCK_ISA_FLAGS_avx512 -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma)
+set(GCK_ISA_FLAGS_avx2   -mavx2 -mfma -mf16c)
+set(GCK_ISA_FLAGS_avx512 -mavx512f -mavx512dq -mavx512bw -mavx512vl -mfma -mf16c)
 set(GCK_ISA_FLAGS_neon   "")   # Advanced SIMD is baseline on AArch64
 
 set(GCK_ISA_PROBE_avx2 "#include <immintrin.h>

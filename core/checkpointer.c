@@ -486,33 +486,29 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const double w = gck_weight(cp, j);
     const int first = j == 0;
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
+/* the window's first tensor, a weighted one, a plain one: kernels gck_*_K */
+#define GCK_ACC_INTO(r, w, K)                                                                   \
+    (first ? gck_axpy_init_##K(r, w, values, n) : weighted ? gck_axpy_##K(r, w, values, n)      \
+                                                           : gck_add_##K(r, values, n))
     if (cp->cfg.dtype == GCK_DTYPE_F64) {
         double *r = (double *)l->buf + lo;
-        if (in_dtype == GCK_DTYPE_F64) {
-            if (first)
-                gck_axpy_init_f64(r, w, values, n);
-            else
-                weighted ? gck_axpy_f64(r, w, values, n) : gck_add_f64(r, values, n);
-        } else {
-            if (first)
-                gck_axpy_init_f32_to_f64(r, w, values, n);
-            else
-                weighted ? gck_axpy_f32_to_f64(r, w, values, n) : gck_add_f32_to_f64(r, values, n);
+        switch (in_dtype) {
+        case GCK_DTYPE_F64: GCK_ACC_INTO(r, w, f64); break;
+        case GCK_DTYPE_F32: GCK_ACC_INTO(r, w, f32_to_f64); break;
+        case GCK_DTYPE_BF16: GCK_ACC_INTO(r, w, bf16_to_f64); break;
+        default: GCK_ACC_INTO(r, w, f16_to_f64); break; /* GCK_DTYPE_F16 */
         }
     } else {
         float *r = (float *)l->buf + lo;
-        if (in_dtype == GCK_DTYPE_F32) {
-            if (first)
-                gck_axpy_init_f32(r, (float)w, values, n);
-            else
-                weighted ? gck_axpy_f32(r, (float)w, values, n) : gck_add_f32(r, values, n);
-        } else {
-            if (first)
-                gck_axpy_init_f64_to_f32(r, (float)w, values, n);
-            else
-                weighted ? gck_axpy_f64_to_f32(r, (float)w, values, n) : gck_add_f64_to_f32(r, values, n);
+        const float wf = (float)w;
+        switch (in_dtype) {
+        case GCK_DTYPE_F32: GCK_ACC_INTO(r, wf, f32); break;
+        case GCK_DTYPE_F64: GCK_ACC_INTO(r, wf, f64_to_f32); break;
+        case GCK_DTYPE_BF16: GCK_ACC_INTO(r, wf, bf16_to_f32); break;
+        default: GCK_ACC_INTO(r, wf, f16_to_f32); break; /* GCK_DTYPE_F16 */
         }
     }
+#undef GCK_ACC_INTO
 }
 
 /* Entries the single call keeps on the stack (no scratch). */
@@ -620,6 +616,32 @@ gck_status gck_accumulate_many_f32(gck_checkpointer *cp, const char *const *laye
                                    const size_t *lens, size_t count, uint64_t step)
 {
     return gck_accumulate_list(cp, layer_ids, (const void *const *)values, lens, count, step, GCK_DTYPE_F32, 0);
+}
+
+gck_status gck_accumulate_bf16(gck_checkpointer *cp, const char *layer_id, const uint16_t *values, size_t n,
+                               uint64_t step)
+{
+    const void *v = values;
+    return gck_accumulate_list(cp, &layer_id, &v, &n, 1, step, GCK_DTYPE_BF16, 1);
+}
+
+gck_status gck_accumulate_f16(gck_checkpointer *cp, const char *layer_id, const uint16_t *values, size_t n,
+                              uint64_t step)
+{
+    const void *v = values;
+    return gck_accumulate_list(cp, &layer_id, &v, &n, 1, step, GCK_DTYPE_F16, 1);
+}
+
+gck_status gck_accumulate_many_bf16(gck_checkpointer *cp, const char *const *layer_ids,
+                                    const uint16_t *const *values, const size_t *lens, size_t count, uint64_t step)
+{
+    return gck_accumulate_list(cp, layer_ids, (const void *const *)values, lens, count, step, GCK_DTYPE_BF16, 0);
+}
+
+gck_status gck_accumulate_many_f16(gck_checkpointer *cp, const char *const *layer_ids,
+                                   const uint16_t *const *values, const size_t *lens, size_t count, uint64_t step)
+{
+    return gck_accumulate_list(cp, layer_ids, (const void *const *)values, lens, count, step, GCK_DTYPE_F16, 0);
 }
 
 uint64_t gck_global_step(const gck_checkpointer *cp)

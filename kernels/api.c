@@ -81,34 +81,96 @@ double gck_l2norm_f32(const float *x, size_t n)
     return sqrt(gck_sumsq_f32(x, n));
 }
 
-/* p-norm of either dtype (see kernels.h). */
-static double gck_pnorm(const void *x, int is_f32, size_t n, double p)
+double gck_sumsq_bf16(const uint16_t *x, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_SUMSQ_BF16, x, NULL, NULL, 0.0, 0.0, n);
+}
+
+double gck_sumsq_f16(const uint16_t *x, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_SUMSQ_F16, x, NULL, NULL, 0.0, 0.0, n);
+}
+
+double gck_dist2_bf16(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_DIST2_BF16, a, b, NULL, 0.0, 0.0, n);
+}
+
+double gck_dist2_f16(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    return gck_reduce_op_n(GCK_R_DIST2_F16, a, b, NULL, 0.0, 0.0, n);
+}
+
+/* bf16 and f16 values are f32 values: their squares are in range as well */
+double gck_l2norm_bf16(const uint16_t *x, size_t n)
+{
+    return sqrt(gck_sumsq_bf16(x, n));
+}
+
+double gck_l2norm_f16(const uint16_t *x, size_t n)
+{
+    return sqrt(gck_sumsq_f16(x, n));
+}
+
+/* The reductions pnorm runs for each element type. */
+static const struct gck_pnorm_ops {
+    gck_reduce_op asum, powsum;
+} gck_pnorm_ops[] = {
+    [GCK_E_F64] = {GCK_R_ASUM_F64, GCK_R_POWSUM_F64},
+    [GCK_E_F32] = {GCK_R_ASUM_F32, GCK_R_POWSUM_F32},
+    [GCK_E_BF16] = {GCK_R_ASUM_BF16, GCK_R_POWSUM_BF16},
+    [GCK_E_F16] = {GCK_R_ASUM_F16, GCK_R_POWSUM_F16},
+};
+
+static double gck_l2norm_elem(const void *x, gck_elem e, size_t n)
+{
+    switch (e) {
+    case GCK_E_F64: return gck_l2norm_f64(x, n);
+    case GCK_E_F32: return gck_l2norm_f32(x, n);
+    case GCK_E_BF16: return gck_l2norm_bf16(x, n);
+    case GCK_E_F16:
+    default: return gck_l2norm_f16(x, n);
+    }
+}
+
+/* p-norm of any element type (see kernels.h). */
+static double gck_pnorm(const void *x, gck_elem e, size_t n, double p)
 {
     if (!(p > 0.0))
         return NAN; /* p <= 0 or NaN: not a norm */
     if (p == 2.0)
-        return is_f32 ? gck_l2norm_f32(x, n) : gck_l2norm_f64(x, n);
+        return gck_l2norm_elem(x, e, n);
     const gck_kernel_table *t = gck_kernels_active();
     if (p == 1.0) {
-        const gck_reduce_args r = {t, is_f32 ? GCK_R_ASUM_F32 : GCK_R_ASUM_F64, x, NULL, NULL, 0.0, 0.0};
+        const gck_reduce_args r = {t, gck_pnorm_ops[e].asum, x, NULL, NULL, 0.0, 0.0};
         return gck_reduce(&r, n);
     }
-    const double m = gck_amax(t, x, is_f32, n);
+    const double m = gck_amax(t, x, e, n);
     if (isinf(p) || isnan(m) || m == 0.0 || isinf(m))
         return m;
     const gck_pnorm_plan plan = gck_pnorm_plan_for(m, p);
-    const gck_reduce_args r = {t, is_f32 ? GCK_R_POWSUM_F32 : GCK_R_POWSUM_F64, x, NULL, NULL, plan.s, p};
+    const gck_reduce_args r = {t, gck_pnorm_ops[e].powsum, x, NULL, NULL, plan.s, p};
     return gck_pnorm_root(plan, m, gck_reduce(&r, n), p);
 }
 
 double gck_pnorm_f64(const double *x, size_t n, double p)
 {
-    return gck_pnorm(x, 0, n, p);
+    return gck_pnorm(x, GCK_E_F64, n, p);
 }
 
 double gck_pnorm_f32(const float *x, size_t n, double p)
 {
-    return gck_pnorm(x, 1, n, p);
+    return gck_pnorm(x, GCK_E_F32, n, p);
+}
+
+double gck_pnorm_bf16(const uint16_t *x, size_t n, double p)
+{
+    return gck_pnorm(x, GCK_E_BF16, n, p);
+}
+
+double gck_pnorm_f16(const uint16_t *x, size_t n, double p)
+{
+    return gck_pnorm(x, GCK_E_F16, n, p);
 }
 
 /* ---- elementwise ----------------------------------------------------------- */
@@ -159,8 +221,8 @@ static size_t gck_min(size_t a, size_t b)
         const gck_kernel_table *t = gck_kernels_active();            \
         GCK_ELEMENTWISE(n, t->slot(acc + lo, w, x + lo, len));       \
     }
-#define GCK_API_SCALE(slot, T)                                       \
-    void gck_##slot(T *x, T s, size_t n)                             \
+#define GCK_API_SCALE(slot, T, TS)                                   \
+    void gck_##slot(T *x, TS s, size_t n)                            \
     {                                                                \
         const gck_kernel_table *t = gck_kernels_active();            \
         GCK_ELEMENTWISE(n, t->slot(x + lo, s, len));                 \
@@ -178,8 +240,27 @@ GCK_API_AXPY(axpy_init_f64, double, double, double)
 GCK_API_AXPY(axpy_init_f32, float, float, float)
 GCK_API_AXPY(axpy_init_f32_to_f64, double, double, float)
 GCK_API_AXPY(axpy_init_f64_to_f32, float, float, double)
-GCK_API_SCALE(scale_f64, double)
-GCK_API_SCALE(scale_f32, float)
+GCK_API_SCALE(scale_f64, double, double)
+GCK_API_SCALE(scale_f32, float, float)
+GCK_API_ADD(add_bf16_to_f32, float, uint16_t)
+GCK_API_ADD(add_f16_to_f32, float, uint16_t)
+GCK_API_ADD(add_bf16_to_f64, double, uint16_t)
+GCK_API_ADD(add_f16_to_f64, double, uint16_t)
+GCK_API_AXPY(axpy_bf16_to_f32, float, float, uint16_t)
+GCK_API_AXPY(axpy_f16_to_f32, float, float, uint16_t)
+GCK_API_AXPY(axpy_bf16_to_f64, double, double, uint16_t)
+GCK_API_AXPY(axpy_f16_to_f64, double, double, uint16_t)
+GCK_API_AXPY(axpy_init_bf16_to_f32, float, float, uint16_t)
+GCK_API_AXPY(axpy_init_f16_to_f32, float, float, uint16_t)
+GCK_API_AXPY(axpy_init_bf16_to_f64, double, double, uint16_t)
+GCK_API_AXPY(axpy_init_f16_to_f64, double, double, uint16_t)
+GCK_API_SCALE(scale_bf16, uint16_t, float)
+GCK_API_SCALE(scale_f16, uint16_t, float)
+/* conversions: the same shape as add (dst, x, n) */
+GCK_API_ADD(convert_f32_to_bf16, uint16_t, float)
+GCK_API_ADD(convert_f32_to_f16, uint16_t, float)
+GCK_API_ADD(convert_bf16_to_f32, float, uint16_t)
+GCK_API_ADD(convert_f16_to_f32, float, uint16_t)
 
 /* ---- byte planes ------------------------------------------------------------ */
 

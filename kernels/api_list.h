@@ -29,7 +29,8 @@
 #define GCK_SIG_ADD(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *, size_t)              /* f(acc, x, n)  */
 #define GCK_SIG_AXPY(A, X) void (*)(GCK_CT(A) *, GCK_CT(A), const GCK_CT(X) *, size_t)  /* f(acc, w, x, n) */
 #define GCK_SIG_AXPY_INIT(A, X) GCK_SIG_AXPY(A, X) /* f(dst, w, x, n): dst written, not read */
-#define GCK_SIG_SCALE(A, X) void (*)(GCK_CT(A) *, GCK_CT(A), size_t)                    /* f(x, s, n)    */
+#define GCK_SIG_SCALE(A, X) void (*)(GCK_CT(A) *, GCK_CC(A), size_t)                    /* f(x, s, n)    */
+#define GCK_SIG_CONVERT(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *, size_t)          /* f(dst, x, n)  */
 #define GCK_SIG_SHUFFLE(A, X) void (*)(uint8_t *, const void *, const void *, size_t, size_t)
 #define GCK_SIG_UNSHUFFLE(A, X) void (*)(void *, const uint8_t *, const void *, size_t, size_t)
 #define GCK_SIG_HASH(A, X) uint64_t (*)(const void *, size_t, uint64_t)                 /* f(data, len, h) */
@@ -64,6 +65,34 @@
     X(axpy_init_f64_to_f32, AXPY_INIT, f32, f64)                               \
     X(scale_f64, SCALE, f64, f64)                                              \
     X(scale_f32, SCALE, f32, f32)                                              \
+    /* 2-byte floats (bf16, f16): reductions, mixed accumulation, scale */    \
+    X(sumsq_bf16, REDUCE, bf16, bf16)                                          \
+    X(sumsq_f16, REDUCE, f16, f16)                                             \
+    X(l2norm_bf16, REDUCE, bf16, bf16)                                         \
+    X(l2norm_f16, REDUCE, f16, f16)                                            \
+    X(dist2_bf16, REDUCE2, bf16, bf16)                                         \
+    X(dist2_f16, REDUCE2, f16, f16)                                            \
+    X(pnorm_bf16, PNORM, bf16, bf16)                                           \
+    X(pnorm_f16, PNORM, f16, f16)                                              \
+    X(add_bf16_to_f32, ADD, f32, bf16)                                         \
+    X(add_f16_to_f32, ADD, f32, f16)                                           \
+    X(add_bf16_to_f64, ADD, f64, bf16)                                         \
+    X(add_f16_to_f64, ADD, f64, f16)                                           \
+    X(axpy_bf16_to_f32, AXPY, f32, bf16)                                       \
+    X(axpy_f16_to_f32, AXPY, f32, f16)                                         \
+    X(axpy_bf16_to_f64, AXPY, f64, bf16)                                       \
+    X(axpy_f16_to_f64, AXPY, f64, f16)                                         \
+    X(axpy_init_bf16_to_f32, AXPY_INIT, f32, bf16)                             \
+    X(axpy_init_f16_to_f32, AXPY_INIT, f32, f16)                               \
+    X(axpy_init_bf16_to_f64, AXPY_INIT, f64, bf16)                             \
+    X(axpy_init_f16_to_f64, AXPY_INIT, f64, f16)                               \
+    X(scale_bf16, SCALE, bf16, bf16)                                           \
+    X(scale_f16, SCALE, f16, f16)                                              \
+    /* conversions, rounding to nearest even / widening exactly */             \
+    X(convert_f32_to_bf16, CONVERT, bf16, f32)                                 \
+    X(convert_f32_to_f16, CONVERT, f16, f32)                                   \
+    X(convert_bf16_to_f32, CONVERT, f32, bf16)                                 \
+    X(convert_f16_to_f32, CONVERT, f32, f16)                                   \
     /* bytes */                                                                \
     X(xor_shuffle, SHUFFLE, u8, u8)                                            \
     X(unshuffle_xor, UNSHUFFLE, u8, u8)                                        \

@@ -17,6 +17,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <sleef.h>
 
@@ -76,13 +77,6 @@ static double gck_sumsq_f64_block_avx2(const double *x, size_t n)
 #undef A
 }
 
-static double gck_sumsq_f32_block_avx2(const float *x, size_t n)
-{
-#define A(s_, g, m, f) _mm256_fmadd_pd(gck_ld32w(x + (g), m, f), gck_ld32w(x + (g), m, f), s_)
-    GCK_YMM_REDUCE(n);
-#undef A
-}
-
 static double gck_sumsq_scaled_f64_block_avx2(const double *x, double s, size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s);
@@ -94,13 +88,6 @@ static double gck_sumsq_scaled_f64_block_avx2(const double *x, double s, size_t 
 static double gck_dist2_f64_block_avx2(const double *a, const double *b, size_t n)
 {
 #define A(s_, g, m, f) GCK_YMM_ADDK(s_, gck_sq(gck_ymm_sub_on_fma(gck_ld64(a + (g), m, f), gck_ld64(b + (g), m, f)), m, f))
-    GCK_YMM_REDUCE(n);
-#undef A
-}
-
-static double gck_dist2_f32_block_avx2(const float *a, const float *b, size_t n)
-{
-#define A(s_, g, m, f) GCK_YMM_ADDK(s_, gck_sq(gck_ymm_sub_on_fma(gck_ld32w(a + (g), m, f), gck_ld32w(b + (g), m, f)), m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }
@@ -117,31 +104,66 @@ static double gck_asum_f64_block_avx2(const double *x, size_t n)
 #undef A
 }
 
-static double gck_asum_f32_block_avx2(const float *x, size_t n)
-{
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_abs(gck_ld32w(x + (g), m, f)))
-    GCK_YMM_REDUCE(n);
-#undef A
-}
-
 /* SLEEF's FMA pow: bit-identical to the reference's Sleef_powd1_u10purecfma. */
 static inline __m256d gck_pow_term(__m256d v, __m256d vs, __m256d vp, __m256i m, int full)
 {
     return gck_keep(Sleef_powd4_u10avx2(_mm256_mul_pd(gck_abs(v), vs), vp), m, full);
 }
 
+/* ---- the reductions over f32, bf16 and f16 (kernels_internal.h) ------------
+ * 4 elements widened to f64 exactly, +0.0 outside m: floats by vcvtps2pd,
+ * bf16 and f16 through their f32 values (ops_avx2.h). AVX2 has no 16-bit
+ * masked load, so a 2-byte tail goes through a zero-padded copy of the
+ * lanes m selects (zero bits widen to +0.0). */
+GCK_ALWAYS_INLINE __m128i gck_ld16x4(const uint16_t *p, __m256i m, int full)
+{
+    if (full)
+        return _mm_loadl_epi64((const __m128i *)(const void *)p);
+    const int k = __builtin_popcount((unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(m)));
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)k * sizeof *p);
+    return _mm_cvtsi64_si128((long long)v);
+}
+
+GCK_ALWAYS_INLINE __m256d gck_ldw(gck_fl_elem e, const void *p, size_t g, __m256i m, int full)
+{
+    switch (e) {
+    case GCK_FL_F32: return gck_ld32w((const float *)p + g, m, full);
+    case GCK_FL_BF16: return gck_w64_cvt_bf16_f64(gck_ld16x4((const uint16_t *)p + g, m, full));
+    default: return gck_w64_cvt_f16_f64(gck_ld16x4((const uint16_t *)p + g, m, full));
+    }
+}
+
+/* a + the 4 terms at g (k_: the run register, for GCK_YMM_ADDK). The
+ * squares of widened floats are exact, so sumsq's FMA rounds like the
+ * reference's multiply and add. */
+GCK_ALWAYS_INLINE __m256d gck_fl_terms(gck_fl_term t, gck_fl_elem e, int k_, __m256d acc, const void *a, const void *b,
+                                      size_t g, __m256i m, int full, __m256d vs, __m256d vp)
+{
+    const __m256d v = gck_ldw(e, a, g, m, full);
+    switch (t) {
+    case GCK_FL_SUMSQ: return _mm256_fmadd_pd(v, v, acc);
+    case GCK_FL_DIST2: return GCK_YMM_ADDK(acc, gck_sq(gck_ymm_sub_on_fma(v, gck_ldw(e, b, g, m, full)), m, full));
+    case GCK_FL_ASUM: return _mm256_add_pd(acc, gck_abs(v));
+    default: return _mm256_add_pd(acc, gck_pow_term(v, vs, vp, m, full));
+    }
+}
+
+#define A(s_, g, m, f) gck_fl_terms(t, e, k_, s_, a, b, g, m, f, vs, vp)
+GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s, double p,
+                                      size_t n)
+{
+    const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
+    GCK_YMM_REDUCE(n);
+}
+#undef A
+#define GCK_FLOAT_LIKE_BLOCK gck_fl_block
+GCK_DEFINE_FLOAT_LIKE_BLOCKS()
+
 static double gck_powsum_f64_block_avx2(const double *x, double p, double s, size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
 #define A(s_, g, m, f) _mm256_add_pd(s_, gck_pow_term(gck_ld64(x + (g), m, f), vs, vp, m, f))
-    GCK_YMM_REDUCE(n);
-#undef A
-}
-
-static double gck_powsum_f32_block_avx2(const float *x, double p, double s, size_t n)
-{
-    const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
-#define A(s_, g, m, f) _mm256_add_pd(s_, gck_pow_term(gck_ld32w(x + (g), m, f), vs, vp, m, f))
     GCK_YMM_REDUCE(n);
 #undef A
 }

@@ -224,6 +224,55 @@ static double gck_powsum_f32_block_avx512(const float *x, double p, double s, si
 #undef A
 }
 
+/* ---- the reductions over bf16 and f16 (kernels_internal.h) -------------------
+ * The f32 kernels' shapes with each element widened exactly to its f32 value
+ * first (ops_avx512.h): 4 elements per ymm for sumsq, dist2 and asum, 8 per
+ * zmm for powsum. Masked lanes load 0 bits, which widen to +0.0. */
+GCK_ALWAYS_INLINE __m128i gck_ld16(const uint16_t *p, __mmask8 m, __mmask8 full)
+{
+    return m == full ? (full == 0xF ? _mm_loadl_epi64((const __m128i *)(const void *)p)
+                                    : _mm_loadu_si128((const __m128i *)(const void *)p))
+                     : _mm_maskz_loadu_epi16(m, p);
+}
+
+/* 4 elements to f64 */
+GCK_ALWAYS_INLINE __m256d gck_ld16w4(gck_fl_elem e, const uint16_t *p, __mmask8 m)
+{
+    const __m128i v = gck_ld16(p, m, 0xF);
+    const __m128 f = e == GCK_FL_BF16 ? _mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(v), 16)) : _mm_cvtph_ps(v);
+    return _mm256_cvtps_pd(f);
+}
+
+/* 8 elements to f64 */
+GCK_ALWAYS_INLINE __m512d gck_ld16w8(gck_fl_elem e, const uint16_t *p, __mmask8 m)
+{
+    const __m128i v = gck_ld16(p, m, 0xFF);
+    return e == GCK_FL_BF16 ? gck_w64_cvt_bf16_f64(v) : gck_w64_cvt_f16_f64(v);
+}
+
+/* The square of a widened value is exact, so sumsq's FMA rounds like the
+ * reference's multiply and add. */
+GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s,
+                                        double p, size_t n)
+{
+    const uint16_t *x = a, *y = b;
+    if (t == GCK_FL_POWSUM) {
+        const __m512d vs = _mm512_set1_pd(s), vp = _mm512_set1_pd(p);
+#define A(s_, g, m) _mm512_add_pd(s_, gck_pow_term(gck_ld16w8(e, x + (g), m), vs, vp, m))
+        GCK_AVX512_REDUCE(n, A);
+#undef A
+    }
+#define A(s_, g, m)                                                                                            \
+    (t == GCK_FL_SUMSQ   ? _mm256_fmadd_pd(gck_ld16w4(e, x + (g), m), gck_ld16w4(e, x + (g), m), s_)         \
+     : t == GCK_FL_ASUM ? _mm256_add_pd(s_, _mm256_andnot_pd(_mm256_set1_pd(-0.0), gck_ld16w4(e, x + (g), m))) \
+                        : GCK_YMM_ADDK(s_, gck_sq4(gck_ymm_sub_on_fma(gck_ld16w4(e, x + (g), m), gck_ld16w4(e, y + (g), m)))))
+    GCK_YMM_REDUCE(n);
+#undef A
+}
+#define GCK_FLOAT_LIKE_BLOCK gck_fl16_block
+GCK_FL_SLOTS(bf16, GCK_FL_BF16)
+GCK_FL_SLOTS(f16, GCK_FL_F16)
+
 /* ---- fused update + sum of squares: store the new value, square it ---- */
 /* dst may be the source: each group is loaded before it is stored. */
 static inline __m512d gck_store_sq_f64(double *dst, __m512d v, __mmask8 m)

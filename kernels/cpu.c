@@ -8,7 +8,8 @@
 
 /* XCR0 bits the OS must enable: SSE|AVX state (0x6) for AVX2; additionally
  * opmask|ZMM_Hi256|Hi16_ZMM (0xE0) for AVX-512. CPUID alone says the CPU has
- * the instructions, not that the OS saves their registers. */
+ * the instructions, not that the OS saves their registers. Both paths also
+ * need F16C (the f16 <-> f32 conversions). */
 #define GCK_XCR0_AVX 0x6u
 #define GCK_XCR0_AVX512 0xE6u
 
@@ -26,8 +27,8 @@ static int gck_x86_features(int want_avx512)
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
     const int osxsave = (c & bit_OSXSAVE) != 0, avx = (c & bit_AVX) != 0,
-              fma = (c & bit_FMA) != 0;
-    if (!osxsave || !avx || !fma)
+              fma = (c & bit_FMA) != 0, f16c = (c & bit_F16C) != 0;
+    if (!osxsave || !avx || !fma || !f16c)
         return 0;
     if (__get_cpuid_max(0, NULL) < 7)
         return 0;

@@ -12,7 +12,8 @@
  *                         scalar header maps both to one element (w1)
  *   GCK_LANES_<w>         elements per step
  *   gck_<w>_<t>           the vector of one step's elements of type t
- *                         (f64, f32) as computed with
+ *                         (f64, f32; bf16, f16: storage only) as computed
+ *                         with or stored
  *   gck_<w>_load_<t>(p), gck_<w>_store_<t>(p, v)          a full step
  *   gck_<w>_load_tail_<t>(p, k), ..._store_tail_<t>(p, v, k)
  *                         the first k < lanes elements (loads give +0.0 in
@@ -110,6 +111,9 @@
 /* x = x * s */
 #define GCK_EW_STEP_SCALE(w, m, j, k, A, X, C)                                 \
     GCK_ST(w, m, A, C, x + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, A, C, x + (j), k), sv_), k)
+/* dst = x, converted through the compute type */
+#define GCK_EW_STEP_CONVERT(w, m, j, k, A, X, C)                               \
+    GCK_ST(w, m, A, C, dst + (j), GCK_LD(w, m, X, C, x + (j), k), k)
 
 /* ---- the kernels: slot, step width, acc/dst storage, x storage, compute ---- */
 #define GCK_EW_ADD(slot, W, A, X, C)                                           \
@@ -134,6 +138,11 @@
     {                                                                          \
         const GCK_V(W, C) sv_ = GCK_OP(W, set1, C)(s);                         \
         GCK_EW_LOOP(W, GCK_EW_STEP_SCALE, A, A, C);                            \
+    }
+#define GCK_EW_CONVERT(slot, W, A, X, C)                                       \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * dst, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        GCK_EW_LOOP(W, GCK_EW_STEP_CONVERT, A, X, C);                          \
     }
 
 /* ---- amax: max |x| as a double, NaN if any element is NaN --------------------
@@ -182,7 +191,11 @@
 /* ---- the instances: every ISA's elementwise slots and amax ------------------
  * Mixed f64 <-> f32 kernels step as wide as an f64 vector and hold the f32
  * side in a half-width vector; amax_f32 takes the max in f32, where |x| is
- * exact, and widens once (widening is exact and monotonic). */
+ * exact, and widens once (widening is exact and monotonic). 2-byte inputs
+ * (bf16, f16) are held in a vector of as many 16-bit lanes as the step has
+ * elements and widened to the compute type by their load; bf16/f16 kernels
+ * into f32, scale and amax compute in f32 (the widening is exact), into f64
+ * in f64. */
 /*         slot                  width    acc  x    compute */
 GCK_EW_ADD(add_f64,              GCK_W64, f64, f64, f64)
 GCK_EW_ADD(add_f32,              GCK_W32, f32, f32, f32)
@@ -200,5 +213,26 @@ GCK_EW_SCALE(scale_f64,          GCK_W64, f64,      f64)
 GCK_EW_SCALE(scale_f32,          GCK_W32, f32,      f32)
 GCK_EW_AMAX(amax_f64,            GCK_W64,      f64, f64)
 GCK_EW_AMAX(amax_f32,            GCK_W32,      f32, f32)
+GCK_EW_ADD(add_bf16_to_f32,      GCK_W32, f32, bf16, f32)
+GCK_EW_ADD(add_f16_to_f32,       GCK_W32, f32, f16, f32)
+GCK_EW_ADD(add_bf16_to_f64,      GCK_W64, f64, bf16, f64)
+GCK_EW_ADD(add_f16_to_f64,       GCK_W64, f64, f16, f64)
+GCK_EW_AXPY(axpy_bf16_to_f32,    GCK_W32, f32, bf16, f32)
+GCK_EW_AXPY(axpy_f16_to_f32,     GCK_W32, f32, f16, f32)
+GCK_EW_AXPY(axpy_bf16_to_f64,    GCK_W64, f64, bf16, f64)
+GCK_EW_AXPY(axpy_f16_to_f64,     GCK_W64, f64, f16, f64)
+GCK_EW_AXPY_INIT(axpy_init_bf16_to_f32, GCK_W32, f32, bf16, f32)
+GCK_EW_AXPY_INIT(axpy_init_f16_to_f32,  GCK_W32, f32, f16, f32)
+GCK_EW_AXPY_INIT(axpy_init_bf16_to_f64, GCK_W64, f64, bf16, f64)
+GCK_EW_AXPY_INIT(axpy_init_f16_to_f64,  GCK_W64, f64, f16, f64)
+GCK_EW_SCALE(scale_bf16,         GCK_W32, bf16,     f32)
+GCK_EW_SCALE(scale_f16,          GCK_W32, f16,      f32)
+GCK_EW_AMAX(amax_bf16,           GCK_W32,      bf16, f32)
+GCK_EW_AMAX(amax_f16,            GCK_W32,      f16, f32)
+/*             slot                 width    dst   x    compute */
+GCK_EW_CONVERT(convert_f32_to_bf16, GCK_W32, bf16, f32, f32)
+GCK_EW_CONVERT(convert_f32_to_f16,  GCK_W32, f16,  f32, f32)
+GCK_EW_CONVERT(convert_bf16_to_f32, GCK_W32, f32,  bf16, f32)
+GCK_EW_CONVERT(convert_f16_to_f32,  GCK_W32, f32,  f16, f32)
 
 #endif /* GCK_ELEMENTWISE_H */

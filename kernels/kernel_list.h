@@ -53,6 +53,42 @@
     X(axpy_init_f32, void, (float *dst, float w, const float *x, size_t n))     \
     X(axpy_init_f32_to_f64, void, (double *dst, double w, const float *x, size_t n)) \
     X(axpy_init_f64_to_f32, void, (float *dst, float w, const double *x, size_t n)) \
+    /* 2-byte floats: bf16 and f16 arrays of uint16_t. Every element is widened \
+     * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_scalar.h define \
+     * it) and then treated as the f32 kernels treat a float: the reductions \
+     * are sumsq/dist2/asum/powsum_f32's terms of the widened values, amax the \
+     * f32 amax of them; acc + x and acc + (w * x) compute in the accumulator's \
+     * type; scale is x = round(widen(x) * s) in f32, rounded once back to the \
+     * 2-byte type (nearest even, ops_scalar.h). */                               \
+    X(sumsq_bf16_block, double, (const uint16_t *x, size_t n))                    \
+    X(sumsq_f16_block, double, (const uint16_t *x, size_t n))                     \
+    X(dist2_bf16_block, double, (const uint16_t *a, const uint16_t *b, size_t n)) \
+    X(dist2_f16_block, double, (const uint16_t *a, const uint16_t *b, size_t n))  \
+    X(asum_bf16_block, double, (const uint16_t *x, size_t n))                     \
+    X(asum_f16_block, double, (const uint16_t *x, size_t n))                      \
+    X(powsum_bf16_block, double, (const uint16_t *x, double p, double s, size_t n)) \
+    X(powsum_f16_block, double, (const uint16_t *x, double p, double s, size_t n))  \
+    X(amax_bf16, double, (const uint16_t *x, size_t n))                           \
+    X(amax_f16, double, (const uint16_t *x, size_t n))                            \
+    X(add_bf16_to_f32, void, (float *acc, const uint16_t *x, size_t n))           \
+    X(add_f16_to_f32, void, (float *acc, const uint16_t *x, size_t n))            \
+    X(add_bf16_to_f64, void, (double *acc, const uint16_t *x, size_t n))          \
+    X(add_f16_to_f64, void, (double *acc, const uint16_t *x, size_t n))           \
+    X(axpy_bf16_to_f32, void, (float *acc, float w, const uint16_t *x, size_t n)) \
+    X(axpy_f16_to_f32, void, (float *acc, float w, const uint16_t *x, size_t n))  \
+    X(axpy_bf16_to_f64, void, (double *acc, double w, const uint16_t *x, size_t n)) \
+    X(axpy_f16_to_f64, void, (double *acc, double w, const uint16_t *x, size_t n))  \
+    X(axpy_init_bf16_to_f32, void, (float *dst, float w, const uint16_t *x, size_t n)) \
+    X(axpy_init_f16_to_f32, void, (float *dst, float w, const uint16_t *x, size_t n))  \
+    X(axpy_init_bf16_to_f64, void, (double *dst, double w, const uint16_t *x, size_t n)) \
+    X(axpy_init_f16_to_f64, void, (double *dst, double w, const uint16_t *x, size_t n))  \
+    X(scale_bf16, void, (uint16_t *x, float s, size_t n))                         \
+    X(scale_f16, void, (uint16_t *x, float s, size_t n))                          \
+    /* conversions, dst = x rounded (to nearest even) or widened (exact) */       \
+    X(convert_f32_to_bf16, void, (uint16_t *dst, const float *x, size_t n))       \
+    X(convert_f32_to_f16, void, (uint16_t *dst, const float *x, size_t n))        \
+    X(convert_bf16_to_f32, void, (float *dst, const uint16_t *x, size_t n))       \
+    X(convert_f16_to_f32, void, (float *dst, const uint16_t *x, size_t n))        \
     /* bytes, any n, esz in {1, 2, 4, 8}: byte planes of n elements of esz     \
      * bytes, dst[k*n + i] = a[i*esz + k] ^ b[i*esz + k] (b NULL: ^ 0), and    \
      * the inverse; dst never overlaps the inputs. Integer ops: every ISA      \
@@ -61,11 +97,22 @@
     X(unshuffle_xor, void, (void *dst, const uint8_t *src, const void *b, size_t n, size_t esz))
 
 /* The C element type of each dtype token the lists and the elementwise
- * template use (f64, f32; u8 for bytes). */
+ * template use (f64, f32; bf16 and f16 as their bits, uint16_t; u8 for
+ * bytes), and the C type values of it are computed in (GCK_CC: a scale
+ * factor's type). */
 #define GCK_CT_f64 double
 #define GCK_CT_f32 float
+#define GCK_CT_bf16 uint16_t
+#define GCK_CT_f16 uint16_t
 #define GCK_CT_u8 uint8_t
 #define GCK_CT_(t) GCK_CT_##t
 #define GCK_CT(t) GCK_CT_(t)
+#define GCK_CC_f64 double
+#define GCK_CC_f32 float
+#define GCK_CC_bf16 float
+#define GCK_CC_f16 float
+#define GCK_CC_u8 uint8_t
+#define GCK_CC_(t) GCK_CC_##t
+#define GCK_CC(t) GCK_CC_(t)
 
 #endif /* GCK_KERNEL_LIST_H */

@@ -122,6 +122,37 @@ static inline double gck_fold_lanes(double lane[GCK_LANES])
     return lane[0];
 }
 
+/* ---- the reductions over floats: f32 and the 2-byte floats -------------------
+ * sumsq, dist2, asum and powsum over f32, bf16 and f16 are one kernel per
+ * term over the elements widened exactly to f64 (the 2-byte ones through
+ * their f32 value), so each 2-byte kernel is the f32 kernel of the widened
+ * array. A SIMD file defines GCK_FLOAT_LIKE_BLOCK(term, elem, a, b, s, p, n)
+ * (always inline: term and elem are constants that fold away), the block
+ * reduction of that term with b the second array of dist2 and s, p powsum's
+ * scale and exponent, and gets the twelve slots from
+ * GCK_DEFINE_FLOAT_LIKE_BLOCKS(). */
+typedef enum gck_fl_term { GCK_FL_SUMSQ, GCK_FL_DIST2, GCK_FL_ASUM, GCK_FL_POWSUM } gck_fl_term;
+typedef enum gck_fl_elem { GCK_FL_F32, GCK_FL_BF16, GCK_FL_F16 } gck_fl_elem;
+#define GCK_FL_SLOTS(t, E)                                                     \
+    static double GCK_ISA_FN(sumsq_##t##_block)(const GCK_CT(t) *x, size_t n)  \
+    {                                                                          \
+        return GCK_FLOAT_LIKE_BLOCK(GCK_FL_SUMSQ, E, x, NULL, 0.0, 0.0, n);    \
+    }                                                                          \
+    static double GCK_ISA_FN(dist2_##t##_block)(const GCK_CT(t) *a, const GCK_CT(t) *b, size_t n) \
+    {                                                                          \
+        return GCK_FLOAT_LIKE_BLOCK(GCK_FL_DIST2, E, a, b, 0.0, 0.0, n);       \
+    }                                                                          \
+    static double GCK_ISA_FN(asum_##t##_block)(const GCK_CT(t) *x, size_t n)   \
+    {                                                                          \
+        return GCK_FLOAT_LIKE_BLOCK(GCK_FL_ASUM, E, x, NULL, 0.0, 0.0, n);     \
+    }                                                                          \
+    static double GCK_ISA_FN(powsum_##t##_block)(const GCK_CT(t) *x, double p, double s, size_t n) \
+    {                                                                          \
+        return GCK_FLOAT_LIKE_BLOCK(GCK_FL_POWSUM, E, x, NULL, s, p, n);       \
+    }
+#define GCK_DEFINE_FLOAT_LIKE_BLOCKS()                                         \
+    GCK_FL_SLOTS(f32, GCK_FL_F32) GCK_FL_SLOTS(bf16, GCK_FL_BF16) GCK_FL_SLOTS(f16, GCK_FL_F16)
+
 /* The byte-plane kernels' definition for elements [i0, i1) of a call over n
  * elements (planes stay n bytes apart): the SIMD files' heads and tails. */
 static inline void gck_xor_shuffle_range(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz,

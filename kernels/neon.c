@@ -48,6 +48,7 @@
 typedef struct gck_nctx {
     const double *a, *b; /* f64 inputs */
     const float *af, *bf; /* f32 inputs */
+    const uint16_t *ah, *bh; /* bf16 or f16 inputs */
     double *m;           /* f64 array a fused kernel writes (may be a) */
     float *mf;           /* f32 array a fused kernel writes (may be af) */
     float64x2_t s, p;    /* scale or divisor; exponent */
@@ -66,6 +67,7 @@ GCK_ALWAYS_INLINE void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, g
 {
     double a[GCK_LANES] = {0}, b[GCK_LANES] = {0}, m[GCK_LANES] = {0};
     float af[GCK_LANES] = {0}, bf[GCK_LANES] = {0}, mf[GCK_LANES] = {0};
+    uint16_t ah[GCK_LANES] = {0}, bh[GCK_LANES] = {0};
     gck_nctx tc = *c;
     if (c->a != NULL) {
         memcpy(a, c->a + i0, rem * sizeof *a);
@@ -82,6 +84,14 @@ GCK_ALWAYS_INLINE void gck_neon_tail(const gck_nctx *c, size_t i0, size_t rem, g
     if (c->bf != NULL) {
         memcpy(bf, c->bf + i0, rem * sizeof *bf);
         tc.bf = bf;
+    }
+    if (c->ah != NULL) {
+        memcpy(ah, c->ah + i0, rem * sizeof *ah);
+        tc.ah = ah;
+    }
+    if (c->bh != NULL) {
+        memcpy(bh, c->bh + i0, rem * sizeof *bh);
+        tc.bh = bh;
     }
     if (c->m != NULL)
         tc.m = m;
@@ -168,13 +178,6 @@ GCK_ALWAYS_INLINE float64x2x2_t gck_t_sumsq_f64(const gck_nctx *c, size_t i)
     return gck_pair(gck_sq(vld1q_f64(c->a + i)), gck_sq(vld1q_f64(c->a + i + 2)));
 }
 
-/* (double)x * (double)x */
-GCK_ALWAYS_INLINE float64x2x2_t gck_t_sumsq_f32(const gck_nctx *c, size_t i)
-{
-    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
-    return gck_pair(gck_sq(x.val[0]), gck_sq(x.val[1]));
-}
-
 /* (x * s) * (x * s) */
 GCK_ALWAYS_INLINE float64x2x2_t gck_t_scaled_f64(const gck_nctx *c, size_t i)
 {
@@ -189,25 +192,10 @@ GCK_ALWAYS_INLINE float64x2x2_t gck_t_dist2_f64(const gck_nctx *c, size_t i)
                     gck_sq(vsubq_f64(vld1q_f64(c->a + i + 2), vld1q_f64(c->b + i + 2))));
 }
 
-/* ((double)a - (double)b)^2: the difference is taken in f64 */
-GCK_ALWAYS_INLINE float64x2x2_t gck_t_dist2_f32(const gck_nctx *c, size_t i)
-{
-    const float64x2x2_t a = gck_widen4(vld1q_f32(c->af + i));
-    const float64x2x2_t b = gck_widen4(vld1q_f32(c->bf + i));
-    return gck_pair(gck_sq(vsubq_f64(a.val[0], b.val[0])), gck_sq(vsubq_f64(a.val[1], b.val[1])));
-}
-
 /* fabs(x) */
 GCK_ALWAYS_INLINE float64x2x2_t gck_t_asum_f64(const gck_nctx *c, size_t i)
 {
     return gck_pair(vabsq_f64(vld1q_f64(c->a + i)), vabsq_f64(vld1q_f64(c->a + i + 2)));
-}
-
-/* fabs((double)x) */
-GCK_ALWAYS_INLINE float64x2x2_t gck_t_asum_f32(const gck_nctx *c, size_t i)
-{
-    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
-    return gck_pair(vabsq_f64(x.val[0]), vabsq_f64(x.val[1]));
 }
 
 /* pow(fabs(x) * s, p) with SLEEF's FMA AdvSIMD pow: bit-identical to the
@@ -222,11 +210,39 @@ GCK_ALWAYS_INLINE float64x2x2_t gck_t_powsum_f64(const gck_nctx *c, size_t i)
     return gck_pair(gck_pow2(vld1q_f64(c->a + i), c), gck_pow2(vld1q_f64(c->a + i + 2), c));
 }
 
-GCK_ALWAYS_INLINE float64x2x2_t gck_t_powsum_f32(const gck_nctx *c, size_t i)
-{
-    const float64x2x2_t x = gck_widen4(vld1q_f32(c->af + i));
-    return gck_pair(gck_pow2(x.val[0], c), gck_pow2(x.val[1], c));
-}
+/* The terms over floats (f32, and bf16 / f16 widened exactly to their f32
+ * value first, ops_neon.h), each exactly the scalar term of the widened
+ * value: (double)x * (double)x; ((double)a - (double)b)^2 with the
+ * difference taken in f64; fabs((double)x); pow(fabs((double)x) * s, p).
+ * LD(c, w, i) loads 4 elements of input w (a or b) as f32. */
+#define GCK_LD_f32(c, w, i) vld1q_f32((c)->w##f + (i))
+#define GCK_LD_bf16(c, w, i) gck_w32_cvt_bf16_f32(vld1_u16((c)->w##h + (i)))
+#define GCK_LD_f16(c, w, i) gck_w32_cvt_f16_f32(vld1_u16((c)->w##h + (i)))
+#define GCK_NEON_FLOAT_TERMS(t)                                                \
+    GCK_ALWAYS_INLINE float64x2x2_t gck_t_sumsq_##t(const gck_nctx *c, size_t i) \
+    {                                                                          \
+        const float64x2x2_t x = gck_widen4(GCK_LD_##t(c, a, i));               \
+        return gck_pair(gck_sq(x.val[0]), gck_sq(x.val[1]));                   \
+    }                                                                          \
+    GCK_ALWAYS_INLINE float64x2x2_t gck_t_dist2_##t(const gck_nctx *c, size_t i) \
+    {                                                                          \
+        const float64x2x2_t a = gck_widen4(GCK_LD_##t(c, a, i));               \
+        const float64x2x2_t b = gck_widen4(GCK_LD_##t(c, b, i));               \
+        return gck_pair(gck_sq(vsubq_f64(a.val[0], b.val[0])), gck_sq(vsubq_f64(a.val[1], b.val[1]))); \
+    }                                                                          \
+    GCK_ALWAYS_INLINE float64x2x2_t gck_t_asum_##t(const gck_nctx *c, size_t i) \
+    {                                                                          \
+        const float64x2x2_t x = gck_widen4(GCK_LD_##t(c, a, i));               \
+        return gck_pair(vabsq_f64(x.val[0]), vabsq_f64(x.val[1]));             \
+    }                                                                          \
+    GCK_ALWAYS_INLINE float64x2x2_t gck_t_powsum_##t(const gck_nctx *c, size_t i) \
+    {                                                                          \
+        const float64x2x2_t x = gck_widen4(GCK_LD_##t(c, a, i));               \
+        return gck_pair(gck_pow2(x.val[0], c), gck_pow2(x.val[1], c));         \
+    }
+GCK_NEON_FLOAT_TERMS(f32)
+GCK_NEON_FLOAT_TERMS(bf16)
+GCK_NEON_FLOAT_TERMS(f16)
 
 /* The fused terms store the new value (dst may be src), then square what
  * was stored. */
@@ -280,12 +296,6 @@ static double gck_sumsq_f64_block_neon(const double *x, size_t n)
     return gck_neon_reduce(&c, n, gck_t_sumsq_f64);
 }
 
-static double gck_sumsq_f32_block_neon(const float *x, size_t n)
-{
-    const gck_nctx c = {.af = x};
-    return gck_neon_reduce(&c, n, gck_t_sumsq_f32);
-}
-
 static double gck_sumsq_scaled_f64_block_neon(const double *x, double s, size_t n)
 {
     const gck_nctx c = {.a = x, .s = vdupq_n_f64(s)};
@@ -298,22 +308,10 @@ static double gck_dist2_f64_block_neon(const double *a, const double *b, size_t 
     return gck_neon_reduce(&c, n, gck_t_dist2_f64);
 }
 
-static double gck_dist2_f32_block_neon(const float *a, const float *b, size_t n)
-{
-    const gck_nctx c = {.af = a, .bf = b};
-    return gck_neon_reduce(&c, n, gck_t_dist2_f32);
-}
-
 static double gck_asum_f64_block_neon(const double *x, size_t n)
 {
     const gck_nctx c = {.a = x};
     return gck_neon_reduce(&c, n, gck_t_asum_f64);
-}
-
-static double gck_asum_f32_block_neon(const float *x, size_t n)
-{
-    const gck_nctx c = {.af = x};
-    return gck_neon_reduce(&c, n, gck_t_asum_f32);
 }
 
 static double gck_powsum_f64_block_neon(const double *x, double p, double s, size_t n)
@@ -322,11 +320,31 @@ static double gck_powsum_f64_block_neon(const double *x, double p, double s, siz
     return gck_neon_reduce(&c, n, gck_t_powsum_f64);
 }
 
-static double gck_powsum_f32_block_neon(const float *x, double p, double s, size_t n)
-{
-    const gck_nctx c = {.af = x, .s = vdupq_n_f64(s), .p = vdupq_n_f64(p)};
-    return gck_neon_reduce(&c, n, gck_t_powsum_f32);
-}
+/* f32, bf16, f16 (w: the pointer field suffix, f or h) */
+#define GCK_NEON_FLOAT_SLOTS(t, w)                                             \
+    static double gck_sumsq_##t##_block_neon(const GCK_CT(t) *x, size_t n)     \
+    {                                                                          \
+        const gck_nctx c = {.a##w = x};                                        \
+        return gck_neon_reduce(&c, n, gck_t_sumsq_##t);                        \
+    }                                                                          \
+    static double gck_dist2_##t##_block_neon(const GCK_CT(t) *a, const GCK_CT(t) *b, size_t n) \
+    {                                                                          \
+        const gck_nctx c = {.a##w = a, .b##w = b};                             \
+        return gck_neon_reduce(&c, n, gck_t_dist2_##t);                        \
+    }                                                                          \
+    static double gck_asum_##t##_block_neon(const GCK_CT(t) *x, size_t n)      \
+    {                                                                          \
+        const gck_nctx c = {.a##w = x};                                        \
+        return gck_neon_reduce(&c, n, gck_t_asum_##t);                         \
+    }                                                                          \
+    static double gck_powsum_##t##_block_neon(const GCK_CT(t) *x, double p, double s, size_t n) \
+    {                                                                          \
+        const gck_nctx c = {.a##w = x, .s = vdupq_n_f64(s), .p = vdupq_n_f64(p)}; \
+        return gck_neon_reduce(&c, n, gck_t_powsum_##t);                       \
+    }
+GCK_NEON_FLOAT_SLOTS(f32, f)
+GCK_NEON_FLOAT_SLOTS(bf16, h)
+GCK_NEON_FLOAT_SLOTS(f16, h)
 
 static double gck_div_sumsq_f64_block_neon(double *dst, const double *x, double d, size_t n)
 {

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ops_common.h"
 
@@ -54,6 +55,56 @@ GCK_AVX2_TAIL(w32, f32, __m256, _mm256, ps, gck_avx2_mask8x32)
 /* f32 <-> f64 at w64: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE __m256d gck_w64_cvt_f32_f64(__m128 v) { return _mm256_cvtps_pd(v); }
 GCK_ALWAYS_INLINE __m128 gck_w64_cvt_f64_f32(__m256d v) { return _mm256_cvtpd_ps(v); }
+
+/* ---- 2-byte floats: 8 (w32) or 4 (w64) 16-bit lanes of an xmm -------------
+ * AVX2 has no 16-bit masked load or store, so a tail goes through a
+ * zero-padded stack copy (zero bits widen to +0.0). */
+#define GCK_AVX2_STORAGE16(w, t, LD, ST, L)                                    \
+    typedef __m128i gck_##w##_##t;                                             \
+    GCK_ALWAYS_INLINE __m128i gck_##w##_load_##t(const uint16_t *p) { return LD((const __m128i *)(const void *)p); } \
+    GCK_ALWAYS_INLINE void gck_##w##_store_##t(uint16_t *p, __m128i v) { ST((__m128i *)(void *)p, v); } \
+    GCK_ALWAYS_INLINE __m128i gck_##w##_load_tail_##t(const uint16_t *p, size_t k) \
+    {                                                                          \
+        uint16_t b[8] = {0};                                                   \
+        memcpy(b, p, k * sizeof *p);                                           \
+        return _mm_loadu_si128((const __m128i *)(const void *)b);              \
+    }                                                                          \
+    GCK_ALWAYS_INLINE void gck_##w##_store_tail_##t(uint16_t *p, __m128i v, size_t k) \
+    {                                                                          \
+        uint16_t b[8];                                                         \
+        _mm_storeu_si128((__m128i *)(void *)b, v);                             \
+        memcpy(p, b, k * sizeof *p);                                           \
+    }
+GCK_AVX2_STORAGE16(w32, bf16, _mm_loadu_si128, _mm_storeu_si128, 8)
+GCK_AVX2_STORAGE16(w32, f16, _mm_loadu_si128, _mm_storeu_si128, 8)
+GCK_AVX2_STORAGE16(w64, bf16, _mm_loadl_epi64, _mm_storel_epi64, 4)
+GCK_AVX2_STORAGE16(w64, f16, _mm_loadl_epi64, _mm_storel_epi64, 4)
+
+/* bf16 <-> f32 (ops_scalar.h defines both): a 16-bit shift up; rounding to
+ * nearest even on the bits, NaN lanes set to 0xFFFF, packed to 16 bits
+ * (unsigned saturation never saturates: every lane is below 2^16). */
+GCK_ALWAYS_INLINE __m256 gck_w32_cvt_bf16_f32(__m128i v)
+{
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+}
+GCK_ALWAYS_INLINE __m128i gck_w32_cvt_f32_bf16(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    const __m256i r = _mm256_or_si256(_mm256_srli_epi32(_mm256_add_epi32(u, bias), 16), _mm256_srli_epi32(nan, 16));
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+/* f16 <-> f32: F16C, the IEEE conversions ops_scalar.h writes out (the
+ * rounding mode is the instruction's immediate, not MXCSR's) */
+GCK_ALWAYS_INLINE __m256 gck_w32_cvt_f16_f32(__m128i v) { return _mm256_cvtph_ps(v); }
+GCK_ALWAYS_INLINE __m128i gck_w32_cvt_f32_f16(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+/* to f64 through the exact f32 value */
+GCK_ALWAYS_INLINE __m256d gck_w64_cvt_bf16_f64(__m128i v)
+{
+    return _mm256_cvtps_pd(_mm_castsi128_ps(_mm_slli_epi32(_mm_cvtepu16_epi32(v), 16)));
+}
+GCK_ALWAYS_INLINE __m256d gck_w64_cvt_f16_f64(__m128i v) { return _mm256_cvtps_pd(_mm_cvtph_ps(v)); }
 
 /* amax: |v|, a mask vector of the lanes that saw a NaN, the largest lane */
 #define GCK_AVX2_AMAX(w, t, V, S, SIGN)                                        \

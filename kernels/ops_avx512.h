@@ -10,6 +10,7 @@
 
 #include <immintrin.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ops_common.h"
 
@@ -41,6 +42,48 @@ GCK_AVX512_TAIL(w32, f32, __m512, _mm512, ps, __mmask16)
 /* f32 <-> f64 at w64: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE __m512d gck_w64_cvt_f32_f64(__m256 v) { return _mm512_cvtps_pd(v); }
 GCK_ALWAYS_INLINE __m256 gck_w64_cvt_f64_f32(__m512d v) { return _mm512_cvtpd_ps(v); }
+
+/* ---- 2-byte floats: 16 (w32, a ymm) or 8 (w64, an xmm) 16-bit lanes -------- */
+#define GCK_AVX512_STORAGE16(w, t, V, P, SI, M)                                \
+    typedef V gck_##w##_##t;                                                   \
+    GCK_ALWAYS_INLINE V gck_##w##_load_##t(const uint16_t *p) { return P##_loadu_##SI((const V *)(const void *)p); } \
+    GCK_ALWAYS_INLINE void gck_##w##_store_##t(uint16_t *p, V v) { P##_storeu_##SI((V *)(void *)p, v); } \
+    GCK_ALWAYS_INLINE V gck_##w##_load_tail_##t(const uint16_t *p, size_t k)   \
+    {                                                                          \
+        return P##_maskz_loadu_epi16((M)((1u << k) - 1u), p);                  \
+    }                                                                          \
+    GCK_ALWAYS_INLINE void gck_##w##_store_tail_##t(uint16_t *p, V v, size_t k) \
+    {                                                                          \
+        P##_mask_storeu_epi16(p, (M)((1u << k) - 1u), v);                      \
+    }
+GCK_AVX512_STORAGE16(w32, bf16, __m256i, _mm256, si256, __mmask16)
+GCK_AVX512_STORAGE16(w32, f16, __m256i, _mm256, si256, __mmask16)
+GCK_AVX512_STORAGE16(w64, bf16, __m128i, _mm, si128, __mmask8)
+GCK_AVX512_STORAGE16(w64, f16, __m128i, _mm, si128, __mmask8)
+
+/* bf16 <-> f32 (ops_scalar.h defines both): a 16-bit shift up; rounding to
+ * nearest even on the bits, NaN lanes set to 0xFFFF, narrowed to 16 bits. */
+GCK_ALWAYS_INLINE __m512 gck_w32_cvt_bf16_f32(__m256i v)
+{
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+GCK_ALWAYS_INLINE __m256i gck_w32_cvt_f32_bf16(__m512 v)
+{
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
+    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0xffff)));
+}
+/* f16 <-> f32: the IEEE conversions ops_scalar.h writes out (the rounding
+ * mode is the instruction's immediate, not MXCSR's) */
+GCK_ALWAYS_INLINE __m512 gck_w32_cvt_f16_f32(__m256i v) { return _mm512_cvtph_ps(v); }
+GCK_ALWAYS_INLINE __m256i gck_w32_cvt_f32_f16(__m512 v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
+/* to f64 through the exact f32 value */
+GCK_ALWAYS_INLINE __m512d gck_w64_cvt_bf16_f64(__m128i v)
+{
+    return _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16)));
+}
+GCK_ALWAYS_INLINE __m512d gck_w64_cvt_f16_f64(__m128i v) { return _mm512_cvtps_pd(_mm256_cvtph_ps(v)); }
 
 /* amax: |v|, an opmask of the lanes that saw a NaN, the largest lane */
 #define GCK_AVX512_AMAX(w, t, V, S, M)                                         \

@@ -11,6 +11,7 @@
 
 #include <arm_neon.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ops_common.h"
@@ -56,6 +57,59 @@ GCK_OPS_NEON(w32, f32, float32x4_t, q, 4)
  * nearest even by default, as the C conversion does */
 GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_f32_f64(float32x2_t v) { return vcvt_f64_f32(v); }
 GCK_ALWAYS_INLINE float32x2_t gck_w64_cvt_f64_f32(float64x2_t v) { return vcvt_f32_f64(v); }
+
+/* ---- 2-byte floats: 4 (w32) or 2 (w64, the low half) 16-bit lanes of a d
+ * register; tails and w64 steps through a zero-padded copy (zero bits
+ * widen to +0.0) ---- */
+#define GCK_OPS_NEON_STORAGE16(w, t, L)                                        \
+    typedef uint16x4_t gck_##w##_##t;                                          \
+    GCK_ALWAYS_INLINE uint16x4_t gck_##w##_load_tail_##t(const uint16_t *p, size_t k) \
+    {                                                                          \
+        uint16_t b[4] = {0};                                                   \
+        memcpy(b, p, k * sizeof *p);                                           \
+        return vld1_u16(b);                                                    \
+    }                                                                          \
+    GCK_ALWAYS_INLINE void gck_##w##_store_tail_##t(uint16_t *p, uint16x4_t v, size_t k) \
+    {                                                                          \
+        uint16_t b[4];                                                         \
+        vst1_u16(b, v);                                                        \
+        memcpy(p, b, k * sizeof *p);                                           \
+    }                                                                          \
+    GCK_ALWAYS_INLINE uint16x4_t gck_##w##_load_##t(const uint16_t *p)         \
+    {                                                                          \
+        if (L == 4)                                                            \
+            return vld1_u16(p);                                                \
+        return gck_##w##_load_tail_##t(p, L);                                  \
+    }                                                                          \
+    GCK_ALWAYS_INLINE void gck_##w##_store_##t(uint16_t *p, uint16x4_t v)      \
+    {                                                                          \
+        if (L == 4)                                                            \
+            vst1_u16(p, v);                                                    \
+        else                                                                   \
+            gck_##w##_store_tail_##t(p, v, L);                                 \
+    }
+GCK_OPS_NEON_STORAGE16(w32, bf16, 4)
+GCK_OPS_NEON_STORAGE16(w32, f16, 4)
+GCK_OPS_NEON_STORAGE16(w64, bf16, 2)
+GCK_OPS_NEON_STORAGE16(w64, f16, 2)
+
+/* bf16 <-> f32 (ops_scalar.h defines both): a 16-bit shift up (USHLL);
+ * rounding to nearest even on the bits, narrowed by SHRN, NaN lanes 0xFFFF */
+GCK_ALWAYS_INLINE float32x4_t gck_w32_cvt_bf16_f32(uint16x4_t v) { return vreinterpretq_f32_u32(vshll_n_u16(v, 16)); }
+GCK_ALWAYS_INLINE uint16x4_t gck_w32_cvt_f32_bf16(float32x4_t v)
+{
+    const uint32x4_t u = vreinterpretq_u32_f32(v);
+    const uint32x4_t bias = vaddq_u32(vdupq_n_u32(0x7fff), vandq_u32(vshrq_n_u32(u, 16), vdupq_n_u32(1)));
+    const uint16x4_t nan = vmovn_u32(vmvnq_u32(vceqq_f32(v, v)));
+    return vorr_u16(vshrn_n_u32(vaddq_u32(u, bias), 16), nan);
+}
+/* f16 <-> f32: FCVTL / FCVTN, the IEEE conversions (nearest even in the
+ * default FPCR mode) */
+GCK_ALWAYS_INLINE float32x4_t gck_w32_cvt_f16_f32(uint16x4_t v) { return vcvt_f32_f16(vreinterpret_f16_u16(v)); }
+GCK_ALWAYS_INLINE uint16x4_t gck_w32_cvt_f32_f16(float32x4_t v) { return vreinterpret_u16_f16(vcvt_f16_f32(v)); }
+/* to f64 through the exact f32 value (lanes 0 and 1) */
+GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_bf16_f64(uint16x4_t v) { return vcvt_f64_f32(vget_low_f32(gck_w32_cvt_bf16_f32(v))); }
+GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_f16_f64(uint16x4_t v) { return vcvt_f64_f32(vget_low_f32(gck_w32_cvt_f16_f32(v))); }
 
 GCK_ALWAYS_INLINE double gck_w64_hmax_f64(float64x2_t m) { return vmaxvq_f64(m); }
 GCK_ALWAYS_INLINE float gck_w32_hmax_f32(float32x4_t m) { return vmaxvq_f32(m); }

@@ -9,6 +9,8 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "ops_common.h"
 
@@ -42,5 +44,92 @@ GCK_OPS_SCALAR(f32, fabsf)
 /* the C conversions: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE double gck_w1_cvt_f32_f64(float v) { return (double)v; }
 GCK_ALWAYS_INLINE float gck_w1_cvt_f64_f32(double v) { return (float)v; }
+
+/* ---- 2-byte floats: storage only (computed in f32 or f64) -------------------
+ * These conversions are the definition every ISA reproduces bit for bit
+ * (include/gradckpt/kernels.h states them for callers). Written on the bits
+ * with integer operations (and one float multiply whose operands and result
+ * are normal), so no FPU mode (flush-to-zero, denormals as zero) can change
+ * them. */
+#define GCK_OPS_SCALAR_STORAGE(t)                                              \
+    typedef GCK_CT(t) gck_w1_##t;                                              \
+    GCK_ALWAYS_INLINE GCK_CT(t) gck_w1_load_##t(const GCK_CT(t) *p) { return *p; } \
+    GCK_ALWAYS_INLINE void gck_w1_store_##t(GCK_CT(t) *p, GCK_CT(t) v) { *p = v; }
+GCK_OPS_SCALAR_STORAGE(bf16)
+GCK_OPS_SCALAR_STORAGE(f16)
+
+GCK_ALWAYS_INLINE float gck_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+GCK_ALWAYS_INLINE uint32_t gck_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* bf16 -> f32: the 16 bits become the float's high half. Exact; a
+ * signalling NaN stays signalling (torch and ml_dtypes do the same). */
+GCK_ALWAYS_INLINE float gck_w1_cvt_bf16_f32(uint16_t b)
+{
+    return gck_f32_from_bits((uint32_t)b << 16);
+}
+
+/* f32 -> bf16: round the bits to nearest even (a carry out of the mantissa
+ * moves to the next binade, past the largest finite value to Inf; denormals
+ * round like any other value, since both formats share the exponent). Every
+ * NaN becomes 0xFFFF, what PyTorch's AVX2 and AVX-512 conversion loops
+ * write. */
+GCK_ALWAYS_INLINE uint16_t gck_w1_cvt_f32_bf16(float v)
+{
+    const uint32_t u = gck_f32_bits(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return 0xffff;
+    return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
+}
+
+/* f16 -> f32, the IEEE conversion (exact): a NaN keeps its sign and payload
+ * and becomes quiet (what F16C's VCVTPH2PS and AArch64's FCVTL do); a
+ * denormal m * 2^-24 is computed as such, exactly. */
+GCK_ALWAYS_INLINE float gck_w1_cvt_f16_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (uint32_t)h >> 10 & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f)
+        return gck_f32_from_bits(sign | 0x7f800000u | m << 13 | (m != 0 ? 0x400000u : 0));
+    if (e != 0)
+        return gck_f32_from_bits(sign | (e + 112) << 23 | m << 13);
+    return gck_f32_from_bits(sign | gck_f32_bits((float)m * 0x1p-24f)); /* zero, denormals */
+}
+
+/* f32 -> f16, the IEEE conversion rounding to nearest even: |v| >= 65520
+ * (the largest finite value plus half its ulp) becomes Inf, values below
+ * 2^-14 become denormals (rounded in units of 2^-24), a NaN keeps its sign
+ * and the top 10 payload bits and becomes quiet (F16C's VCVTPS2PH, FCVTN). */
+GCK_ALWAYS_INLINE uint16_t gck_w1_cvt_f32_f16(float v)
+{
+    const uint32_t u = gck_f32_bits(v), a = u & 0x7fffffffu;
+    const uint16_t sign = (uint16_t)(u >> 16 & 0x8000u);
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u | (a >> 13 & 0x3ffu));
+    if (a >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* a normal f16: rebias the exponent, round 13 bits away */
+        const uint32_t r = a - 0x38000000u;
+        return (uint16_t)(sign | (r + 0xfffu + (r >> 13 & 1u)) >> 13);
+    }
+    if (a < 0x33000000u) /* below 2^-25: zero (2^-25 itself ties to zero below) */
+        return sign;
+    /* a denormal f16: the 24-bit significand shifted to units of 2^-24 */
+    const uint32_t m = (a & 0x7fffffu) | 0x800000u, s = 126u - (a >> 23); /* 14 .. 24 */
+    const uint32_t q = m >> s, rem = m & ((1u << s) - 1u), half = 1u << (s - 1u);
+    return (uint16_t)(sign | (q + (rem > half || (rem == half && (q & 1u)))));
+}
+
+GCK_ALWAYS_INLINE double gck_w1_cvt_bf16_f64(uint16_t b) { return (double)gck_w1_cvt_bf16_f32(b); }
+GCK_ALWAYS_INLINE double gck_w1_cvt_f16_f64(uint16_t h) { return (double)gck_w1_cvt_f16_f32(h); }
 
 #endif /* GCK_OPS_SCALAR_H */

@@ -20,6 +20,7 @@ static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
 {
     const double *a64 = (const double *)r->a + lo, *b64 = (const double *)r->b + lo;
     const float *a32 = (const float *)r->a + lo, *b32 = (const float *)r->b + lo;
+    const uint16_t *a16 = (const uint16_t *)r->a + lo, *b16 = (const uint16_t *)r->b + lo;
     switch (r->op) {
     case GCK_R_SUMSQ_F64: return r->t->sumsq_f64_block(a64, len);
     case GCK_R_SUMSQ_F32: return r->t->sumsq_f32_block(a32, len);
@@ -33,6 +34,14 @@ static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
     case GCK_R_DIV_SUMSQ_F64: return r->t->div_sumsq_f64_block((double *)r->m + lo, a64, r->s, len);
     case GCK_R_DIV_SUMSQ_F32: return r->t->div_sumsq_f32_block((float *)r->m + lo, a32, (float)r->s, len);
     case GCK_R_SCALE_SUMSQ_F64: return r->t->scale_sumsq_f64_block((double *)r->m + lo, a64, r->s, len);
+    case GCK_R_SUMSQ_BF16: return r->t->sumsq_bf16_block(a16, len);
+    case GCK_R_SUMSQ_F16: return r->t->sumsq_f16_block(a16, len);
+    case GCK_R_DIST2_BF16: return r->t->dist2_bf16_block(a16, b16, len);
+    case GCK_R_DIST2_F16: return r->t->dist2_f16_block(a16, b16, len);
+    case GCK_R_ASUM_BF16: return r->t->asum_bf16_block(a16, len);
+    case GCK_R_ASUM_F16: return r->t->asum_f16_block(a16, len);
+    case GCK_R_POWSUM_BF16: return r->t->powsum_bf16_block(a16, r->p, r->s, len);
+    case GCK_R_POWSUM_F16: return r->t->powsum_f16_block(a16, r->p, r->s, len);
     case GCK_R_SCALE_SUMSQ_F32:
     default: return r->t->scale_sumsq_f32_block((float *)r->m + lo, a32, (float)r->s, len);
     }
@@ -111,7 +120,18 @@ double gck_reduce(const gck_reduce_args *r, size_t n)
     return gck_pairwise_finish(&p);
 }
 
-double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, size_t n)
+static double gck_amax_range(const gck_kernel_table *t, const void *x, gck_elem elem, size_t lo, size_t len)
+{
+    switch (elem) {
+    case GCK_E_F64: return t->amax_f64((const double *)x + lo, len);
+    case GCK_E_F32: return t->amax_f32((const float *)x + lo, len);
+    case GCK_E_BF16: return t->amax_bf16((const uint16_t *)x + lo, len);
+    case GCK_E_F16:
+    default: return t->amax_f16((const uint16_t *)x + lo, len);
+    }
+}
+
+double gck_amax(const gck_kernel_table *t, const void *x, gck_elem elem, size_t n)
 {
     const size_t chunk = gck_chunk_elems(n);
     const long long nchunks = (long long)((n + chunk - 1) / chunk);
@@ -125,7 +145,7 @@ double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, size_t n)
     for (c = 0; c < nthreaded; c++) {
         const size_t lo = nthreaded == 1 ? 0 : (size_t)c * chunk;
         const size_t len = nthreaded == 1 ? n : gck_min(chunk, n - lo);
-        const double v = is_f32 ? t->amax_f32((const float *)x + lo, len) : t->amax_f64((const double *)x + lo, len);
+        const double v = gck_amax_range(t, x, elem, lo, len);
         gck_amax_fold(&part_max, &any_nan, v);
     }
     return any_nan ? NAN : part_max;
@@ -146,7 +166,7 @@ double gck_l2norm_f64_from(const gck_kernel_table *t, const double *x, size_t n,
     /* Overflowed (+Inf) or too small: rescale by a power of two so that the
      * largest element lands in [1, 2). No NaN is present here (it would have
      * made s NaN). */
-    const double m = gck_amax(t, x, 0, n);
+    const double m = gck_amax(t, x, GCK_E_F64, n);
     if (m == 0.0 || isinf(m))
         return m;
     const int k = gck_unit_exponent(m);

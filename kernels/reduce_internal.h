@@ -78,7 +78,15 @@ typedef enum gck_reduce_op {
     GCK_R_DIV_SUMSQ_F64, /* these four read a and write m (which may be a) */
     GCK_R_DIV_SUMSQ_F32,
     GCK_R_SCALE_SUMSQ_F64,
-    GCK_R_SCALE_SUMSQ_F32
+    GCK_R_SCALE_SUMSQ_F32,
+    GCK_R_SUMSQ_BF16, /* the 2-byte floats: read a (and b) as uint16_t */
+    GCK_R_SUMSQ_F16,
+    GCK_R_DIST2_BF16,
+    GCK_R_DIST2_F16,
+    GCK_R_ASUM_BF16,
+    GCK_R_ASUM_F16,
+    GCK_R_POWSUM_BF16,
+    GCK_R_POWSUM_F16
 } gck_reduce_op;
 
 typedef struct gck_reduce_args {
@@ -104,8 +112,11 @@ GCK_INTERNAL int gck_use_threads(size_t n);
  * of blocks, so chunks are aligned subtrees and the split never shows. */
 GCK_INTERNAL size_t gck_chunk_elems(size_t n);
 
-/* max |x| of either dtype; NaN if any element is NaN. */
-GCK_INTERNAL double gck_amax(const gck_kernel_table *t, const void *x, int is_f32, size_t n);
+/* The element types of the norms (0 and 1 keep the old is_f32 meaning). */
+typedef enum gck_elem { GCK_E_F64 = 0, GCK_E_F32 = 1, GCK_E_BF16, GCK_E_F16 } gck_elem;
+
+/* max |x| of an array of elem; NaN if any element is NaN. */
+GCK_INTERNAL double gck_amax(const gck_kernel_table *t, const void *x, gck_elem elem, size_t n);
 
 /* gck_l2norm_f64 of x given s, the canonical sum of squares of x (its first
  * pass): sqrt(s) when in range, else the rescaled second pass. */

@@ -44,13 +44,6 @@ static double gck_sumsq_f64_block_scalar(const double *x, size_t n)
     GCK_LANE_REDUCE(n, x[i] * x[i]);
 }
 
-/* The square of a widened float is exact in f64, so the only roundings are
- * the lane additions. */
-static double gck_sumsq_f32_block_scalar(const float *x, size_t n)
-{
-    GCK_LANE_REDUCE(n, (double)x[i] * (double)x[i]);
-}
-
 /* The second pass of l2norm: s is a power of two, so x * s is exact unless it
  * lands below DBL_MIN, where it only drops terms far below rounding level. */
 static double gck_sumsq_scaled_f64_block_scalar(const double *x, double s, size_t n)
@@ -63,19 +56,9 @@ static double gck_dist2_f64_block_scalar(const double *a, const double *b, size_
     GCK_LANE_REDUCE(n, (a[i] - b[i]) * (a[i] - b[i]));
 }
 
-static double gck_dist2_f32_block_scalar(const float *a, const float *b, size_t n)
-{
-    GCK_LANE_REDUCE(n, ((double)a[i] - (double)b[i]) * ((double)a[i] - (double)b[i]));
-}
-
 static double gck_asum_f64_block_scalar(const double *x, size_t n)
 {
     GCK_LANE_REDUCE(n, fabs(x[i]));
-}
-
-static double gck_asum_f32_block_scalar(const float *x, size_t n)
-{
-    GCK_LANE_REDUCE(n, fabs((double)x[i]));
 }
 
 /* SLEEF's FMA pow variants (avx2, avx512f, advsimd, purecfma) agree bit for
@@ -103,11 +86,33 @@ static double gck_powsum_f64_block_scalar(const double *x, double p, double s, s
     GCK_LANE_REDUCE(n, pw(fabs(x[i]) * s, p));
 }
 
-static double gck_powsum_f32_block_scalar(const float *x, double p, double s, size_t n)
-{
-    const gck_pow_fn pw = gck_pow_ref();
-    GCK_LANE_REDUCE(n, pw(fabs((double)x[i]) * s, p));
-}
+/* The reductions over f32 and over the 2-byte floats, whose elements are
+ * widened to f64 by W (exactly; for bf16 and f16 through the f32 value,
+ * ops_scalar.h), so each is the f32 kernel of the widened array. The square
+ * of a widened float is exact in f64, so sumsq's only roundings are the lane
+ * additions; dist2 rounds the difference in f64 first. */
+#define GCK_REDUCE_FLOAT_LIKE(t, W)                                            \
+    static double gck_sumsq_##t##_block_scalar(const GCK_CT(t) *x, size_t n)   \
+    {                                                                          \
+        GCK_LANE_REDUCE(n, W(x[i]) * W(x[i]));                                 \
+    }                                                                          \
+    static double gck_dist2_##t##_block_scalar(const GCK_CT(t) *a, const GCK_CT(t) *b, size_t n) \
+    {                                                                          \
+        GCK_LANE_REDUCE(n, (W(a[i]) - W(b[i])) * (W(a[i]) - W(b[i])));         \
+    }                                                                          \
+    static double gck_asum_##t##_block_scalar(const GCK_CT(t) *x, size_t n)    \
+    {                                                                          \
+        GCK_LANE_REDUCE(n, fabs(W(x[i])));                                     \
+    }                                                                          \
+    static double gck_powsum_##t##_block_scalar(const GCK_CT(t) *x, double p, double s, size_t n) \
+    {                                                                          \
+        const gck_pow_fn pw = gck_pow_ref();                             \
+        GCK_LANE_REDUCE(n, pw(fabs(W(x[i])) * s, p));                          \
+    }
+#define GCK_WIDEN_f32(v) ((double)(v))
+GCK_REDUCE_FLOAT_LIKE(f32, GCK_WIDEN_f32)
+GCK_REDUCE_FLOAT_LIKE(bf16, gck_w1_cvt_bf16_f64)
+GCK_REDUCE_FLOAT_LIKE(f16, gck_w1_cvt_f16_f64)
 
 /* The fused kernels store the new value (dst may be src), then square what
  * was stored. */

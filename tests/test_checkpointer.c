@@ -477,6 +477,110 @@ static void test_checksums(void **state)
     gck_checkpointer_destroy(cp);
 }
 
+/* bf16 / f16 inputs give exactly what their widened f32 tensors give: for
+ * every mode and storage, through the single and the list calls, with
+ * clipping, over three flush windows. */
+static void test_half_inputs_match_widened(void **state)
+{
+    (void)state;
+    static const double weights[] = {0.5, 2.0, 1.0 / 3.0};
+    enum { NL = 3, NB = 3, N = 1037 };
+    static const size_t lens[NL] = {N, 5, 130};
+    const char *ids[NL] = {"w1", "b1", "w2"};
+    uint16_t *h[NL];
+    float *f[NL];
+    for (size_t i = 0; i < NL; i++)
+        h[i] = gck_test_alloc(N * 2), f[i] = gck_test_alloc(N * 4);
+    for (int half = 0; half < 2; half++)
+        for (int mode = GCK_ACCUM_SUM; mode <= GCK_ACCUM_WEIGHTED_MEAN; mode++)
+            for (int dt = 0; dt < 2; dt++)
+                for (int many = 0; many < 2; many++) {
+                    gck_config cfg;
+                    gck_config_init(&cfg);
+                    cfg.accumulation_mode = (gck_accum_mode)mode;
+                    cfg.weights = weights;
+                    cfg.n_weights = 3;
+                    cfg.dtype = dt ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+                    cfg.clip_enabled = 1;
+                    cfg.clip_norm = 3.0;
+                    gck_checkpointer *a = NULL, *b = NULL;
+                    assert_int_equal(gck_checkpointer_create(&cfg, &a), GCK_OK);
+                    assert_int_equal(gck_checkpointer_create(&cfg, &b), GCK_OK);
+                    uint64_t seed = 1234 + (uint64_t)(half * 8 + mode * 2 + dt);
+                    for (int w = 0; w < 3; w++) {
+                        for (int mb = 0; mb < NB; mb++) {
+                            for (size_t i = 0; i < NL; i++) {
+                                for (size_t k = 0; k < lens[i]; k++) {
+                                    /* finite values of both formats, denormals included */
+                                    uint16_t v = (uint16_t)(gck_test_rand(&seed) >> 48) & (half ? 0xbfff : 0xbf7f);
+                                    h[i][k] = v;
+                                }
+                                (half ? gck_convert_f16_to_f32 : gck_convert_bf16_to_f32)(f[i], h[i], lens[i]);
+                            }
+                            if (many) {
+                                const uint16_t *const hv[NL] = {h[0], h[1], h[2]};
+                                assert_int_equal((half ? gck_accumulate_many_f16 : gck_accumulate_many_bf16)(
+                                                     a, ids, hv, lens, NL, (uint64_t)mb),
+                                                 GCK_OK);
+                            } else {
+                                for (size_t i = 0; i < NL; i++)
+                                    assert_int_equal((half ? gck_accumulate_f16 : gck_accumulate_bf16)(
+                                                         a, ids[i], h[i], lens[i], (uint64_t)mb),
+                                                     GCK_OK);
+                            }
+                            for (size_t i = 0; i < NL; i++)
+                                assert_int_equal(gck_accumulate_f32(b, ids[i], f[i], lens[i], (uint64_t)mb), GCK_OK);
+                        }
+                        gck_checkpoint *ca = NULL, *cb = NULL;
+                        assert_int_equal(gck_flush(a, 7, &ca), GCK_OK);
+                        assert_int_equal(gck_flush(b, 7, &cb), GCK_OK);
+                        assert_int_equal(gck_checkpoint_checksum(ca), gck_checkpoint_checksum(cb));
+                        assert_true(gck_checkpoint_global_norm(ca) == gck_checkpoint_global_norm(cb));
+                        for (size_t i = 0; i < NL; i++) {
+                            gck_tensor_view va, vb;
+                            assert_int_equal(gck_checkpoint_layer(ca, i, &va), GCK_OK);
+                            assert_int_equal(gck_checkpoint_layer(cb, i, &vb), GCK_OK);
+                            assert_int_equal(va.n, vb.n);
+                            assert_memory_equal(va.values, vb.values, va.n * gck_dtype_size(va.dtype));
+                        }
+                        gck_checkpoint_release(ca), gck_checkpoint_release(cb);
+                    }
+                    gck_checkpointer_destroy(a), gck_checkpointer_destroy(b);
+                }
+    for (size_t i = 0; i < NL; i++)
+        free(h[i]), free(f[i]);
+}
+
+/* Their errors are gck_accumulate_f32's, and change nothing. */
+static void test_half_input_errors(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = make(GCK_ACCUM_SUM, GCK_DTYPE_F32, 2);
+    const uint16_t v[3] = {0x3f80, 0x4000, 0xbf80};
+    assert_int_equal(gck_accumulate_bf16(cp, "x", v, 3, 1), GCK_OK);
+    assert_int_equal(gck_accumulate_bf16(cp, "x", NULL, 3, 2), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "values is NULL"));
+    assert_int_equal(gck_accumulate_f16(cp, "x", v, 2, 2), GCK_ERR_DIMENSION_MISMATCH);
+    assert_non_null(strstr(gck_last_error(), "layer 'x': expected 3, got 2"));
+    assert_int_equal(gck_accumulate_bf16(NULL, "x", v, 3, 2), GCK_ERR_INVALID_ARGUMENT);
+    const char *ids[2] = {"y", ""};
+    const uint16_t *vals[2] = {v, v};
+    const size_t lens[2] = {3, 3};
+    assert_int_equal(gck_accumulate_many_f16(cp, ids, vals, lens, 2, 2), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "entry 1"));
+    assert_int_equal(gck_global_step(cp), 1);
+    assert_int_equal(gck_pending_layers(cp, NULL, 0), 1);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 0, &c), GCK_OK);
+    gck_tensor_view t;
+    assert_int_equal(gck_checkpoint_layer(c, 0, &t), GCK_OK);
+    assert_int_equal(t.n, 3);
+    assert_true(((const float *)t.values)[0] == 1.0f && ((const float *)t.values)[1] == 2.0f &&
+                ((const float *)t.values)[2] == -1.0f);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +595,8 @@ int main(void)
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_allocation_failures_change_nothing),
         cmocka_unit_test(test_checksums),
+        cmocka_unit_test(test_half_inputs_match_widened),
+        cmocka_unit_test(test_half_input_errors),
     };
     return cmocka_run_group_tests_name("checkpointer", tests, NULL, NULL);
 }

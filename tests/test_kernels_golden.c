@@ -130,6 +130,32 @@ static const struct golden_pin {
     {"axpy_init_f64_to_f32", UINT64_C(0x7cbb1a2b34d43f53)},
     {"scale_f64", UINT64_C(0x7e637e5f7e5903ca)},
     {"scale_f32", UINT64_C(0x7ad2e0ae9f51b022)},
+    {"sumsq_bf16", UINT64_C(0x290945860f48d109)},
+    {"sumsq_f16", UINT64_C(0x5e48778fd257cbd5)},
+    {"l2norm_bf16", UINT64_C(0x1e962522dd47a899)},
+    {"l2norm_f16", UINT64_C(0x80a3e06cf8429bae)},
+    {"dist2_bf16", UINT64_C(0x223f8e7254181d00)},
+    {"dist2_f16", UINT64_C(0x3b95cbd89a7d192a)},
+    {"pnorm_bf16", UINT64_C(0x952ad2cafd64957b)},
+    {"pnorm_f16", UINT64_C(0x3534ab5b75a651c7)},
+    {"add_bf16_to_f32", UINT64_C(0xeff924aa6f2f9fc6)},
+    {"add_f16_to_f32", UINT64_C(0x2b3af306698584a3)},
+    {"add_bf16_to_f64", UINT64_C(0x7652a1361e12c1f7)},
+    {"add_f16_to_f64", UINT64_C(0xfc7506cc6960cd55)},
+    {"axpy_bf16_to_f32", UINT64_C(0xc6d54364ff784aca)},
+    {"axpy_f16_to_f32", UINT64_C(0xad43dfcfc489c4c3)},
+    {"axpy_bf16_to_f64", UINT64_C(0x8b173cb1df4d335a)},
+    {"axpy_f16_to_f64", UINT64_C(0xd69c499d70d061f6)},
+    {"axpy_init_bf16_to_f32", UINT64_C(0x3447ccc58e114e20)},
+    {"axpy_init_f16_to_f32", UINT64_C(0xc0c3df8f1033f0e1)},
+    {"axpy_init_bf16_to_f64", UINT64_C(0xcedfa7998fe544c2)},
+    {"axpy_init_f16_to_f64", UINT64_C(0xc879cc5ce5dbe360)},
+    {"scale_bf16", UINT64_C(0xac21487b51fb2d67)},
+    {"scale_f16", UINT64_C(0x576f62c17edc151c)},
+    {"convert_f32_to_bf16", UINT64_C(0xf02eb0b885eb2fd9)},
+    {"convert_f32_to_f16", UINT64_C(0xa07a0ee6cbc8b5be)},
+    {"convert_bf16_to_f32", UINT64_C(0xf97e0352d4828255)},
+    {"convert_f16_to_f32", UINT64_C(0xc9bd478d0dbc750f)},
     {"xor_shuffle", UINT64_C(0x72220b6895cf0236)},
     {"unshuffle_xor", UINT64_C(0xf89ffece726d07c5)},
     {"fnv1a64", UINT64_C(0x1330705258b52d96)},
@@ -160,6 +186,47 @@ static uint64_t hash_u64(uint64_t h, uint64_t v)
 #define GOLDEN_SAMPLE(h, T, out, n)                                            \
     for (size_t i_ = 0; i_ < (n); i_ += 1 + (n) / 512)                         \
     (h) = hash_##T((h), (out)[i_])
+/* 2-byte floats: their bits as little-endian bytes, NaNs canonical */
+static uint64_t hash_u16(uint64_t h, uint16_t v)
+{
+    const unsigned char le[2] = {(unsigned char)(v & 0xff), (unsigned char)(v >> 8)};
+    return gck_fnv1a64(le, 2, h);
+}
+
+static uint64_t hash_bf16(uint64_t h, uint16_t v)
+{
+    return hash_u16(h, (v & 0x7fff) > 0x7f80 ? 0x7fc0 : v);
+}
+
+static uint64_t hash_f16(uint64_t h, uint16_t v)
+{
+    return hash_u16(h, (v & 0x7fff) > 0x7c00 ? 0x7e00 : v);
+}
+
+/* The bits of 2-byte floats of family k: bf16 the high halves of the f32
+ * family (f), f16 random finite bits, all exponents (denormals included),
+ * with the family's specials. */
+static void golden_fill16(uint16_t *bf, uint16_t *hf, const float *f, size_t n, int k, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &f[i], 4);
+        bf[i] = (uint16_t)(u >> 16);
+        uint16_t v = (uint16_t)(gck_test_rand(&seed) >> 48);
+        if ((v & 0x7c00) == 0x7c00)
+            v ^= 0x4000;
+        if (k == GCK_K_DENORMAL)
+            v &= 0x83ff;
+        if (k == GCK_K_ZERO)
+            v &= 0x8000;
+        hf[i] = v;
+    }
+    if (n > 0 && k == GCK_K_WITH_NAN)
+        hf[n / 2] = 0x7e01;
+    if (n > 1 && k == GCK_K_WITH_INF)
+        hf[n / 3] = 0x7c00, hf[n - 1] = 0xfc00;
+}
+
 static uint64_t hash_u8(uint64_t h, uint8_t v)
 {
     return gck_fnv1a64(&v, 1, h);
@@ -172,6 +239,8 @@ typedef struct golden_in {
     double *in_f64, *in2_f64, *out_f64;
     float *in_f32, *in2_f32, *out_f32;
     uint8_t *in_u8, *in2_u8, *out_u8;
+    uint16_t *in_bf16, *in2_bf16, *out_bf16;
+    uint16_t *in_f16, *in2_f16, *out_f16;
 } golden_in;
 
 /* Each shape: call gck_<name> on the case's inputs, hash what it returns and
@@ -199,7 +268,10 @@ typedef struct golden_in {
 #define G_AXPY_INIT(name, A, X) G_AXPY(name, A, X)
 #define G_SCALE(name, A, X)                                                    \
     memcpy(g->out_##A, g->in_##A, n * sizeof(GCK_CT(A)));                      \
-    gck_##name(g->out_##A, (GCK_CT(A))-1.3, n);                                \
+    gck_##name(g->out_##A, (GCK_CC(A))-1.3, n);                                \
+    GOLDEN_SAMPLE(h, A, g->out_##A, n);
+#define G_CONVERT(name, A, X)                                                  \
+    gck_##name(g->out_##A, g->in_##X, n);                                      \
     GOLDEN_SAMPLE(h, A, g->out_##A, n);
 #define G_SHUFFLE(name, A, X)                                                  \
     for (size_t esz = 1; esz <= 8; esz *= 2) {                                 \
@@ -229,6 +301,8 @@ static void test_golden_every_kernel(void **state)
         gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8),
         gck_test_alloc(nmax * 4), gck_test_alloc(nmax * 4), gck_test_alloc(nmax * 4),
         gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8), gck_test_alloc(nmax * 8),
+        gck_test_alloc(nmax * 2), gck_test_alloc(nmax * 2), gck_test_alloc(nmax * 2),
+        gck_test_alloc(nmax * 2), gck_test_alloc(nmax * 2), gck_test_alloc(nmax * 2),
     };
     uint64_t h[K_COUNT];
     for (int k = 0; k < K_COUNT; k++)
@@ -240,6 +314,8 @@ static void test_golden_every_kernel(void **state)
             gck_test_fill_f64(g.in2_f64, n, GCK_K_UNIFORM, 6000 + n);
             gck_test_fill_f32(g.in_f32, n, (gck_test_kind)k, 7000 + n);
             gck_test_fill_f32(g.in2_f32, n, GCK_K_UNIFORM, 8000 + n);
+            golden_fill16(g.in_bf16, g.in_f16, g.in_f32, n, k, 10000 + n);
+            golden_fill16(g.in2_bf16, g.in2_f16, g.in2_f32, n, GCK_K_UNIFORM, 11000 + n);
             uint64_t st = 9000 + 16 * n + (uint64_t)k;
             for (size_t i = 0; i < 8 * n; i++) {
                 g.in_u8[i] = (uint8_t)(gck_test_rand(&st) >> 56);
@@ -250,6 +326,7 @@ static void test_golden_every_kernel(void **state)
     }
     free(g.in_f64), free(g.in2_f64), free(g.out_f64), free(g.in_f32), free(g.in2_f32), free(g.out_f32);
     free(g.in_u8), free(g.in2_u8), free(g.out_u8);
+    free(g.in_bf16), free(g.in2_bf16), free(g.out_bf16), free(g.in_f16), free(g.in2_f16), free(g.out_f16);
 
     int bad = 0;
     assert_int_equal(sizeof golden_pins / sizeof golden_pins[0], K_COUNT);

@@ -117,12 +117,12 @@ uint64_t cli_elements(const gck_tensor_info *t);
 int cli_is_float(gck_dtype d);
 
 /**
- * The values of a floating-point tensor as f32 or f64 for the kernels:
- * F32/F64 point into the tensor; F16/BF16 are converted (exactly) into a new
- * f32 buffer in *owned (free it). *is_f64 tells which. Returns 0 for another
- * dtype, -1 when out of memory, 1 otherwise.
+ * Of a floating-point tensor a (F64, F32, BF16, F16, read in place by the
+ * kernels, 2-byte floats widened exactly): with b NULL its L2 norm, else the
+ * squared L2 distance to b (same dtype and element count). NaN for another
+ * dtype.
  */
-int cli_float_values(const gck_tensor_info *t, const void **vals, void **owned, int *is_f64, size_t *n);
+double cli_dist2_or_norm(const gck_tensor_info *a, const gck_tensor_info *b);
 
 /** L2 norm of a floating-point tensor (NaN when not one, or out of memory; see *computed). */
 double cli_tensor_l2norm(const gck_tensor_info *t, int *computed);

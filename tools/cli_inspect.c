@@ -189,7 +189,7 @@ const cli_command cli_cmd_inspect = {
     "FILE [--json]",
     "Show what a safetensors file holds (ours or another writer's) and check its content ids.",
     "Prints, per tensor: name, dtype, shape, element count, bytes, L2 norm (F32/F64;\n"
-    "F16/BF16 converted exactly to F32; '-' / null for integer and bool tensors)\n"
+    "F16/BF16 widened exactly by the kernels; '-' / null for integer and bool tensors)\n"
     "and content id; then the step, timestamp and loss content id when the file has\n"
     "gradckpt's keys, the user metadata, the optimizer-state blobs (parameter, bytes)\n"
     "and a checksum line. Every content id the file records is checked against the\n"

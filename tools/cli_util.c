@@ -252,77 +252,25 @@ int cli_is_float(gck_dtype d)
     return d == GCK_DTYPE_F64 || d == GCK_DTYPE_F32 || d == GCK_DTYPE_F16 || d == GCK_DTYPE_BF16;
 }
 
-/* IEEE binary16 -> binary32, exact. */
-static float cli_f16_to_f32(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0) {
-        const float f = (float)man * 0x1p-24f; /* zero or subnormal: man * 2^-24, exact */
-        memcpy(&bits, &f, sizeof bits);
-        bits |= sign;
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (man << 13); /* Inf, NaN (payload kept) */
-    } else {
-        bits = sign | ((exp + 112u) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-int cli_float_values(const gck_tensor_info *t, const void **vals, void **owned, int *is_f64, size_t *n)
-{
-    *owned = NULL;
-    *is_f64 = 0;
-    switch (t->dtype) {
-    case GCK_DTYPE_F64:
-        *vals = t->data, *is_f64 = 1, *n = t->nbytes / sizeof(double);
-        return 1;
-    case GCK_DTYPE_F32:
-        *vals = t->data, *n = t->nbytes / sizeof(float);
-        return 1;
-    case GCK_DTYPE_F16:
-    case GCK_DTYPE_BF16: {
-        const size_t cnt = t->nbytes / 2;
-        *n = cnt, *vals = NULL;
-        if (cnt == 0)
-            return 1;
-        float *f = malloc(cnt * sizeof *f);
-        if (f == NULL)
-            return -1;
-        const unsigned char *p = t->data;
-        for (size_t i = 0; i < cnt; i++) {
-            uint16_t h;
-            memcpy(&h, p + 2 * i, sizeof h); /* this CPU's byte order */
-            if (t->dtype == GCK_DTYPE_F16) {
-                f[i] = cli_f16_to_f32(h);
-            } else {
-                const uint32_t bits = (uint32_t)h << 16;
-                memcpy(&f[i], &bits, sizeof bits);
-            }
-        }
-        *vals = f, *owned = f;
-        return 1;
-    }
-    default:
-        return 0;
-    }
-}
-
+/* The kernels read the tensor in place (F16/BF16 as their 16-bit words in
+ * this CPU's byte order, widened exactly): no copy. */
 double cli_tensor_l2norm(const gck_tensor_info *t, int *computed)
 {
-    const void *v;
-    void *owned;
-    int f64;
-    size_t n;
-    *computed = 0;
-    if (cli_float_values(t, &v, &owned, &f64, &n) != 1)
-        return NAN;
-    const double r = f64 ? gck_l2norm_f64(v, n) : gck_l2norm_f32(v, n);
-    free(owned);
-    *computed = 1;
-    return r;
+    *computed = cli_is_float(t->dtype);
+    return *computed ? cli_dist2_or_norm(t, NULL) : NAN;
+}
+
+double cli_dist2_or_norm(const gck_tensor_info *a, const gck_tensor_info *b)
+{
+    const size_t n = (size_t)cli_elements(a);
+    const void *x = a->data, *y = b != NULL ? b->data : NULL;
+    switch (a->dtype) {
+    case GCK_DTYPE_F64: return y ? gck_dist2_f64(x, y, n) : gck_l2norm_f64(x, n);
+    case GCK_DTYPE_F32: return y ? gck_dist2_f32(x, y, n) : gck_l2norm_f32(x, n);
+    case GCK_DTYPE_BF16: return y ? gck_dist2_bf16(x, y, n) : gck_l2norm_bf16(x, n);
+    case GCK_DTYPE_F16: return y ? gck_dist2_f16(x, y, n) : gck_l2norm_f16(x, n);
+    default: return NAN;
+    }
 }
 
 int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out)

@@ -136,6 +136,28 @@ GCK_API gck_status gck_accumulate_many_f64(gck_checkpointer *cp, const char *con
                                            uint64_t step);
 
 /**
+ * As gck_accumulate_f32, for bf16 / f16 input values (uint16_t bits, see
+ * kernels.h): every value is widened exactly to its f32 value and combined
+ * with the SPEC formulas in the configured storage (F32 or F64), so the
+ * buffers, and every flush, are bit-identical to accumulating the widened
+ * f32 tensors with gck_accumulate_f32. Errors and thread-safety: as
+ * gck_accumulate_f32.
+ */
+GCK_API gck_status gck_accumulate_bf16(gck_checkpointer *cp, const char *layer_id, const uint16_t *values, size_t n,
+                                       uint64_t step);
+/** f16 version of gck_accumulate_bf16. */
+GCK_API gck_status gck_accumulate_f16(gck_checkpointer *cp, const char *layer_id, const uint16_t *values, size_t n,
+                                      uint64_t step);
+/** As gck_accumulate_many_f32, for bf16 input values (gck_accumulate_bf16 per tensor). */
+GCK_API gck_status gck_accumulate_many_bf16(gck_checkpointer *cp, const char *const *layer_ids,
+                                            const uint16_t *const *values, const size_t *lens, size_t count,
+                                            uint64_t step);
+/** As gck_accumulate_many_f32, for f16 input values (gck_accumulate_f16 per tensor). */
+GCK_API gck_status gck_accumulate_many_f16(gck_checkpointer *cp, const char *const *layer_ids,
+                                           const uint16_t *const *values, const size_t *lens, size_t count,
+                                           uint64_t step);
+
+/**
  * The global step: the number of tensors accumulated so far, i.e. the
  * number of gck_accumulate_* calls, a gck_accumulate_many_* call counting
  * one per tensor (the seed's meaning: not optimizer steps, not flushes; see

@@ -254,6 +254,117 @@ GCK_API void gck_axpy_init_f32_to_f64(double *dst, double w, const float *x, siz
 /** dst[i] = 0 + ((float)x[i] * w), all in float. */
 GCK_API void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size_t n);
 
+/* ---- 2-byte floats: bf16 and f16 ------------------------------------------
+ *
+ * Arrays of bf16 (bfloat16: 1 sign, 8 exponent, 7 mantissa bits) or f16
+ * (IEEE binary16: 1, 5, 10) are passed as uint16_t, each element the value's
+ * bits (native byte order, as torch and NumPy hold them). Every element is
+ * first widened exactly to its f32 value:
+ *   - bf16: the 16 bits become the high half of the float (a signalling NaN
+ *     stays signalling, as in torch);
+ *   - f16: the IEEE conversion, denormals exact, a NaN kept NaN (quiet).
+ * The kernels then treat that f32 value as the f32 kernels treat a float, so
+ * each equals its f32 kernel on the widened array bit for bit:
+ * gck_sumsq_bf16(x, n) == gck_sumsq_f32(widened x, n), and so on. They read
+ * half the bytes of the f32 kernels. Under flush-to-zero / denormals-are-zero
+ * (common rules) a widened f32 denormal (bf16 denormals; no f16 value is an
+ * f32 denormal) reads as zero wherever arithmetic touches it, as for f32.
+ * No instruction that flushes denormals regardless of the mode (AVX-512
+ * BF16's VCVTNEPS2BF16, VDPBF16PS) is used: the conversions below are
+ * integer rounding on the bits (bf16) and F16C's VCVTPS2PH / VCVTPH2PS or
+ * AArch64's FCVTN / FCVTL (f16), which round to nearest even by their
+ * immediate, not by MXCSR, and keep denormals. */
+
+/** gck_sumsq_f32 of the widened array: sum of x[i]^2 in f64. */
+GCK_API double gck_sumsq_bf16(const uint16_t *x, size_t n);
+/** f16 version of gck_sumsq_bf16. */
+GCK_API double gck_sumsq_f16(const uint16_t *x, size_t n);
+/** sqrt(gck_sumsq_bf16(x, n)), as gck_l2norm_f32 (the squares cannot overflow). */
+GCK_API double gck_l2norm_bf16(const uint16_t *x, size_t n);
+/** f16 version of gck_l2norm_bf16. */
+GCK_API double gck_l2norm_f16(const uint16_t *x, size_t n);
+/** gck_dist2_f32 of the widened arrays: sum of (a[i] - b[i])^2, the difference in f64. */
+GCK_API double gck_dist2_bf16(const uint16_t *a, const uint16_t *b, size_t n);
+/** f16 version of gck_dist2_bf16. */
+GCK_API double gck_dist2_f16(const uint16_t *a, const uint16_t *b, size_t n);
+/** gck_pnorm_f32 of the widened array (p = INFINITY: max |x|; NaN if any element is NaN). */
+GCK_API double gck_pnorm_bf16(const uint16_t *x, size_t n, double p);
+/** f16 version of gck_pnorm_bf16. */
+GCK_API double gck_pnorm_f16(const uint16_t *x, size_t n, double p);
+
+/**
+ * Mixed precision accumulation of bf16 / f16 inputs (the micro-batch path):
+ * acc[i] = acc[i] + x[i] and acc[i] = acc[i] + (w * x[i]) with x[i] widened
+ * exactly, computed in the accumulator's type (one rounding per operation,
+ * no FMA). Equal to gck_add_f32 / gck_axpy_f32 (or the _f32_to_f64 forms) of
+ * the widened array.
+ *
+ * Ownership: writes acc, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_add_bf16_to_f32(float *acc, const uint16_t *x, size_t n);
+/** f16 input version of gck_add_bf16_to_f32. */
+GCK_API void gck_add_f16_to_f32(float *acc, const uint16_t *x, size_t n);
+/** acc[i] = acc[i] + x[i] in f64. */
+GCK_API void gck_add_bf16_to_f64(double *acc, const uint16_t *x, size_t n);
+/** f16 input version of gck_add_bf16_to_f64. */
+GCK_API void gck_add_f16_to_f64(double *acc, const uint16_t *x, size_t n);
+/** acc[i] = acc[i] + (w * x[i]) in float: two roundings. */
+GCK_API void gck_axpy_bf16_to_f32(float *acc, float w, const uint16_t *x, size_t n);
+/** f16 input version of gck_axpy_bf16_to_f32. */
+GCK_API void gck_axpy_f16_to_f32(float *acc, float w, const uint16_t *x, size_t n);
+/** acc[i] = acc[i] + (w * x[i]) in f64: two roundings. */
+GCK_API void gck_axpy_bf16_to_f64(double *acc, double w, const uint16_t *x, size_t n);
+/** f16 input version of gck_axpy_bf16_to_f64. */
+GCK_API void gck_axpy_f16_to_f64(double *acc, double w, const uint16_t *x, size_t n);
+/** dst[i] = 0 + (w * x[i]) in float, without reading dst (see gck_axpy_init_f64). */
+GCK_API void gck_axpy_init_bf16_to_f32(float *dst, float w, const uint16_t *x, size_t n);
+/** f16 input version of gck_axpy_init_bf16_to_f32. */
+GCK_API void gck_axpy_init_f16_to_f32(float *dst, float w, const uint16_t *x, size_t n);
+/** dst[i] = 0 + (w * x[i]) in f64, without reading dst. */
+GCK_API void gck_axpy_init_bf16_to_f64(double *dst, double w, const uint16_t *x, size_t n);
+/** f16 input version of gck_axpy_init_bf16_to_f64. */
+GCK_API void gck_axpy_init_f16_to_f64(double *dst, double w, const uint16_t *x, size_t n);
+
+/**
+ * In-place scale of a bf16 / f16 tensor as PyTorch's x.mul_(s) computes it:
+ * x[i] = round(x[i] * s), the product of the widened value and s taken in
+ * f32 (one rounding), then rounded to bf16 / f16 as gck_convert_f32_to_bf16
+ * / _f16 round (a second rounding). This is what clipping a bf16 gradient
+ * in torch does, bit for bit.
+ *
+ * Ownership: writes x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_scale_bf16(uint16_t *x, float s, size_t n);
+/** f16 version of gck_scale_bf16. */
+GCK_API void gck_scale_f16(uint16_t *x, float s, size_t n);
+
+/**
+ * f32 -> bf16, rounding to nearest even on the bits: denormals round like
+ * any value (both formats share the exponent range), a carry past the
+ * largest finite bf16 gives Inf, +-Inf stay +-Inf, every NaN becomes 0xFFFF
+ * (a quiet NaN; torch's vectorised conversion writes the same). Identical to
+ * torch's x.to(torch.bfloat16) on every input (NaN payloads aside, as in the
+ * common rules). Integer operations: no FPU mode changes the result.
+ *
+ * Ownership: writes dst, reads x; keeps no reference; they may not overlap.
+ * Errors: none.  Thread-safety: see the common rules above.
+ */
+GCK_API void gck_convert_f32_to_bf16(uint16_t *dst, const float *x, size_t n);
+/**
+ * f32 -> f16, the IEEE conversion rounding to nearest even: |x| >= 65520
+ * gives +-Inf, values below 2^-14 become f16 denormals (rounded in units of
+ * 2^-24, below 2^-25 to +-0), a NaN keeps its sign and top payload bits and
+ * becomes quiet. Identical to torch's .half() and NumPy's astype(float16).
+ * f32 denormals give +-0 in any FPU mode.
+ */
+GCK_API void gck_convert_f32_to_f16(uint16_t *dst, const float *x, size_t n);
+/** bf16 -> f32, exact (the widening every kernel above uses). */
+GCK_API void gck_convert_bf16_to_f32(float *dst, const uint16_t *x, size_t n);
+/** f16 -> f32, exact (the widening every kernel above uses). */
+GCK_API void gck_convert_f16_to_f32(float *dst, const uint16_t *x, size_t n);
+
 /* ---- byte planes (delta storage) ------------------------------------------- */
 
 /**

@@ -1045,8 +1045,13 @@ gck_status gck_flush_reduced(gck_checkpointer *cp, uint64_t now, uint64_t step, 
 {
     GCK_CHECK_ARG(cp != NULL && (layers != NULL || cp->pending_layers == 0), "gck_flush_reduced: %s is NULL",
                   cp == NULL ? "checkpointer" : "layers");
-    for (size_t k = 0; k < cp->pending_layers; k++)
-        GCK_CHECK_ARG(layers[k].data != NULL, "gck_flush_reduced: layers[%zu].data is NULL", k);
+    for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
+        if (cp->layers[i]->count == 0)
+            continue;
+        GCK_CHECK_ARG(layers[k].data != NULL || cp->layers[i]->n == 0,
+                      "gck_flush_reduced: layers[%zu].data (layer '%.200s') is NULL", k, cp->layers[i]->id);
+        k++;
+    }
     return gck_flush_window(cp, now, layers, step, out);
 }
 

@@ -67,7 +67,7 @@ typedef struct gck_reduced_layer {
  * Ownership: reads (and may overwrite) layers[k].data; keeps no reference.
  *            *out (optional) as gck_flush.
  * Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp, NULL layers with layers
- *         pending, NULL data; otherwise as gck_flush, with the same
+ *         pending, NULL data for a layer of nonzero length; otherwise as gck_flush, with the same
  *         guarantee that on error nothing changed.
  * Thread-safety: one owner.
  */

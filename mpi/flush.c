@@ -8,8 +8,9 @@
  * changes an operand), and the slices are then allgathered. Both phases go
  * in chunks: the next chunk's messages are posted before the current one is
  * summed, and each summed chunk's allgather runs while the next is summed.
- * Sends read the layers' own buffers through an indexed datatype (no
- * packing); one peer's chunk is received straight into its place in the
+ * Each chunk sent is first packed from the layers' buffers into its place
+ * in the result buffer (contiguous messages let the transport copy once,
+ * and the allgather overwrites it only after the send); one peer's chunk is received straight into its place in the
  * result, and every merge writes into the operand holding it, so the sum
  * lands there without a copy. */
 #include <limits.h>
@@ -136,31 +137,14 @@ static size_t gck_flat_layer(const gck_flat *F, size_t at)
     return lo;
 }
 
-/* An indexed datatype over the own layers' elements [a, b) (absolute addresses). */
-static int gck_flat_type(const gck_flat *F, size_t a, size_t b, MPI_Datatype base, size_t esz, MPI_Datatype *t)
+/* Copies the own layers' elements [a, b) to dst + a (the flat layout). */
+static void gck_flat_pack(const gck_flat *F, size_t a, size_t b, size_t esz, void *dst)
 {
-    size_t cnt = 0;
-    for (size_t k = gck_flat_layer(F, a); k < F->np && F->off[k] < b; k++)
-        cnt += F->off[k + 1] > F->off[k] && F->off[k + 1] > a;
-    int *len = malloc((cnt ? cnt : 1) * sizeof *len);
-    MPI_Aint *dis = malloc((cnt ? cnt : 1) * sizeof *dis);
-    if (len == NULL || dis == NULL) {
-        free(len), free(dis);
-        return 0;
-    }
-    size_t i = 0;
     for (size_t k = gck_flat_layer(F, a); a < b && k < F->np && F->off[k] < b; k++) {
         const size_t s = F->off[k] > a ? F->off[k] : a, e = F->off[k + 1] < b ? F->off[k + 1] : b;
-        if (s >= e)
-            continue;
-        len[i] = (int)(e - s);
-        MPI_Get_address((const char *)F->L[k].data + (s - F->off[k]) * esz, &dis[i]);
-        i++;
+        if (s < e)
+            memcpy((char *)dst + s * esz, (const char *)F->L[k].data + (s - F->off[k]) * esz, (e - s) * esz);
     }
-    MPI_Type_create_hindexed((int)i, len, dis, base, t);
-    MPI_Type_commit(t);
-    free(len), free(dis);
-    return 1;
 }
 
 static void gck_add_any(int f64, void *acc, const void *x, size_t n)
@@ -352,8 +336,7 @@ static gck_status gck_exchange(MPI_Comm comm, int P, int me, const int *order, c
         A = lo_ + (c) * CH < hi_ ? lo_ + (c) * CH : hi_;                                                            \
         B = A + CH < hi_ ? A + CH : hi_;                                                                            \
     } while (0)
-    int ok = 1;
-    for (size_t c = 0; c <= nch && ok; c++) {
+    for (size_t c = 0; c <= nch; c++) {
         /* post chunk c's messages (one ahead of the summing below) */
         if (c < nch) {
             MPI_Request *w = rs + (c % 2) * 2 * (size_t)(P - 1);
@@ -364,15 +347,13 @@ static gck_status gck_exchange(MPI_Comm comm, int P, int me, const int *order, c
                     continue;
                 char *dst = q == direct ? (char *)W + a * esz : R + ((c % 2) * (size_t)(P - 1) + j) * CH * esz;
                 MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 32768), comm, &w[j]);
+                /* q's part of the own data, packed into its place in W
+                 * (overwritten by the allgather only after this send
+                 * completes): contiguous, so the transport may copy once */
                 size_t sa, sb;
                 CHUNK(q, c, sa, sb);
-                MPI_Datatype t;
-                if (!gck_flat_type(F, sa, sb, base, esz, &t)) {
-                    ok = 0;
-                    break;
-                }
-                MPI_Isend(MPI_BOTTOM, 1, t, q, (int)(c % 32768), comm, &w[P - 1 + j]);
-                MPI_Type_free(&t);
+                gck_flat_pack(F, sa, sb, esz, W);
+                MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 32768), comm, &w[P - 1 + j]);
                 j++;
             }
         }
@@ -422,7 +403,7 @@ static gck_status gck_exchange(MPI_Comm comm, int P, int me, const int *order, c
     if (nch > 0)
         MPI_Waitall((int)nch, ag, MPI_STATUSES_IGNORE);
     free(rq), free(ops), free(cnt);
-    return ok ? GCK_OK : gck_report_error(GCK_ERR_NO_MEMORY, "gck_mpi_flush: cannot allocate a send datatype");
+    return GCK_OK;
 }
 
 gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_index, gck_checkpoint **out)

@@ -7,6 +7,7 @@
 #include "support/gck_test.h"
 
 #include "alloc_internal.h"
+#include "support/gck_same_checkpoint.h"
 
 #if GCK_HAVE_OPENMP
 #include <omp.h>
@@ -25,23 +26,6 @@ static gck_checkpointer *make_tree(gck_accum_mode mode, gck_dtype dt, const doub
     gck_checkpointer *cp = NULL;
     assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
     return cp;
-}
-
-/* Same values, norms and checksum. */
-static void assert_same_checkpoint(const gck_checkpoint *a, const gck_checkpoint *b)
-{
-    assert_int_equal(gck_checkpoint_num_layers(a), gck_checkpoint_num_layers(b));
-    assert_true(gck_checkpoint_checksum(a) == gck_checkpoint_checksum(b));
-    gck_assert_same_f64(gck_checkpoint_global_norm(a), gck_checkpoint_global_norm(b), "global norm");
-    for (size_t i = 0; i < gck_checkpoint_num_layers(a); i++) {
-        gck_tensor_view va, vb;
-        assert_int_equal(gck_checkpoint_layer(a, i, &va), GCK_OK);
-        assert_int_equal(gck_checkpoint_layer(b, i, &vb), GCK_OK);
-        assert_string_equal(va.layer_id, vb.layer_id);
-        assert_int_equal(va.n, vb.n);
-        assert_int_equal(va.step, vb.step);
-        assert_memory_equal(va.values, vb.values, va.n * gck_dtype_size(gck_checkpoint_dtype(a)));
-    }
 }
 
 static void test_config(void **state)
@@ -101,7 +85,7 @@ static void test_list_repeats_equal_separate_calls(void **state)
         gck_checkpoint *c1 = NULL, *c2 = NULL;
         assert_int_equal(gck_flush(one, 1, &c1), GCK_OK);
         assert_int_equal(gck_flush(sep, 1, &c2), GCK_OK);
-        assert_same_checkpoint(c1, c2);
+        gck_assert_same_checkpoint(c1, c2);
 
         gck_config cfg = *gck_checkpointer_config(one);
         cfg.reduction = GCK_REDUCE_SEQUENTIAL;
@@ -161,7 +145,7 @@ static void test_allocation_failures_change_nothing(void **state)
         gck_alloc_fail_after(-1);
         if (s == GCK_OK) {
             assert_true(k > 2); /* the walk reached success: every failure point was seen */
-            assert_same_checkpoint(got, want);
+            gck_assert_same_checkpoint(got, want);
             gck_checkpoint_release(got);
             gck_checkpointer_destroy(cp);
             break;
@@ -176,7 +160,7 @@ static void test_allocation_failures_change_nothing(void **state)
         assert_true(pending <= 5 || pending == 8);
         const int failed_at = pending == 8 ? 6 : (int)pending;
         assert_int_equal(tree_steps(cp, x, failed_at, &got), GCK_OK);
-        assert_same_checkpoint(got, want);
+        gck_assert_same_checkpoint(got, want);
         gck_checkpoint_release(got);
         gck_checkpointer_destroy(cp);
     }
@@ -219,7 +203,7 @@ static void test_reduced_equals_one_process(void **state)
         gck_checkpoint *got = NULL, *want = NULL;
         assert_int_equal(gck_flush_reduced(lo, 5, 8, &r, &got), GCK_OK);
         assert_int_equal(gck_flush(all, 5, &want), GCK_OK);
-        assert_same_checkpoint(got, want);
+        gck_assert_same_checkpoint(got, want);
         assert_int_equal(gck_checkpoint_step(got), 8);
         assert_int_equal(gck_global_step(lo), 4);
         assert_int_equal(gck_flush_count(lo), 1);

@@ -22,6 +22,8 @@
 #include <gradckpt/gradckpt.h>
 #include <gradckpt/mpi.h>
 
+#include "support/gck_same_checkpoint.h"
+
 static int g_rank, g_size;
 
 static uint64_t rnd(uint64_t *s)
@@ -126,27 +128,6 @@ static void feed(gck_checkpointer *cp, const tcase *t, int j, uint64_t seed)
     }
 }
 
-static void assert_same_checkpoint(const gck_checkpoint *a, const gck_checkpoint *b)
-{
-    assert_int_equal(gck_checkpoint_num_layers(a), gck_checkpoint_num_layers(b));
-    assert_true(gck_checkpoint_checksum(a) == gck_checkpoint_checksum(b));
-    assert_int_equal(gck_checkpoint_step(a), gck_checkpoint_step(b));
-    assert_int_equal(gck_checkpoint_id(a), gck_checkpoint_id(b));
-    assert_memory_equal(&(double){gck_checkpoint_global_norm(a)}, &(double){gck_checkpoint_global_norm(b)}, 8);
-    assert_memory_equal(&(double){gck_checkpoint_clip_coef(a)}, &(double){gck_checkpoint_clip_coef(b)}, 8);
-    for (size_t i = 0; i < gck_checkpoint_num_layers(a); i++) {
-        gck_tensor_view va, vb;
-        assert_int_equal(gck_checkpoint_layer(a, i, &va), GCK_OK);
-        assert_int_equal(gck_checkpoint_layer(b, i, &vb), GCK_OK);
-        assert_string_equal(va.layer_id, vb.layer_id);
-        assert_int_equal(va.n, vb.n);
-        assert_int_equal(va.step, vb.step);
-        if (va.n > 0)
-            assert_memory_equal(va.values, vb.values, va.n * gck_dtype_size(gck_checkpoint_dtype(a)));
-        assert_memory_equal(&va.norm, &vb.norm, sizeof va.norm);
-    }
-}
-
 static void test_bit_identical_to_one_process(void **state)
 {
     (void)state;
@@ -181,7 +162,7 @@ static void test_bit_identical_to_one_process(void **state)
                 fail_msg("rank %d seed %llu: %s: %s", g_rank, (unsigned long long)seed, gck_status_name(st),
                          gck_last_error());
             assert_int_equal(gck_flush(ref, 0, &want), GCK_OK);
-            assert_same_checkpoint(got, want);
+            gck_assert_same_checkpoint(got, want);
             assert_int_equal(gck_pending_count(cp), 0);
             /* and the same on every rank */
             unsigned long long h = (unsigned long long)gck_checkpoint_checksum(got), lo = 0, hi = 0;

@@ -24,8 +24,9 @@
 #include <gradckpt/mpi.h>
 #include <gradckpt/reduction.h>
 
-/* Bytes per chunk of a message. */
-#define GCK_MPI_CHUNK_BYTES ((size_t)1 << 20)
+/* Bytes per chunk of a message: fewer, larger chunks pay fewer rendezvous round trips
+ * (which cost most when ranks share cores); smaller ones overlap more. */
+#define GCK_MPI_CHUNK_BYTES ((size_t)4 << 20)
 /* Slice boundaries are multiples of this many elements (64 bytes of f32). */
 #define GCK_MPI_ALIGN 16
 
@@ -295,35 +296,52 @@ static gck_status gck_judge(const uint64_t *all, int P, int me, const char *why,
     return GCK_OK;
 }
 
-/* The reduce-scatter and allgather of the flat gradients into W. */
-static gck_status gck_exchange(MPI_Comm comm, int P, int me, const int *order, const uint64_t *all,
-                               const gck_flat *F, int f64, void *W)
+/* The exchange's per-call arrays, allocated before it starts (a rank that
+ * cannot get them must say so before anybody sends). */
+typedef struct gck_xbuf {
+    size_t nch;       /* chunks per slice */
+    MPI_Request *rq;  /* [2][2 (P - 1)] point-to-point, then one allgather per chunk */
+    gck_opnd *ops;    /* P */
+    int *cnt;         /* [nch][2 P]: each chunk's allgather counts and displacements */
+} gck_xbuf;
+
+static int gck_xbuf_alloc(gck_xbuf *x, size_t N, int P, size_t esz)
 {
-    const size_t esz = f64 ? 8 : 4, N = F->off[F->np];
-    const MPI_Datatype base = f64 ? MPI_DOUBLE : MPI_FLOAT;
     const size_t CH = GCK_MPI_CHUNK_BYTES / esz;
-    size_t mlo, mhi, maxseg = 0;
+    size_t maxseg = 0;
     for (int q = 0; q < P; q++) {
         size_t lo, hi;
         gck_slice(N, q, P, &lo, &hi);
         maxseg = hi - lo > maxseg ? hi - lo : maxseg;
     }
-    gck_slice(N, me, P, &mlo, &mhi);
-    const size_t nch = maxseg == 0 ? 0 : (maxseg + CH - 1) / CH;
+    x->nch = maxseg == 0 ? 0 : (maxseg + CH - 1) / CH;
+    x->rq = malloc((4 * (size_t)(P - 1) + x->nch + 1) * sizeof *x->rq);
+    x->ops = malloc((size_t)P * sizeof *x->ops);
+    x->cnt = malloc(2 * (size_t)P * (x->nch + 1) * sizeof *x->cnt);
+    return x->rq != NULL && x->ops != NULL && x->cnt != NULL;
+}
+
+static void gck_xbuf_free(gck_xbuf *x)
+{
+    free(x->rq), free(x->ops), free(x->cnt);
+}
+
+/* The reduce-scatter and allgather of the flat gradients into W, through
+ * R's receive chunks. */
+static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const uint64_t *all, const gck_flat *F,
+                         int f64, void *W, char *R, const gck_xbuf *x)
+{
+    const size_t esz = f64 ? 8 : 4, N = F->off[F->np];
+    const MPI_Datatype base = f64 ? MPI_DOUBLE : MPI_FLOAT;
+    const size_t CH = GCK_MPI_CHUNK_BYTES / esz, nch = x->nch;
     /* the peer whose chunks land in W: the first in tree order */
     int direct = -1;
     for (int i = 0; i < P && direct < 0; i++)
         if (order[i] != me)
             direct = order[i];
-    char *R = gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes, 2 * (size_t)(P - 1) * CH * esz);
-    const size_t nreq = 2 * (size_t)(P - 1) + nch;
-    MPI_Request *rq = malloc((nreq * 2 + 2) * sizeof *rq);
-    gck_opnd *ops = malloc((size_t)P * sizeof *ops);
-    int *cnt = malloc(2 * (size_t)P * (nch ? nch : 1) * sizeof *cnt);
-    if (R == NULL || rq == NULL || ops == NULL || cnt == NULL) {
-        free(rq), free(ops), free(cnt);
-        return gck_report_error(GCK_ERR_NO_MEMORY, "gck_mpi_flush: cannot allocate the exchange buffers");
-    }
+    MPI_Request *rq = x->rq;
+    gck_opnd *ops = x->ops;
+    int *cnt = x->cnt;
     MPI_Request *rs = rq;                      /* [2][P-1]: receives and sends of chunk c, c + 1 */
     MPI_Request *ag = rq + 4 * (size_t)(P - 1); /* one allgather per chunk */
     for (size_t i = 0; i < 4 * (size_t)(P - 1) + nch; i++)
@@ -402,8 +420,6 @@ static gck_status gck_exchange(MPI_Comm comm, int P, int me, const int *order, c
     MPI_Waitall((int)(4 * (size_t)(P - 1)), rs, MPI_STATUSES_IGNORE);
     if (nch > 0)
         MPI_Waitall((int)nch, ag, MPI_STATUSES_IGNORE);
-    free(rq), free(ops), free(cnt);
-    return GCK_OK;
 }
 
 gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_index, gck_checkpoint **out)
@@ -463,10 +479,12 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
         uint64_t *steps = malloc((np ? np : 1) * sizeof *steps);
         const size_t esz = f64 ? 8 : 4;
         void *W = P > 1 ? gck_mpi_grow(&g_scratch.w, &g_scratch.w_bytes, off[np] * esz) : NULL;
-        const void *R = P > 1 ? gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes,
-                                             2 * (size_t)(P - 1) * (GCK_MPI_CHUNK_BYTES / esz) * esz)
-                              : NULL;
-        int okm = steps != NULL && (P == 1 || (W != NULL && R != NULL));
+        char *R = P > 1 ? gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes,
+                                       2 * (size_t)(P - 1) * (GCK_MPI_CHUNK_BYTES / esz) * esz)
+                        : NULL;
+        gck_xbuf xb = {0};
+        const int okx = P == 1 || gck_xbuf_alloc(&xb, off[np], P, esz);
+        int okm = steps != NULL && okx && (P == 1 || (W != NULL && R != NULL));
         int allok = 0;
         MPI_Allreduce(&okm, &allok, 1, MPI_INT, MPI_LAND, comm);
         if (!allok) {
@@ -477,13 +495,14 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
                 steps[k] = L[k].step;
             MPI_Bcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm);
             if (P > 1)
-                st = gck_exchange(comm, P, me, order, all, &F, f64, W);
+                gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb);
             for (size_t k = 0; k < np && st == GCK_OK; k++)
                 red[k] = (gck_reduced_layer){.data = P > 1 ? (char *)W + off[k] * (f64 ? 8 : 4) : (void *)L[k].data,
                                              .count = (size_t)K, .wsum = wsum, .step = steps[k]};
             if (st == GCK_OK)
                 st = gck_flush_reduced(cp, all[D_NOW], step, red, out);
         }
+        gck_xbuf_free(&xb);
         free(steps);
     }
     free(L), free(off), free(all), free(order), free(wb), free(bb), free(red);

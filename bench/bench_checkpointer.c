@@ -8,6 +8,8 @@
  * the memory-traffic bound (bench/ratios.py does).
  *
  * Models: gpt2s, small2k, small147 and resnet50 of bench_models.c.
+ * "flush_tree/..." is the same with GCK_REDUCE_TREE (the pairwise tree over
+ * the micro-batches): compare with flush/... of the same run.
  *
  * "trainer_ckpt/<model>/k<k>/<checksum>/<threads>t/<params>" is the
  * checkpointer path of the trainer of bench_trainer.c, on the same buffers
@@ -40,6 +42,7 @@ typedef struct flush_ctx {
     gck_bench_model *m;
     int k;
     gck_checksum checksum;
+    gck_reduction reduction;
     gck_checkpointer *cp;
     uint64_t now;
 } flush_ctx;
@@ -62,7 +65,8 @@ static void live_replace(gck_checkpointer **cp)
 /* The checkpointer as these benchmarks (and a trainer) configure it: F32,
  * mean over the micro-batches, clipping at 0.1 (bench_trainer.c's max_norm,
  * below the gradients' norm: it triggers every flush). After live_replace. */
-static const char *bench_checkpointer_new(gck_checkpointer **cp, gck_checksum checksum, size_t max_checkpoints)
+static const char *bench_checkpointer_new(gck_checkpointer **cp, gck_checksum checksum, size_t max_checkpoints,
+                                          gck_reduction reduction)
 {
     gck_config cfg;
     gck_config_init(&cfg);
@@ -72,6 +76,7 @@ static const char *bench_checkpointer_new(gck_checkpointer **cp, gck_checksum ch
     cfg.clip_norm = 0.1;
     cfg.checksum = checksum;
     cfg.max_checkpoints = max_checkpoints;
+    cfg.reduction = reduction;
     return gck_checkpointer_create(&cfg, cp) == GCK_OK ? NULL : gck_last_error();
 }
 
@@ -87,7 +92,7 @@ static const char *flush_prepare(void *ctx, int64_t n, int threads)
     live_replace(&f->cp);
     const char *err = gck_bench_model_buffers(f->m);
     if (err == NULL)
-        err = bench_checkpointer_new(&f->cp, f->checksum, 2);
+        err = bench_checkpointer_new(&f->cp, f->checksum, 2, f->reduction);
     if (err != NULL)
         return err;
     for (int i = 0; i < (gck_bench_smoke() ? 0 : 3); i++) /* a smoke run: its one timed flush is the test */
@@ -172,7 +177,7 @@ static const char *trainer_ckpt_prepare(void *ctx, int64_t n, int threads)
     live_replace(&f->cp);
     const char *err = gck_bench_model_buffers(f->m);
     if (err == NULL)
-        err = bench_checkpointer_new(&f->cp, f->checksum, 1);
+        err = bench_checkpointer_new(&f->cp, f->checksum, 1, GCK_REDUCE_SEQUENTIAL);
     if (err != NULL)
         return err;
     /* the trainer's own tensor order, named */
@@ -223,14 +228,17 @@ void gck_bench_register_checkpointer(int threads)
     static const int ks[3] = {1, 4, 16};
     static const gck_checksum css[3] = {GCK_CHECKSUM_FNV1A64, GCK_CHECKSUM_XXH3_64, GCK_CHECKSUM_NONE};
     static const char *const csn[3] = {"fnv1a", "xxh3", "none"};
-    static flush_ctx ctx[2][NMODELS][3][3];
+    static flush_ctx ctx[2][2][NMODELS][3][3];
+    for (int tree = 0; tree < 2; tree++)
     for (int mi = 0; mi < NMODELS; mi++)
         for (int ki = 0; ki < 3; ki++)
             for (int ci = 0; ci < 3; ci++) {
-                flush_ctx *f = &ctx[threads - 1][mi][ki][ci];
-                *f = (flush_ctx){.m = models[mi], .k = ks[ki], .checksum = css[ci]};
+                flush_ctx *f = &ctx[tree][threads - 1][mi][ki][ci];
+                *f = (flush_ctx){.m = models[mi], .k = ks[ki], .checksum = css[ci],
+                                 .reduction = tree ? GCK_REDUCE_TREE : GCK_REDUCE_SEQUENTIAL};
                 char name[96], label[64];
-                snprintf(name, sizeof name, "flush/%s/k%d/%s/%dt", models[mi]->name, ks[ki], csn[ci], threads);
+                snprintf(name, sizeof name, "flush%s/%s/k%d/%s/%dt", tree ? "_tree" : "", models[mi]->name, ks[ki],
+                         csn[ci], threads);
                 snprintf(label, sizeof label, "%zu tensors", models[mi]->nt);
                 const int64_t size = (int64_t)models[mi]->params;
                 gck_bench_register(&(gck_bench_spec){

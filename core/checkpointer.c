@@ -19,9 +19,11 @@
 
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/kernels.h>
+#include <gradckpt/reduction.h>
 
 #include "alloc_internal.h"
 #include "checkpoint_internal.h"
+#include "tree_internal.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -45,6 +47,13 @@ typedef struct gck_layer {
     size_t call_n;   /* the length the call's first entry gives (count == 0) */
     size_t slot;     /* gck_flush_into: index of this layer's buffer in dst */
     int created;     /* created by the running accumulate call (dropped if it fails) */
+    gck_tree tree;   /* GCK_REDUCE_TREE: the subtrees above buf (tree.c) */
+    /* What the running flush finishes: the window's sum, tensor count and
+     * weight sum (set when the flush collects the pending layers). */
+    void *fin_src;
+    size_t fin_count;
+    double fin_wsum;
+    uint64_t fin_step;
 } gck_layer;
 
 struct gck_checkpointer {
@@ -84,6 +93,7 @@ void gck_config_init(gck_config *cfg)
         .error_if_nonfinite = 0,
         .dtype = GCK_DTYPE_F64,
         .checksum = GCK_CHECKSUM_FNV1A64,
+        .reduction = GCK_REDUCE_SEQUENTIAL,
     };
 }
 
@@ -98,6 +108,8 @@ static gck_status gck_config_check(const gck_config *c)
                   c->n_weights);
     GCK_CHECK_ARG((unsigned)c->checksum <= GCK_CHECKSUM_NONE, "invalid config: unknown checksum %d",
                   (int)c->checksum);
+    GCK_CHECK_ARG((unsigned)c->reduction <= GCK_REDUCE_TREE, "invalid config: unknown reduction %d",
+                  (int)c->reduction);
     GCK_CHECK_ARG((unsigned)c->dtype < GCK_DTYPE_COUNT, "invalid config: unknown dtype %d", (int)c->dtype);
     if (c->dtype != GCK_DTYPE_F64 && c->dtype != GCK_DTYPE_F32)
         return gck_fail(GCK_ERR_UNSUPPORTED, "the checkpointer stores F64 or F32, not %s", gck_dtype_name(c->dtype));
@@ -143,6 +155,7 @@ void gck_checkpointer_destroy(gck_checkpointer *cp)
     for (size_t i = 0; i < cp->n_layers; i++) {
         free(cp->layers[i]->buf);
         free(cp->layers[i]->id);
+        gck_tree_free(&cp->layers[i]->tree);
         free(cp->layers[i]);
     }
     free(cp->layers);
@@ -459,6 +472,7 @@ static void gck_drop_created(gck_checkpointer *cp)
         if (l->created) {
             free(l->buf);
             free(l->id);
+            gck_tree_free(&l->tree);
             free(l);
         } else {
             cp->layers[k++] = l;
@@ -485,6 +499,10 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const int weighted = cp->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN;
     const double w = gck_weight(cp, j);
     const int first = j == 0;
+    if (cp->cfg.reduction == GCK_REDUCE_TREE) {
+        gck_tree_add_piece(&l->tree, l->buf, cp->cfg.dtype, j, values, in_dtype, lo, n, weighted, w);
+        return;
+    }
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
 /* the window's first tensor, a weighted one, a plain one: kernels gck_*_K */
 #define GCK_ACC_INTO(r, w, K)                                                                   \
@@ -565,6 +583,14 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
         round[i] = ent[i]->occ++;
         rounds = round[i] + 1 > rounds ? round[i] + 1 : rounds;
     }
+    for (size_t i = 0; cp->cfg.reduction == GCK_REDUCE_TREE && i < count; i++) {
+        const gck_status st = gck_tree_reserve(&ent[i]->tree, gck_tree_levels_for(ent[i]->count + round[i]),
+                                               lens[i], gck_storage_size(cp), ids[i]);
+        if (st != GCK_OK) {
+            gck_drop_created(cp);
+            return st;
+        }
+    }
 
     /* 2. From here on nothing can fail. The kernels: the tensor of round r
      * is its layer's (count + r)-th of the window. */
@@ -581,7 +607,9 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
             l->wsum = 0.0;
             cp->pending_layers++;
         }
-        if (weighted)
+        if (weighted && cp->cfg.reduction == GCK_REDUCE_TREE)
+            gck_tree_add_weight(&l->tree, l->count, gck_weight(cp, l->count));
+        else if (weighted)
             l->wsum = l->wsum + gck_weight(cp, l->count);
         l->count++;
         l->step = step;
@@ -667,8 +695,8 @@ typedef struct gck_finish {
 static gck_finish gck_finish_of(const gck_checkpointer *cp, const gck_layer *l)
 {
     const gck_accum_mode mode = cp->cfg.accumulation_mode;
-    const double d = mode == GCK_ACCUM_MEAN ? (double)l->count : l->wsum;
-    return (gck_finish){.src = l->buf, .d = d,
+    const double d = mode == GCK_ACCUM_MEAN ? (double)l->fin_count : l->fin_wsum;
+    return (gck_finish){.src = l->fin_src, .d = d,
                         .divide = mode == GCK_ACCUM_MEAN || (mode == GCK_ACCUM_WEIGHTED_MEAN && d != 0.0)};
 }
 
@@ -770,8 +798,26 @@ static gck_status gck_pending_oom(const gck_checkpointer *cp, const gck_pending 
     return gck_fail_ctx(gck_fail_oom(what, bytes), "%s", fn);
 }
 
-/* Fills p from the pending layers, on the checkpointer's scratch. */
-static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, const char *fn)
+/* What pending layer l finishes from: the given sums (red, from
+ * gck_flush_reduced), else its buffer, or in tree order its folded levels. */
+static gck_status gck_fin_set(gck_checkpointer *cp, gck_layer *l, const gck_reduced_layer *red)
+{
+    void *sum = l->buf;
+    l->fin_count = red != NULL ? red->count : l->count;
+    l->fin_wsum = red != NULL ? red->wsum : l->wsum;
+    l->fin_step = red != NULL ? red->step : l->step;
+    if (red != NULL)
+        sum = red->data;
+    else if (cp->cfg.reduction == GCK_REDUCE_TREE)
+        GCK_TRY(gck_tree_fold(&l->tree, l->buf, cp->cfg.dtype, l->count, l->n, l->id, &sum, &l->fin_wsum));
+    l->fin_src = sum;
+    return GCK_OK;
+}
+
+/* Fills p from the pending layers, on the checkpointer's scratch; red: the
+ * sums gck_flush_reduced was given, one per pending layer. */
+static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, const char *fn,
+                                      const gck_reduced_layer *red)
 {
     const size_t np = cp->pending_layers;
     const size_t per = sizeof *p->layers + sizeof *p->ids + sizeof *p->lens + sizeof *p->dst + sizeof *p->L +
@@ -789,11 +835,12 @@ static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, cons
     p->bufs = (void **)(void *)((char *)p->dst + np * sizeof *p->dst);
     p->sums = (double *)(void *)((char *)p->bufs + np * sizeof *p->bufs);
     for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
-        const gck_layer *l = cp->layers[i];
+        gck_layer *l = cp->layers[i];
         if (l->count == 0)
             continue;
+        GCK_TRY(gck_fin_set(cp, l, red != NULL ? &red[k] : NULL));
         p->layers[k] = l;
-        p->bufs[k] = l->buf;
+        p->bufs[k] = l->fin_src;
         p->ids[k] = l->id;
         p->lens[k] = l->n;
         k++;
@@ -957,7 +1004,7 @@ static gck_status gck_finish_checkpoint(gck_checkpointer *cp, const gck_pending 
                                         const char *fn, gck_clip_info *info)
 {
     for (size_t k = 0; k < p->np; k++)
-        c->layers[k].step = p->layers[k]->step;
+        c->layers[k].step = p->layers[k]->fin_step;
     double norm;
     const gck_status st = gck_finish_clip(cp, p, c->layers, 1, cp->cfg.error_if_nonfinite, &norm, &c->clip_coef,
                                           &c->global_norm, fn);
@@ -1002,13 +1049,14 @@ static void gck_close_window(gck_checkpointer *cp)
     cp->flush_count++;
 }
 
-gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
+/* gck_flush, or with red gck_flush_reduced (the checkpoint's step given). */
+static gck_status gck_flush_window(gck_checkpointer *cp, uint64_t now, const gck_reduced_layer *red, uint64_t step,
+                                   gck_checkpoint **out)
 {
-    GCK_CHECK_ARG(cp != NULL, "gck_flush: checkpointer is NULL");
     if (cp->pending_layers == 0)
         return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "flush: no gradients accumulated since the last flush");
     gck_pending p;
-    GCK_TRY(gck_pending_collect(cp, &p, "flush"));
+    GCK_TRY(gck_pending_collect(cp, &p, "flush", red));
     gck_checkpoint *c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
     if (c == NULL)
         return gck_pending_oom(cp, &p, "checkpoint", "flush");
@@ -1021,8 +1069,50 @@ gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
     }
     gck_checkpoint_seal(c, cp->cfg.checksum);
     gck_record(cp, c, now, out);
+    c->step = step;
     gck_close_window(cp);
     return GCK_OK;
+}
+
+gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(cp != NULL, "gck_flush: checkpointer is NULL");
+    return gck_flush_window(cp, now, NULL, cp->global_step, out);
+}
+
+gck_status gck_flush_reduced(gck_checkpointer *cp, uint64_t now, uint64_t step, const gck_reduced_layer *layers,
+                             gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(cp != NULL && (layers != NULL || cp->pending_layers == 0), "gck_flush_reduced: %s is NULL",
+                  cp == NULL ? "checkpointer" : "layers");
+    for (size_t i = 0, k = 0; i < cp->n_layers; i++) {
+        if (cp->layers[i]->count == 0)
+            continue;
+        GCK_CHECK_ARG(layers[k].data != NULL || cp->layers[i]->n == 0,
+                      "gck_flush_reduced: layers[%zu].data (layer '%.200s') is NULL", k, cp->layers[i]->id);
+        k++;
+    }
+    return gck_flush_window(cp, now, layers, step, out);
+}
+
+gck_status gck_pending_sum_get(gck_checkpointer *cp, size_t k, gck_pending_sum *out)
+{
+    GCK_CHECK_ARG(cp != NULL && out != NULL, "gck_pending_sum_get: %s is NULL", cp == NULL ? "checkpointer" : "out");
+    GCK_CHECK_ARG(k < cp->pending_layers, "gck_pending_sum_get: index %zu past the %zu pending layers", k,
+                  cp->pending_layers);
+    gck_layer *l = NULL;
+    for (size_t i = 0, j = 0; l == NULL; i++)
+        if (cp->layers[i]->count > 0 && j++ == k)
+            l = cp->layers[i];
+    GCK_TRY(gck_fin_set(cp, l, NULL));
+    *out = (gck_pending_sum){.layer_id = l->id, .data = l->fin_src, .n = l->n, .count = l->count,
+                             .wsum = l->fin_wsum, .step = l->step};
+    return GCK_OK;
+}
+
+const gck_config *gck_checkpointer_config(const gck_checkpointer *cp)
+{
+    return cp != NULL ? &cp->cfg : NULL;
 }
 
 /* ---- flush into the caller's buffers ------------------------------------------- */
@@ -1140,7 +1230,7 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
         return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS,
                         "gck_flush_into: no gradients accumulated since the last flush");
     gck_pending p;
-    GCK_TRY(gck_pending_collect(cp, &p, "gck_flush_into"));
+    GCK_TRY(gck_pending_collect(cp, &p, "gck_flush_into", NULL));
     GCK_TRY(gck_dst_map(cp, dst, &p));
     if (cp->cfg.error_if_nonfinite) {
         GCK_TRY(gck_flush_into_staged(cp, now, &p, info, out));
@@ -1155,7 +1245,7 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
             return gck_pending_oom(cp, &p, "checkpoint", "gck_flush_into");
     }
     for (size_t k = 0; k < p.np; k++)
-        p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->step};
+        p.L[k] = (gck_ckpt_layer){.id = p.ids[k], .values = p.dst[k], .n = p.lens[k], .step = p.layers[k]->fin_step};
     /* one fused pass into dst, a clip pass in place only when it triggers */
     double norm, coef, after;
     const gck_status st = gck_finish_clip(cp, &p, p.L, c != NULL, 0, &norm, &coef, &after, "gck_flush_into");

@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 native=(cmake ninja-build gcc g++ pkg-config make
         libcmocka-dev libbenchmark-dev libsleef-dev libmpfr-dev libgmp-dev
         libxxhash-dev libzstd-dev libhtscodecs-dev libjansson-dev libopenblas-dev clang libclang-rt-14-dev
-        python3 python3-venv python3-dev)
+        python3 python3-venv python3-dev
+        libopenmpi-dev openmpi-bin)
 cross=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu gcc-s390x-linux-gnu qemu-user)
 cross_arm64=(libcmocka-dev:arm64 libsleef-dev:arm64 libxxhash-dev:arm64 libjansson-dev:arm64 libzstd-dev:arm64 libhtscodecs-dev:arm64 libgomp1:arm64 libmpfr-dev:arm64
              libasan8:arm64 libubsan1:arm64)

@@ -494,9 +494,11 @@ static void test_half_inputs_match_widened(void **state)
     for (int half = 0; half < 2; half++)
         for (int mode = GCK_ACCUM_SUM; mode <= GCK_ACCUM_WEIGHTED_MEAN; mode++)
             for (int dt = 0; dt < 2; dt++)
-                for (int many = 0; many < 2; many++) {
+                for (int many = 0; many < 2; many++)
+                for (int tree = 0; tree < 2; tree++) { /* either reduction order: half inputs widened alike */
                     gck_config cfg;
                     gck_config_init(&cfg);
+                    cfg.reduction = tree ? GCK_REDUCE_TREE : GCK_REDUCE_SEQUENTIAL;
                     cfg.accumulation_mode = (gck_accum_mode)mode;
                     cfg.weights = weights;
                     cfg.n_weights = 3;

@@ -7,7 +7,10 @@
  * divisor are (float) casts. Layer sums of squares are gck_sumsq_* of the
  * finished values, the global norm sqrt of their left-to-right sum, the clip
  * factor clip / norm (F32: (float) of it), the checksum FNV-1a 64 over the
- * little-endian bytes. Randomized over modes, dtypes, input types, clipping,
+ * little-endian bytes. In tree order (GCK_REDUCE_TREE) the sum is the
+ * recursive T(lo, hi) = T(lo, lo + p) + T(lo + p, hi), p the largest power
+ * of two below hi - lo, leaves 0 + t_i * w_i, and the weight sum the same
+ * tree. Randomized over both orders, modes, dtypes, input types, clipping,
  * sizes (including ones above the OpenMP threshold) and 1 or 3 threads. The
  * trainer path (gck_accumulate_many_* per micro-batch, gck_flush_into the
  * caller's buffers) must give the same values and the reference's pre-clip
@@ -24,7 +27,8 @@
 #endif
 
 #define MAXL 6
-#define MAXK 5
+#define MAXK 11
+#define NW 8
 
 typedef struct ref_layer {
     char id[32];
@@ -36,10 +40,52 @@ typedef struct ref_layer {
 
 typedef struct ref_case {
     gck_config cfg;
-    double weights[3];
+    double weights[NW];
     ref_layer layers[MAXL];      /* sorted by id */
     int nl;
 } ref_case;
+
+static double ref_weight(const ref_case *rc, int j)
+{
+    return rc->cfg.accumulation_mode != GCK_ACCUM_WEIGHTED_MEAN ? 1.0
+           : (size_t)j < rc->cfg.n_weights                     ? rc->weights[j]
+                                                                : 1.0;
+}
+
+/* Element i of T(lo, hi) in f64 storage, of the tensors as given. */
+static double ref_tree_f64(const ref_case *rc, const ref_layer *l, int lo, int hi, size_t i)
+{
+    if (hi - lo == 1) {
+        const double t = l->is_f32[lo] ? (double)((const float *)l->t[lo])[i] : ((const double *)l->t[lo])[i];
+        return 0.0 + t * ref_weight(rc, lo);
+    }
+    int p = 1;
+    while (2 * p < hi - lo)
+        p *= 2;
+    return ref_tree_f64(rc, l, lo, lo + p, i) + ref_tree_f64(rc, l, lo + p, hi, i);
+}
+
+static float ref_tree_f32(const ref_case *rc, const ref_layer *l, int lo, int hi, size_t i)
+{
+    if (hi - lo == 1) {
+        const float t = l->is_f32[lo] ? ((const float *)l->t[lo])[i] : (float)((const double *)l->t[lo])[i];
+        return 0.0f + t * (float)ref_weight(rc, lo);
+    }
+    int p = 1;
+    while (2 * p < hi - lo)
+        p *= 2;
+    return ref_tree_f32(rc, l, lo, lo + p, i) + ref_tree_f32(rc, l, lo + p, hi, i);
+}
+
+static double ref_tree_wsum(const ref_case *rc, int lo, int hi)
+{
+    if (hi - lo == 1)
+        return 0.0 + ref_weight(rc, lo);
+    int p = 1;
+    while (2 * p < hi - lo)
+        p *= 2;
+    return ref_tree_wsum(rc, lo, lo + p) + ref_tree_wsum(rc, lo + p, hi);
+}
 
 /* The finished values of one layer in the storage dtype. */
 static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out)
@@ -47,7 +93,17 @@ static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out
     const int f32 = rc->cfg.dtype == GCK_DTYPE_F32;
     void *r = calloc(l->n ? l->n : 1, f32 ? 4 : 8);
     double wsum = 0.0;
-    for (int j = 0; j < l->k; j++) {
+    const int tree = rc->cfg.reduction == GCK_REDUCE_TREE;
+    if (tree) {
+        wsum = ref_tree_wsum(rc, 0, l->k);
+        for (size_t i = 0; i < l->n; i++) {
+            if (f32)
+                ((float *)r)[i] = ref_tree_f32(rc, l, 0, l->k, i);
+            else
+                ((double *)r)[i] = ref_tree_f64(rc, l, 0, l->k, i);
+        }
+    }
+    for (int j = 0; !tree && j < l->k; j++) {
         const double w = rc->cfg.accumulation_mode != GCK_ACCUM_WEIGHTED_MEAN ? 1.0
                          : (size_t)j < rc->cfg.n_weights ? rc->weights[j] : 1.0;
         wsum = wsum + w;
@@ -237,8 +293,10 @@ static void make_case(ref_case *rc, uint64_t seed)
     rc->cfg.clip_enabled = (int)(gck_test_rand(&st) % 2);
     rc->cfg.clip_norm = 0.5 + (double)(gck_test_rand(&st) % 100);
     rc->weights[0] = 0.25, rc->weights[1] = 2.0, rc->weights[2] = 1.0 / 3.0;
+    for (int j = 3; j < NW; j++)
+        rc->weights[j] = 0.1 * (double)(gck_test_rand(&st) % 50) - 1.0;
     rc->cfg.weights = rc->weights;
-    rc->cfg.n_weights = gck_test_rand(&st) % 4;
+    rc->cfg.n_weights = gck_test_rand(&st) % (NW + 1);
     rc->nl = 1 + (int)(gck_test_rand(&st) % MAXL);
     static const size_t lens[] = {1, 7, 64, 513, 8193, GCK_PARALLEL_MIN + 77};
     for (int li = 0; li < rc->nl; li++) {
@@ -265,8 +323,11 @@ static void test_randomized_against_reference(void **state)
     for (uint64_t seed = 1; seed <= 40; seed++) {
         ref_case rc;
         make_case(&rc, seed);
-        check_case(p, &rc, 1, seed);
-        check_case(p, &rc, 3, seed);
+        for (int tree = 0; tree < 2; tree++) {
+            rc.cfg.reduction = tree ? GCK_REDUCE_TREE : GCK_REDUCE_SEQUENTIAL;
+            check_case(p, &rc, 1, seed);
+            check_case(p, &rc, 3, seed);
+        }
         free_case(&rc);
     }
 }

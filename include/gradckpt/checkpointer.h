@@ -22,6 +22,23 @@ typedef enum gck_accum_mode {
     GCK_ACCUM_WEIGHTED_MEAN /**< r = r + (t_i * w_i), then r / sum(w_i) unless that is 0 */
 } gck_accum_mode;
 
+/**
+ * The order in which the tensors of one layer in one flush window are
+ * combined (weights, mean and weighted-mean divisions are as the mode says).
+ */
+typedef enum gck_reduction {
+    GCK_REDUCE_SEQUENTIAL, /**< the left fold ((0 + t0) + t1) + t2 ... (the default) */
+    /** A fixed pairwise tree over the tensors' indices in the window:
+     *  T(i, i + 1) = 0 + t_i * w_i and T(lo, hi) = T(lo, lo + p) + T(lo + p, hi),
+     *  p the largest power of two below hi - lo (aligned power-of-two left
+     *  subtrees, as the kernels' block tree); the weight sum of
+     *  GCK_ACCUM_WEIGHTED_MEAN in the same tree. A window split into aligned
+     *  power-of-two blocks can be summed block by block, on other processes,
+     *  to the same bits (gradckpt/reduction.h, gradckpt/mpi.h). Streaming:
+     *  popcount(count) <= log2(count) + 1 buffers per layer. */
+    GCK_REDUCE_TREE
+} gck_reduction;
+
 /** Longest layer id accepted (strlen). */
 #define GCK_LAYER_ID_MAX 4096
 
@@ -39,6 +56,7 @@ typedef struct gck_config {
     int error_if_nonfinite;          /**< default 0: NaN/Inf global norm fails flush */
     gck_dtype dtype;                 /**< buffers and checkpoints: F64 (default) or F32 */
     gck_checksum checksum;           /**< default GCK_CHECKSUM_FNV1A64 */
+    gck_reduction reduction;         /**< default GCK_REDUCE_SEQUENTIAL */
 } gck_config;
 
 /**
@@ -62,7 +80,7 @@ typedef struct gck_checkpointer gck_checkpointer;
  * Ownership: *out is owned by the caller; free it with gck_checkpointer_destroy.
  * Errors: GCK_ERR_INVALID_ARGUMENT for NULL out, max_checkpoints 0, an
  *         unknown mode, clip_enabled with clip_norm not > 0 (or NaN), weights
- *         NULL with n_weights > 0, an unknown checksum or dtype value;
+ *         NULL with n_weights > 0, an unknown checksum, dtype or reduction;
  *         GCK_ERR_UNSUPPORTED for a valid dtype other than F64/F32;
  *         GCK_ERR_NO_MEMORY. *out is unchanged on error.
  * Thread-safety: safe from any thread.

@@ -11,6 +11,7 @@
 #include <gradckpt/dtype.h>
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/checkpointer.h>
+#include <gradckpt/reduction.h>
 #include <gradckpt/snapshot.h>
 #include <gradckpt/manager.h>
 #include <gradckpt/store.h>

@@ -1,0 +1,95 @@
+/* gradckpt/reduction.h - a flush window summed elsewhere: hooks for transports that combine windows across processes. */
+#ifndef GRADCKPT_REDUCTION_H
+#define GRADCKPT_REDUCTION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gradckpt/checkpoint.h>
+#include <gradckpt/checkpointer.h>
+#include <gradckpt/export.h>
+#include <gradckpt/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * With GCK_REDUCE_TREE, a window of K micro-batches split into aligned
+ * power-of-two blocks [f, f + m) (f a multiple of m) has, per layer, one sum
+ * per block, and the tree combines the blocks' sums to the bits one
+ * checkpointer holding all K would get. A transport (gradckpt/mpi.h is one)
+ * reads each process's block sums with gck_pending_sum_get, combines them in
+ * the tree order, and finishes the window with gck_flush_reduced.
+ */
+
+/** One pending layer's window sum, as the checkpointer holds it. */
+typedef struct gck_pending_sum {
+    const char *layer_id; /**< borrowed */
+    const void *data;     /**< the window's sum (before any division): n values of the storage
+                               dtype, in the configured order; borrowed, valid until the next
+                               call that changes the checkpointer */
+    size_t n;             /**< the layer's length */
+    size_t count;         /**< tensors accumulated in the window */
+    double wsum;          /**< GCK_ACCUM_WEIGHTED_MEAN: the weights' sum, in the same order */
+    uint64_t step;        /**< the step of the layer's last tensor */
+} gck_pending_sum;
+
+/**
+ * The k-th pending layer's window sum, layers in bytewise id order (as
+ * gck_pending_layers). In tree order with a count that is not a power of two
+ * the pending subtrees are first folded into a buffer the checkpointer keeps
+ * (the subtrees are unchanged).
+ *
+ * Ownership: *out borrows from cp (see data).
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp or out, k past the pending
+ *         layers; GCK_ERR_NO_MEMORY (the fold buffer). *out is unchanged on error.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_pending_sum_get(gck_checkpointer *cp, size_t k, gck_pending_sum *out);
+
+/** What gck_flush_reduced finishes for one pending layer. */
+typedef struct gck_reduced_layer {
+    void *data;     /**< the combined sum, the layer's length of the storage dtype; may be
+                         overwritten (finished in place) */
+    size_t count;   /**< the number of tensors summed (GCK_ACCUM_MEAN's divisor) */
+    double wsum;    /**< the weights' sum (GCK_ACCUM_WEIGHTED_MEAN's divisor, unless 0) */
+    uint64_t step;  /**< the layer's step in the checkpoint */
+} gck_reduced_layer;
+
+/**
+ * Closes the flush window as gck_flush does (finishing, norms, clipping,
+ * checksum, history, ids, gck_flush_count), but from the given sums instead
+ * of the checkpointer's own: layers[k] for the k-th pending layer in
+ * bytewise id order, each of that layer's length. The checkpoint's step is
+ * `step` (not this checkpointer's global step, which is unchanged).
+ *
+ * Ownership: reads (and may overwrite) layers[k].data; keeps no reference.
+ *            *out (optional) as gck_flush.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL cp, NULL layers with layers
+ *         pending, NULL data for a layer of nonzero length; otherwise as gck_flush, with the same
+ *         guarantee that on error nothing changed.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_flush_reduced(gck_checkpointer *cp, uint64_t now, uint64_t step,
+                                     const gck_reduced_layer *layers, gck_checkpoint **out);
+
+/**
+ * The checkpointer's configuration (weights point at its own copy), or NULL
+ * for NULL. Borrowed: valid while cp lives. One owner.
+ */
+GCK_API const gck_config *gck_checkpointer_config(const gck_checkpointer *cp);
+
+/**
+ * Sets the calling thread's gck_last_error() message (a printf format) and
+ * returns s: for libraries built on gradckpt (libgradckpt_mpi) whose errors
+ * callers read as gradckpt's.
+ *
+ * Ownership: copies the message.  Errors: none.  Thread-safety: any thread.
+ */
+GCK_API gck_status gck_report_error(gck_status s, const char *fmt, ...) GCK_PRINTF(2, 3);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GRADCKPT_REDUCTION_H */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "support/gck_test.h"
+#include "support/gck_same_checkpoint.h"
 
 #include "alloc_internal.h"
 
@@ -177,31 +178,11 @@ static void dst_make(dst_desc *dd, grads *g, gck_dtype dt, int shuffled, int w)
 }
 
 /* Every field of two recorded checkpoints agrees (ids only when check_id). */
+/* Everything gck_assert_same_checkpoint_id compares, and the same created_at. */
 static void assert_same_checkpoint(const gck_checkpoint *a, const gck_checkpoint *b, int check_id)
 {
-    if (check_id)
-        assert_int_equal(gck_checkpoint_id(a), gck_checkpoint_id(b));
-    assert_int_equal(gck_checkpoint_step(a), gck_checkpoint_step(b));
+    gck_assert_same_checkpoint_id(a, b, check_id);
     assert_int_equal(gck_checkpoint_created_at(a), gck_checkpoint_created_at(b));
-    assert_int_equal(gck_checkpoint_compressed_size(a), gck_checkpoint_compressed_size(b));
-    assert_true(gck_checkpoint_checksum(a) == gck_checkpoint_checksum(b));
-    assert_int_equal(gck_checkpoint_checksum_algo(a), gck_checkpoint_checksum_algo(b));
-    assert_int_equal(gck_checkpoint_dtype(a), gck_checkpoint_dtype(b));
-    assert_int_equal(gck_checkpoint_num_layers(a), gck_checkpoint_num_layers(b));
-    gck_assert_same_f64(gck_checkpoint_global_norm(a), gck_checkpoint_global_norm(b), "global norm");
-    gck_assert_same_f64(gck_checkpoint_norm_before_clip(a), gck_checkpoint_norm_before_clip(b), "pre-clip norm");
-    gck_assert_same_f64(gck_checkpoint_clip_coef(a), gck_checkpoint_clip_coef(b), "clip coef");
-    const size_t esz = gck_dtype_size(gck_checkpoint_dtype(a));
-    for (size_t i = 0; i < gck_checkpoint_num_layers(a); i++) {
-        gck_tensor_view va, vb;
-        assert_int_equal(gck_checkpoint_layer(a, i, &va), GCK_OK);
-        assert_int_equal(gck_checkpoint_layer(b, i, &vb), GCK_OK);
-        assert_string_equal(va.layer_id, vb.layer_id);
-        assert_int_equal(va.n, vb.n);
-        assert_int_equal(va.step, vb.step);
-        gck_assert_same_f64(va.norm, vb.norm, "layer %s norm", va.layer_id);
-        assert_true(va.n == 0 || memcmp(va.values, vb.values, va.n * esz) == 0);
-    }
 }
 
 /* dst holds exactly ck's values, and nothing past the buffer was written. */

@@ -7,19 +7,24 @@
 
 #include <gradckpt/checkpoint.h>
 
-static void gck_same_double(double a, double b, const char *what)
+static inline void gck_same_double(double a, double b, const char *what)
 {
     if (memcmp(&a, &b, sizeof a) != 0)
         fail_msg("%s differs: %.17g vs %.17g", what, a, b);
 }
 
-/* Same id, step, layers, values, norms, clip factor and checksum (created_at aside). */
-static void gck_assert_same_checkpoint(const gck_checkpoint *a, const gck_checkpoint *b)
+/* Same step, layers, values, norms, clip factor, dtype, size and checksum, and the same id when
+ * check_id (created_at aside). */
+static inline void gck_assert_same_checkpoint_id(const gck_checkpoint *a, const gck_checkpoint *b, int check_id)
 {
     assert_int_equal(gck_checkpoint_num_layers(a), gck_checkpoint_num_layers(b));
     assert_true(gck_checkpoint_checksum(a) == gck_checkpoint_checksum(b));
+    assert_int_equal(gck_checkpoint_checksum_algo(a), gck_checkpoint_checksum_algo(b));
+    assert_int_equal(gck_checkpoint_dtype(a), gck_checkpoint_dtype(b));
+    assert_int_equal(gck_checkpoint_compressed_size(a), gck_checkpoint_compressed_size(b));
     assert_int_equal(gck_checkpoint_step(a), gck_checkpoint_step(b));
-    assert_int_equal(gck_checkpoint_id(a), gck_checkpoint_id(b));
+    if (check_id)
+        assert_int_equal(gck_checkpoint_id(a), gck_checkpoint_id(b));
     gck_same_double(gck_checkpoint_global_norm(a), gck_checkpoint_global_norm(b), "global norm");
     gck_same_double(gck_checkpoint_norm_before_clip(a), gck_checkpoint_norm_before_clip(b), "pre-clip norm");
     gck_same_double(gck_checkpoint_clip_coef(a), gck_checkpoint_clip_coef(b), "clip coef");
@@ -35,6 +40,12 @@ static void gck_assert_same_checkpoint(const gck_checkpoint *a, const gck_checkp
         if (va.n > 0 && memcmp(va.values, vb.values, va.n * esz) != 0)
             fail_msg("layer '%s': values differ", va.layer_id);
     }
+}
+
+/* As gck_assert_same_checkpoint_id, ids included. */
+static inline void gck_assert_same_checkpoint(const gck_checkpoint *a, const gck_checkpoint *b)
+{
+    gck_assert_same_checkpoint_id(a, b, 1);
 }
 
 #endif /* GCK_SAME_CHECKPOINT_H */

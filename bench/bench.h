@@ -117,6 +117,7 @@ void gck_bench_model_free_buffers(gck_bench_model *m);
  * variant sums the squares in double. */
 double gck_bench_hand_step(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
 double gck_bench_hand_step_f64sum(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
+double gck_bench_hand_step_fused(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
 
 /* Each bench file registers its benchmarks for 1 or 2 threads. */
 void gck_bench_register_kernels(int threads);

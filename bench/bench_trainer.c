@@ -2,7 +2,9 @@
  *
  * Names: "trainer_<path>/<model>/k<k>/<threads>t/<params>", path "hand"
  * (bench_trainer_hand.c: plain C over the contiguous gradient buffer),
- * "hand_f64sum" (the same with the squares summed in double: the hand
+ * "hand_fused" (the hand loop with the last micro-batch's add fused into
+ * its mean + norm loop: the trainer path's passes), "hand_f64sum" (the
+ * same with the squares summed in double: the hand
  * loop's cost for the norm the library computes) or "tensors" (one
  * gck_tensors_* call per step over the model's tensor list, pointing into
  * the same buffers). One iteration is one optimizer step's
@@ -12,13 +14,16 @@
  * gradients' norm: it triggers every step). The trainer path:
  *
  *     gck_tensors_axpy_init(&grad, 1.0, &in);          first micro-batch
- *     gck_tensors_add(&grad, &in);                     each further one
- *     gck_tensors_div_sumsq(&grad, k, NULL, &ss);      mean + sum of squares (k > 1)
+ *     gck_tensors_add(&grad, &in);                     each further one but the last
+ *     gck_tensors_axpy_div_sumsq(&grad, 1.0, &in, k, NULL, &ss);
+ *                                                      the last one + mean + sum of squares (k > 1)
  *     gck_tensors_sumsq(&grad, NULL, &ss);             (k = 1)
  *     gck_tensors_clip_with_norm(&grad, 0.1, sqrt(ss), GCK_CLIP_EPS_DEFAULT, 0, &info);
  *
- * Both make k + 2 passes over the gradient and read the input k times;
- * bytes_per_second counts that traffic (traffic_bytes). Models: gpt120k,
+ * The hand loop makes k + 2 passes over the gradient and reads the input k
+ * times; the trainer path, for k > 1, one pass fewer (the last micro-batch,
+ * the mean and the norm in one). bytes_per_second counts the hand loop's
+ * traffic (traffic_bytes) for every path, so it compares times. Models: gpt120k,
  * small2k, resnet50 and gpt2s of bench_models.c; k = 1 and 4. Nothing is
  * allocated per step beyond the library's scratch for long lists.
  *
@@ -69,6 +74,13 @@ static double hand64_body(void *ctx, int64_t n)
     return gck_bench_hand_step_f64sum(c->m->grad_buf, c->m->in_buf, c->m->params, c->k, (float)TRAINER_MAX_NORM);
 }
 
+static double handfused_body(void *ctx, int64_t n)
+{
+    (void)n;
+    const trainer_ctx *c = ctx;
+    return gck_bench_hand_step_fused(c->m->grad_buf, c->m->in_buf, c->m->params, c->k, (float)TRAINER_MAX_NORM);
+}
+
 static double tensors_body(void *ctx, int64_t n)
 {
     (void)n;
@@ -76,10 +88,11 @@ static double tensors_body(void *ctx, int64_t n)
     double ss = 0.0;
     gck_clip_info info;
     gck_status s = gck_tensors_axpy_init(&c->grad, 1.0, &c->in);
-    for (int j = 1; j < c->k && s == GCK_OK; j++)
+    for (int j = 1; j < c->k - 1 && s == GCK_OK; j++)
         s = gck_tensors_add(&c->grad, &c->in);
     if (s == GCK_OK)
-        s = c->k > 1 ? gck_tensors_div_sumsq(&c->grad, (double)c->k, NULL, &ss) : gck_tensors_sumsq(&c->grad, NULL, &ss);
+        s = c->k > 1 ? gck_tensors_axpy_div_sumsq(&c->grad, 1.0, &c->in, (double)c->k, NULL, &ss)
+                     : gck_tensors_sumsq(&c->grad, NULL, &ss);
     if (s == GCK_OK)
         s = gck_tensors_clip_with_norm(&c->grad, TRAINER_MAX_NORM, sqrt(ss), GCK_CLIP_EPS_DEFAULT, 0, &info);
     if (s != GCK_OK || !info.clipped)
@@ -103,15 +116,16 @@ void gck_bench_register_trainer(int threads)
         register_tensor_calls();
     static const char *const names[] = {"gpt120k", "small2k", "resnet50", "gpt2s"};
     static const int ks[] = {1, 4};
-    static const char *const paths[] = {"hand", "tensors", "hand_f64sum"};
-    static const gck_bench_body bodies[] = {hand_body, tensors_body, hand64_body};
+    static const char *const paths[] = {"hand", "tensors", "hand_f64sum", "hand_fused"};
+    static const gck_bench_body bodies[] = {hand_body, tensors_body, hand64_body, handfused_body};
+    enum { NP = sizeof paths / sizeof paths[0] };
     enum { NM = sizeof names / sizeof names[0], NK = sizeof ks / sizeof ks[0] };
     static trainer_ctx ctx[2][NM][NK];
     for (int mi = 0; mi < NM; mi++)
         for (int ki = 0; ki < NK; ki++) {
             trainer_ctx *c = &ctx[threads - 1][mi][ki];
             *c = (trainer_ctx){.m = gck_bench_model_named(names[mi]), .k = ks[ki]};
-            for (int pi = 0; pi < 3; pi++) {
+            for (int pi = 0; pi < NP; pi++) {
                 char name[96], label[64];
                 snprintf(name, sizeof name, "trainer_%s/%s/k%d/%dt", paths[pi], names[mi], ks[ki], threads);
                 snprintf(label, sizeof label, "%s f32, %zu tensors", paths[pi], c->m->nt);

@@ -8,14 +8,16 @@
  * the same passes over memory as the trainer path it is compared with
  * (bench_trainer.c) and the ratio measures the kernels, not the pass count.
  * The f64 variant sums the squares in double, as the library does (every
- * value widened): the same loop's cost for an accurate norm.
+ * value widened): the same loop's cost for an accurate norm. The fused
+ * variant also folds the last micro-batch's add into that loop (k > 1),
+ * one pass fewer, as the trainer path's gck_tensors_axpy_div_sumsq does.
  * Uses no gradckpt header beyond bench.h. */
 #include <math.h>
 
 #include "bench.h"
 
 /* One step; ACC is the type of the sum of squares. */
-#define HAND_STEP(name, ACC)                                                                  \
+#define HAND_STEP(name, ACC, FUSE)                                                            \
     double name(float *restrict g, const float *restrict x, size_t n, int k, float max_norm)  \
     {                                                                                         \
         const long long len = (long long)n;                                                   \
@@ -24,7 +26,7 @@
         _Pragma("omp parallel for schedule(static)")                                          \
         for (i = 0; i < len; i++)                                                             \
             g[i] = x[i];                                                                      \
-        for (int j = 1; j < k; j++) {                                                         \
+        for (int j = 1; j < k - (FUSE); j++) {                                                \
             _Pragma("omp parallel for schedule(static)")                                      \
             for (i = 0; i < len; i++)                                                         \
                 g[i] += x[i];                                                                 \
@@ -35,7 +37,7 @@
             const float fk = (float)k;                                                        \
             _Pragma("omp parallel for schedule(static) reduction(+ : ss)")                    \
             for (i = 0; i < len; i++) {                                                       \
-                g[i] = g[i] / fk;                                                             \
+                g[i] = ((FUSE) ? g[i] + x[i] : g[i]) / fk;                                    \
                 ss += (ACC)g[i] * (ACC)g[i];                                                  \
             }                                                                                 \
         } else {                                                                              \
@@ -54,5 +56,8 @@
         return norm;                                                                          \
     }
 
-HAND_STEP(gck_bench_hand_step, float)
-HAND_STEP(gck_bench_hand_step_f64sum, double)
+HAND_STEP(gck_bench_hand_step, float, 0)
+HAND_STEP(gck_bench_hand_step_f64sum, double, 0)
+/* The last micro-batch's add fused into the mean + norm loop too: the
+ * passes of the trainer path's gck_tensors_axpy_div_sumsq, written by hand. */
+HAND_STEP(gck_bench_hand_step_fused, float, 1)

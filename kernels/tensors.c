@@ -34,6 +34,7 @@ typedef enum gck_tl_kind {
     GCK_TL_POWSUM,
     GCK_TL_AMAX,
     GCK_TL_DIV_SUMSQ,
+    GCK_TL_AXPY_DIV_SUMSQ, /* axpy of x, then DIV_SUMSQ, block by block */
     GCK_TL_ADD, /* elementwise */
     GCK_TL_AXPY,
     GCK_TL_AXPY_INIT,
@@ -61,6 +62,37 @@ static gck_dtype gck_tl_dtype(const gck_tensor_list *t, size_t i)
 static size_t gck_tl_esz(gck_dtype d)
 {
     return d == GCK_DTYPE_F32 ? 4 : 8;
+}
+
+/* The pair kernel of kind (ADD, AXPY, AXPY_INIT) for (acc dtype, x dtype)
+ * over elements [lo, lo + len) of tensor i. */
+static void gck_tl_pair_run(const gck_tl_job *j, gck_tl_kind kind, size_t i, size_t lo, size_t len)
+{
+    const gck_kernel_table *t = j->t;
+    void *a = j->a->data[i];
+    const void *x = j->x->data[i];
+    const int f32 = gck_tl_dtype(j->a, i) == GCK_DTYPE_F32;
+    const int x32 = gck_tl_dtype(j->x, i) == GCK_DTYPE_F32;
+    double *a64 = (double *)a + lo;
+    float *a32 = (float *)a + lo;
+    const double *x64 = (const double *)x + lo;
+    const float *x32p = (const float *)x + lo;
+    const double w = j->w;
+    const float wf = (float)w;
+    switch (kind * 4 + f32 * 2 + x32) {
+    case GCK_TL_ADD * 4 + 0: t->add_f64(a64, x64, len); break;
+    case GCK_TL_ADD * 4 + 1: t->add_f32_to_f64(a64, x32p, len); break;
+    case GCK_TL_ADD * 4 + 2: t->add_f64_to_f32(a32, x64, len); break;
+    case GCK_TL_ADD * 4 + 3: t->add_f32(a32, x32p, len); break;
+    case GCK_TL_AXPY * 4 + 0: t->axpy_f64(a64, w, x64, len); break;
+    case GCK_TL_AXPY * 4 + 1: t->axpy_f32_to_f64(a64, w, x32p, len); break;
+    case GCK_TL_AXPY * 4 + 2: t->axpy_f64_to_f32(a32, wf, x64, len); break;
+    case GCK_TL_AXPY * 4 + 3: t->axpy_f32(a32, wf, x32p, len); break;
+    case GCK_TL_AXPY_INIT * 4 + 0: t->axpy_init_f64(a64, w, x64, len); break;
+    case GCK_TL_AXPY_INIT * 4 + 1: t->axpy_init_f32_to_f64(a64, w, x32p, len); break;
+    case GCK_TL_AXPY_INIT * 4 + 2: t->axpy_init_f64_to_f32(a32, wf, x64, len); break;
+    default: t->axpy_init_f32(a32, wf, x32p, len); break;
+    }
 }
 
 /* One item: elements [lo, lo + len) of tensor i (lo a multiple of the
@@ -92,40 +124,31 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
         r.op = j->div_op[f32];
         r.s = j->div_s[f32];
         return gck_reduce_range(&r, lo, len);
-    default:
-        break;
+    case GCK_TL_AXPY_DIV_SUMSQ: {
+        /* The axpy of a block, then its division and sum of squares while
+         * it is still in cache: one pass over memory instead of two, the
+         * same kernels on the same blocks, so the same bits. */
+        r.op = j->div_op[f32];
+        r.s = j->div_s[f32];
+        gck_pairwise p;
+        p.top = 0;
+        for (size_t off = 0; off < len; off += GCK_BLOCK) {
+            const size_t bl = len - off < GCK_BLOCK ? len - off : GCK_BLOCK;
+            gck_tl_pair_run(j, GCK_TL_AXPY, i, lo + off, bl);
+            gck_pairwise_push(&p, gck_reduce_range(&r, lo + off, bl), 1);
+        }
+        return gck_pairwise_finish(&p);
     }
-    if (j->kind == GCK_TL_SCALE) {
+    case GCK_TL_SCALE:
         if (f32)
             t->scale_f32((float *)a + lo, (float)j->w, len);
         else
             t->scale_f64((double *)a + lo, j->w, len);
         return 0.0;
+    default:
+        gck_tl_pair_run(j, j->kind, i, lo, len);
+        return 0.0;
     }
-    /* pairs: the single kernel for (acc dtype, x dtype) */
-    const void *x = j->x->data[i];
-    const int x32 = gck_tl_dtype(j->x, i) == GCK_DTYPE_F32;
-    double *a64 = (double *)a + lo;
-    float *a32 = (float *)a + lo;
-    const double *x64 = (const double *)x + lo;
-    const float *x32p = (const float *)x + lo;
-    const double w = j->w;
-    const float wf = (float)w;
-    switch (j->kind * 4 + f32 * 2 + x32) {
-    case GCK_TL_ADD * 4 + 0: t->add_f64(a64, x64, len); break;
-    case GCK_TL_ADD * 4 + 1: t->add_f32_to_f64(a64, x32p, len); break;
-    case GCK_TL_ADD * 4 + 2: t->add_f64_to_f32(a32, x64, len); break;
-    case GCK_TL_ADD * 4 + 3: t->add_f32(a32, x32p, len); break;
-    case GCK_TL_AXPY * 4 + 0: t->axpy_f64(a64, w, x64, len); break;
-    case GCK_TL_AXPY * 4 + 1: t->axpy_f32_to_f64(a64, w, x32p, len); break;
-    case GCK_TL_AXPY * 4 + 2: t->axpy_f64_to_f32(a32, wf, x64, len); break;
-    case GCK_TL_AXPY * 4 + 3: t->axpy_f32(a32, wf, x32p, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 0: t->axpy_init_f64(a64, w, x64, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 1: t->axpy_init_f32_to_f64(a64, w, x32p, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 2: t->axpy_init_f64_to_f32(a32, wf, x64, len); break;
-    default: t->axpy_init_f32(a32, wf, x32p, len); break;
-    }
-    return 0.0;
 }
 
 /* ---- one call's scratch and work list ----------------------------------------- */
@@ -691,4 +714,22 @@ gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per
     j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
     j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
     return gck_tl_pass("gck_tensors_div_sumsq", t, &j, total);
+}
+
+gck_status gck_tensors_axpy_div_sumsq(const gck_tensor_list *acc, double w, const gck_tensor_list *x, double d,
+                                      double *per_tensor, double *total)
+{
+    static const char fn[] = "gck_tensors_axpy_div_sumsq";
+    size_t elems;
+    gck_tl_ctx c;
+    GCK_TRY(gck_tl_check_pair(fn, "acc ", acc, x, &elems));
+    GCK_TRY(gck_tl_prepare(&c, fn, acc, x, elems, 0));
+    gck_tl_job j = {.t = c.t, .kind = GCK_TL_AXPY_DIV_SUMSQ, .a = acc, .x = x, .w = w, .res = per_tensor};
+    j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
+    j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
+    const double s = gck_tl_exec(&j, &c);
+    if (total != NULL)
+        *total = s;
+    gck_tl_release(&c);
+    return GCK_OK;
 }

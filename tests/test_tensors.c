@@ -623,6 +623,72 @@ static void test_div_sumsq(void **state)
     gck_test_set_threads(2);
 }
 
+/* ---- axpy_div_sumsq: the two calls fused, the same bits ------------------------------ */
+
+static void test_axpy_div_sumsq(void **state)
+{
+    const gck_isa_pair *pr = *state;
+    static const double ds[] = {4.0, 3.0, 0.5, 0x1p-1050, 1.0, 0.0, NAN};
+    static const double ws[] = {1.0, 0.3, -1.7};
+    for (int k = 0; k < NLISTS; k++) {
+        tlist acc, x, want, got;
+        make_list(&acc, k, 0, 13);
+        /* x: mixed precision pairs on every third tensor, as test_elementwise */
+        gck_dtype *xd = malloc((acc.count + 1) * sizeof *xd);
+        for (size_t i = 0; i < acc.count; i++) {
+            const int flip = acc.packed ? (i >= 30 && i < 40 && i % 3 == 2) : i % 3 == 2;
+            xd[i] = !flip ? acc.dtypes[i] : acc.dtypes[i] == GCK_DTYPE_F32 ? GCK_DTYPE_F64 : GCK_DTYPE_F32;
+        }
+        tl_make_ex(&x, acc.count, acc.lens, xd, g_kinds_all, sizeof g_kinds_all / sizeof g_kinds_all[0], 14,
+                   acc.packed);
+        free(xd);
+        tl_clone(&want, &acc);
+        tl_clone(&got, &acc);
+        const size_t n = acc.count;
+        double *wper = calloc(n + 1, 8), *gper = calloc(n + 1, 8);
+        for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+            const double d = ds[di], w = ws[di % 3];
+            if ((k == 1 || k == 3 || k == 4) && di > 2)
+                continue; /* the big lists: a few divisors are enough */
+            /* the definition: the two list calls one after the other */
+            tl_copy_values(&want, &acc);
+            double wtotal = -1.0;
+            gck_test_set_threads(1);
+            assert_int_equal(gck_tensors_axpy(&want.l, w, &x.l), GCK_OK);
+            assert_int_equal(gck_tensors_div_sumsq(&want.l, d, wper, &wtotal), GCK_OK);
+            for (int th = 0; th <= 3; th++) {
+                tl_copy_values(&got, &acc);
+                double total = -1.0;
+                if (th == 0) {
+                    ON_SCALAR(pr, assert_int_equal(gck_tensors_axpy_div_sumsq(&got.l, w, &x.l, d, gper, &total),
+                                                   GCK_OK));
+                } else {
+                    gck_test_set_threads(th);
+                    assert_int_equal(gck_tensors_axpy_div_sumsq(&got.l, w, &x.l, d, gper, &total), GCK_OK);
+                }
+                char what[128];
+                snprintf(what, sizeof what, "%s axpy_div_sumsq w=%g d=%a list %s threads %d (0: scalar)",
+                         pr->isa->name, w, d, g_list_names[k], th);
+                assert_same_values(&want, &got, what);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(wper[i], gper[i], "%s tensor %zu", what, i);
+                gck_assert_same_f64(wtotal, total, "%s total", what);
+            }
+        }
+        /* in place (x is acc) and without outputs */
+        tl_copy_values(&want, &acc);
+        gck_test_set_threads(2);
+        assert_int_equal(gck_tensors_axpy(&want.l, 0.75, &want.l), GCK_OK);
+        assert_int_equal(gck_tensors_div_sumsq(&want.l, 3.0, NULL, NULL), GCK_OK);
+        tl_copy_values(&got, &acc);
+        assert_int_equal(gck_tensors_axpy_div_sumsq(&got.l, 0.75, &got.l, 3.0, NULL, NULL), GCK_OK);
+        assert_same_values(&want, &got, "axpy_div_sumsq in place");
+        free(wper), free(gper);
+        tl_free(&acc), tl_free(&x), tl_free(&want), tl_free(&got);
+    }
+    gck_test_set_threads(2);
+}
+
 /* x * (1/d) == x / d for the divisors the list and single kernels multiply
  * by, over every float and a sweep of doubles (all exponents, denormals). */
 static void test_exact_reciprocal(void **state)
@@ -841,6 +907,7 @@ static void expect_all_fail(tlist *a, tlist *x, gck_status want, const char *nee
         expect_fail(gck_tensors_add(&a->l, &x->l), want, needle, what);
         expect_fail(gck_tensors_axpy(&a->l, 2.0, &x->l), want, needle, what);
         expect_fail(gck_tensors_axpy_init(&a->l, 2.0, &x->l), want, needle, what);
+        expect_fail(gck_tensors_axpy_div_sumsq(&a->l, 2.0, &x->l, 3.0, per, &total), want, needle, what);
     }
     assert_true(per[0] == -1 && per[3] == -1 && total == -1 && info.clipped == -1);
     if (memcmp(ca, a->arena, a->bytes) != 0 || (x != NULL && memcmp(cx, x->arena, x->bytes) != 0))
@@ -869,6 +936,8 @@ static void test_errors(void **state)
     assert_int_equal(gck_tensors_add(NULL, &x.l), GCK_ERR_INVALID_ARGUMENT);
     assert_int_equal(gck_tensors_axpy(&a.l, 1.0, NULL), GCK_ERR_INVALID_ARGUMENT);
     assert_int_equal(gck_tensors_axpy_init(NULL, 1.0, &x.l), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_tensors_axpy_div_sumsq(NULL, 1.0, &x.l, 2.0, NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_tensors_axpy_div_sumsq(&a.l, 1.0, NULL, 2.0, NULL, NULL), GCK_ERR_INVALID_ARGUMENT);
     /* NULL arrays with count > 0 */
     void *const *saved_data = a.l.data;
     a.l.data = NULL;
@@ -988,7 +1057,7 @@ static void test_allocation(void **state)
         tl_clone(&orig, &a);
         tl_clone(&want, &a);
         gck_test_set_threads(2);
-        for (int fn = 0; fn < 8; fn++) {
+        for (int fn = 0; fn < 9; fn++) {
             /* the result without failures */
             tl_copy_values(&want, &orig);
             double wper[300] = {0}, wtotal = 0;
@@ -1001,6 +1070,7 @@ static void test_allocation(void **state)
             case 4: s0 = gck_tensors_add(&want.l, &x.l); break;
             case 5: s0 = gck_tensors_axpy(&want.l, 0.5, &x.l); break;
             case 6: s0 = gck_tensors_axpy_init(&want.l, 0.5, &x.l); break;
+            case 8: s0 = gck_tensors_axpy_div_sumsq(&want.l, 0.5, &x.l, 3.0, NULL, &wtotal); break;
             default: s0 = gck_tensors_norm(&want.l, 2.0, wper, &wtotal); break;
             }
             assert_int_equal(s0, GCK_OK);
@@ -1019,12 +1089,13 @@ static void test_allocation(void **state)
                 case 4: st = gck_tensors_add(&a.l, &x.l); break;
                 case 5: st = gck_tensors_axpy(&a.l, 0.5, &x.l); break;
                 case 6: st = gck_tensors_axpy_init(&a.l, 0.5, &x.l); break;
+                case 8: st = gck_tensors_axpy_div_sumsq(&a.l, 0.5, &x.l, 3.0, NULL, &total); break;
                 default: st = gck_tensors_norm(&a.l, 2.0, per, &total); break;
                 }
                 gck_alloc_fail_after(-1);
                 if (st == GCK_OK) {
                     assert_same_values(&want, &a, "after the failures");
-                    if (fn != 2 && fn < 4)
+                    if (fn != 2 && (fn < 4 || fn == 8))
                         gck_assert_same_f64(wtotal, total, "total after the failures");
                     break;
                 }
@@ -1091,6 +1162,7 @@ GCK_PER_ISA_MAIN(NULL, NULL,
                  GCK_ISA_TEST(test_total_is_checkpointer_global_norm),
                  GCK_ISA_TEST(test_elementwise),
                  GCK_ISA_TEST(test_div_sumsq),
+                 GCK_ISA_TEST(test_axpy_div_sumsq),
                  GCK_ISA_TEST(test_exact_reciprocal),
                  GCK_ISA_TEST(test_clip),
                  GCK_ISA_TEST(test_errors),

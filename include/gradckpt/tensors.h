@@ -237,6 +237,23 @@ GCK_API gck_status gck_tensors_scale(const gck_tensor_list *t, double s);
  */
 GCK_API gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total);
 
+/**
+ * Adds the last micro-batch and finishes the mean in one pass over memory:
+ * acc_i += w * x_i (as gck_tensors_axpy), then acc_i /= d with the sums of
+ * squares of the result (as gck_tensors_div_sumsq), done block by block so
+ * that each block is divided and measured while it is still in cache. The
+ * values, per_tensor[i] and *total are bit for bit those of the two calls
+ * made one after the other, for any thread count; the trainer saves the
+ * read and write of the whole gradient that the second call would make.
+ * x may be acc itself (the same buffers, as gck_tensors_axpy allows).
+ *
+ * Ownership: writes the acc tensors, per_tensor and *total; keeps no reference.
+ * Errors: as gck_tensors_axpy (the acc/x pair rules); nothing is written on
+ *         error.  Thread-safety: see the common rules.
+ */
+GCK_API gck_status gck_tensors_axpy_div_sumsq(const gck_tensor_list *acc, double w, const gck_tensor_list *x, double d,
+                                              double *per_tensor, double *total);
+
 #ifdef __cplusplus
 }
 #endif

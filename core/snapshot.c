@@ -645,3 +645,35 @@ void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta,
     }
     snprintf(out, 24, "xxh3:%016llx", (unsigned long long)gck_hasher_final(&h));
 }
+
+gck_status gck_snapshot_digest(const gck_snapshot *s, uint64_t *layout, uint64_t *content)
+{
+    GCK_CHECK_ARG(s != NULL && layout != NULL && content != NULL, "gck_snapshot_digest: NULL argument");
+    gck_hasher l, c;
+    gck_hasher_init(&l, GCK_CHECKSUM_XXH3_64);
+    gck_hasher_init(&c, GCK_CHECKSUM_XXH3_64);
+    gck_digest_u64(&c, s->step);
+    gck_digest_str(&c, s->loss_cid);
+    gck_digest_meta(&c, &s->meta, NULL);
+    gck_digest_meta(&c, &s->sysmeta, NULL);
+    gck_digest_u64(&l, s->tensors.n);
+    for (size_t i = 0; i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        gck_digest_str(&l, t->name);
+        gck_digest_str(&l, gck_dtype_name(t->dtype));
+        gck_digest_u64(&l, t->ndim);
+        for (size_t d = 0; d < t->ndim; d++)
+            gck_digest_u64(&l, (uint64_t)t->shape[d]);
+        gck_digest_str(&c, t->cid);
+    }
+    gck_digest_u64(&l, s->blobs.n);
+    for (size_t i = 0; i < s->blobs.n; i++) {
+        const gck_snap_blob *b = s->blobs.items[i];
+        gck_digest_str(&l, b->name);
+        gck_digest_u64(&l, b->len);
+        gck_digest_str(&c, b->cid);
+    }
+    *layout = gck_hasher_final(&l);
+    *content = gck_hasher_final(&c);
+    return GCK_OK;
+}

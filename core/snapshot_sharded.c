@@ -329,13 +329,14 @@ static json_t *gck_index_json(const gck_snapshot *s, const gck_shard_item *it, s
     return root;
 }
 
-/* Removes the shard files of generations other than gen (best effort). */
+/* Removes the shard files of generations other than gen (best effort; the
+ * directory is not fsynced: a removal lost to a crash leaves a file no index
+ * names, which the next commit removes). */
 static void gck_remove_old_shards(const char *dir, uint64_t gen)
 {
     DIR *d = opendir(dir);
     if (d == NULL)
         return;
-    int removed = 0;
     char path[PATH_MAX];
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         const uint64_t g = gck_shard_gen(e->d_name);
@@ -343,12 +344,10 @@ static void gck_remove_old_shards(const char *dir, uint64_t gen)
             continue;
         const int k = snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat sb;
-        if (k > 0 && (size_t)k < sizeof path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(path) == 0)
-            removed = 1;
+        if (k > 0 && (size_t)k < sizeof path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+            (void)unlink(path);
     }
     closedir(d);
-    if (removed)
-        (void)gck_sync_dir(dir);
 }
 
 gck_status gck_snapshot_sharded_commit(const gck_snapshot *s, const char *dir, uint64_t generation,

@@ -44,37 +44,38 @@ gck_status gck_mpi_snapshot_save(const gck_snapshot *snap, const char *dir, MPI_
     int P = 1, me = 0;
     MPI_Comm_size(comm, &P);
     MPI_Comm_rank(comm, &me);
-    /* layout digest, content digest, rank 0's generation */
-    uint64_t d[3] = {0, 0, 0};
+    /* 1. arguments, and every snapshot against rank 0's digests (nothing touched yet) */
+    uint64_t d[2] = {0, 0}, d0[2];
     gck_status st = GCK_OK;
     if (snap == NULL || dir == NULL || dir[0] == '\0')
         st = gck_report_error(GCK_ERR_INVALID_ARGUMENT, "NULL snapshot or NULL or empty dir");
     else
         st = gck_snapshot_digest(snap, &d[0], &d[1]);
-    if (st == GCK_OK && me == 0)
-        st = gck_snapshot_sharded_begin(dir, &d[2]);
-    if ((st = gck_mpi_agree(comm, st, fn)) != GCK_OK)
-        return st;
-    uint64_t all0[3];
-    memcpy(all0, d, sizeof all0);
-    MPI_Bcast(all0, 3, MPI_UINT64_T, 0, comm);
-    /* each rank compares itself with rank 0, then everyone learns the first mismatch */
-    if (d[0] != all0[0])
+    memcpy(d0, d, sizeof d0);
+    MPI_Bcast(d0, 2, MPI_UINT64_T, 0, comm);
+    if (st == GCK_OK && d[0] != d0[0])
         st = gck_report_error(GCK_ERR_DIMENSION_MISMATCH,
                               "its snapshot differs from rank 0's in tensor names, dtypes or shapes or in optimizer "
                               "state names or sizes");
-    else if (d[1] != all0[1])
+    else if (st == GCK_OK && d[1] != d0[1])
         st = gck_report_error(GCK_ERR_INVALID_ARGUMENT,
                               "its snapshot differs from rank 0's in values, step, loss cid or metadata (every rank "
                               "must hold the same replicated snapshot)");
     if ((st = gck_mpi_agree(comm, st, fn)) != GCK_OK)
         return st;
-    /* every rank's shard durable before the commit */
-    st = gck_snapshot_save_shard(snap, dir, all0[2], (size_t)me, (size_t)P);
+    /* 2. rank 0 picks the new generation (its shard names are new in dir) */
+    uint64_t gen = 0;
+    if (me == 0)
+        st = gck_snapshot_sharded_begin(dir, &gen);
+    if ((st = gck_mpi_agree(comm, st, fn)) != GCK_OK)
+        return st;
+    MPI_Bcast(&gen, 1, MPI_UINT64_T, 0, comm);
+    /* 3. every rank's shard durable before 4. the commit */
+    st = gck_snapshot_save_shard(snap, dir, gen, (size_t)me, (size_t)P);
     if ((st = gck_mpi_agree(comm, st, fn)) != GCK_OK)
         return st;
     if (me == 0)
-        st = gck_snapshot_sharded_commit(snap, dir, all0[2], (size_t)P);
+        st = gck_snapshot_sharded_commit(snap, dir, gen, (size_t)P);
     return gck_mpi_agree(comm, st, fn);
 }
 

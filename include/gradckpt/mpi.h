@@ -83,9 +83,10 @@ GCK_API void gck_mpi_free_scratch(void);
  * failing before that leaves the previous commit loadable, and the next
  * commit removes the dead save's files.
  *
- * Exchange: rank 0 reads the directory for the new generation; the
- * snapshots' digests (gck_snapshot_digest) are compared with rank 0's; then
- * after each of the writing steps the ranks agree on a status. Each is a
+ * Exchange: every snapshot's digests (gck_snapshot_digest) are compared
+ * with rank 0's before anything is written (an argument error or a mismatch
+ * leaves dir untouched); rank 0 reads the directory for the new generation
+ * and broadcasts it; after each step the ranks agree on a status. Each is a
  * small collective (an allreduce, and a broadcast of the failing rank's
  * status and message only on failure); no tensor bytes cross the network.
  *

@@ -188,8 +188,12 @@ static void test_errors_fail_on_every_rank(void **state)
     if (g_size > 1)
         expect_save_everywhere(other, dir, GCK_ERR_INVALID_ARGUMENT, "replicated");
     gck_snapshot_destroy(other);
-    /* a NULL directory on the last rank */
-    expect_save_everywhere(s, last ? NULL : dir, GCK_ERR_INVALID_ARGUMENT, rank_tag);
+    /* a NULL directory on the last rank: nothing is made */
+    char fresh[300];
+    fresh_dir(fresh, sizeof fresh, "never");
+    expect_save_everywhere(s, last ? NULL : fresh, GCK_ERR_INVALID_ARGUMENT, rank_tag);
+    struct stat sb;
+    assert_int_equal(stat(fresh, &sb), -1);
     /* rank 0 cannot create the directory: a file is in the way */
     char blocked[320];
     snprintf(blocked, sizeof blocked, "%s/file/sub", g_dir);

@@ -305,17 +305,9 @@ int cli_is_sharded(const char *path)
            S_ISREG(st.st_mode);
 }
 
-/* cli_read_header_info of a sharded directory: its index's metadata. */
-static int cli_read_index_info(const cli_command *c, const char *path, cli_header_info *out)
+/* Our keys in a metadata object: content ids, and whether any other is there. */
+static void cli_count_keys(json_t *md, cli_header_info *out)
 {
-    char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", path, GCK_SHARDED_INDEX);
-    json_t *root = json_load_file(p, 0, NULL);
-    json_t *wm = json_object_get(root, "weight_map"), *md = json_object_get(root, "metadata");
-    if (!json_is_object(wm)) {
-        json_decref(root);
-        return cli_fail(c, "%s: cannot re-read the index (did it change?)", p);
-    }
     const char *key;
     json_t *v;
     const size_t pl = strlen(GCK_METADATA_PREFIX);
@@ -327,6 +319,22 @@ static int cli_read_index_info(const cli_command *c, const char *path, cli_heade
         else
             out->ours = 1;
     }
+}
+
+/* cli_read_header_info of a sharded directory: its index's metadata. */
+static int cli_read_index_info(const cli_command *c, const char *path, cli_header_info *out)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", path, GCK_SHARDED_INDEX);
+    json_t *root = json_load_file(p, 0, NULL);
+    json_t *wm = json_object_get(root, "weight_map"), *md = json_object_get(root, "metadata");
+    if (!json_is_object(wm)) {
+        json_decref(root);
+        return cli_fail(c, "%s: cannot re-read the index (did it change?)", p);
+    }
+    cli_count_keys(md, out);
+    const char *key;
+    json_t *v;
     /* distinct shard files: a set of the names as a JSON object */
     json_t *files = json_object();
     json_object_foreach(wm, key, v) if (files != NULL && json_is_string(v))
@@ -359,17 +367,7 @@ int cli_read_header_info(const cli_command *c, const char *path, cli_header_info
     if (root == NULL)
         return cli_fail(c, "%s: cannot re-read the header (did the file change?)", path);
     json_t *md = json_object_get(root, "__metadata__");
-    const char *key;
-    json_t *v;
-    const size_t pl = strlen(GCK_METADATA_PREFIX);
-    json_object_foreach(md, key, v) {
-        if (strncmp(key, GCK_METADATA_PREFIX, pl) != 0)
-            continue;
-        if (strncmp(key + pl, "cid.", 4) == 0)
-            out->recorded_cids++;
-        else
-            out->ours = 1;
-    }
+    cli_count_keys(md, out);
     json_decref(root);
     return CLI_OK;
 }

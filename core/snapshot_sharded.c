@@ -103,21 +103,37 @@ static void gck_shard_name(char *buf, size_t cap, uint64_t gen, size_t k, size_t
     snprintf(buf, cap, "model-g%llu-%05zu-of-%05zu.safetensors", (unsigned long long)gen, k + 1, S);
 }
 
-/* The generation of a shard file name "model-g<digits>-...", or 0. */
+/* Digits at *p (at most max of them), *p moved past them; 0 when none. */
+static size_t gck_skip_digits(const char **p, size_t max)
+{
+    size_t k = 0;
+    while (k < max && (*p)[k] >= '0' && (*p)[k] <= '9')
+        k++;
+    *p += k;
+    return k;
+}
+
+/* The generation of a shard file name as gck_shard_name makes it
+ * ("model-g<gen>-<k>-of-<S>.safetensors", nothing else), or 0. */
 static uint64_t gck_shard_gen(const char *name)
 {
     if (strncmp(name, "model-g", 7) != 0)
         return 0;
-    const char *dash = strchr(name + 7, '-');
-    const size_t len = strlen(name), sfx = strlen(".safetensors");
-    if (dash == NULL || dash == name + 7 || (size_t)(dash - name) > 7 + 20 || len < sfx ||
-        strcmp(name + len - sfx, ".safetensors") != 0)
+    const char *p = name + 7, *g = p;
+    const size_t gl = gck_skip_digits(&p, 20);
+    if (gl == 0 || *p != '-')
+        return 0;
+    p++;
+    if (gck_skip_digits(&p, 20) < 5 || strncmp(p, "-of-", 4) != 0)
+        return 0;
+    p += 4;
+    if (gck_skip_digits(&p, 20) < 5 || strcmp(p, ".safetensors") != 0)
         return 0;
     char digits[24];
-    memcpy(digits, name + 7, (size_t)(dash - name) - 7);
-    digits[dash - name - 7] = '\0';
-    uint64_t g;
-    return gck_parse_u64(digits, &g) ? g : 0;
+    memcpy(digits, g, gl);
+    digits[gl] = '\0';
+    uint64_t gen;
+    return gck_parse_u64(digits, &gen) ? gen : 0;
 }
 
 static gck_status gck_join(char *buf, size_t cap, const char *dir, const char *name)

@@ -264,6 +264,8 @@ static void test_generations_and_leftovers(void **state)
     uint64_t g = 0;
     write_text(join(dir, "model-g7-00002-of-00003.safetensors"), "dead writer's shard");
     write_text(join(dir, "model-gx-00001-of-00001.safetensors"), "not ours: never touched");
+    write_text(join(dir, "model-g9-notes.safetensors"), "not ours either");
+    write_text(join(dir, "model-g9-00001-of-00001.safetensors.bak"), "nor this");
     assert_int_equal(gck_snapshot_sharded_begin(dir, &g), GCK_OK);
     assert_int_equal(g, 8);
     /* the commit is still generation 2 */
@@ -272,7 +274,7 @@ static void test_generations_and_leftovers(void **state)
     gck_fx_same(b, got);
     gck_snapshot_destroy(got);
     assert_int_equal(gck_snapshot_save_sharded(a, dir, 1), GCK_OK);
-    assert_int_equal(count_files(dir, "model-g"), 2); /* g8's shard and the foreign name */
+    assert_int_equal(count_files(dir, "model-g"), 4); /* g8's shard and the three other names */
     assert_int_equal(count_files(dir, "model-g8-00001-of-00001"), 1);
     assert_int_equal(gck_snapshot_load_sharded(dir, NULL, 0, &got), GCK_OK);
     gck_fx_same(a, got);

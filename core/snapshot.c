@@ -618,6 +618,31 @@ static void gck_digest_meta(gck_hasher *h, const gck_named_vec *v, const char *s
     }
 }
 
+/* The items' names, dtypes, shapes and blob lengths (each list counted
+ * first); with c non-NULL, each item's content id into c as well. */
+static void gck_digest_items(gck_hasher *h, const gck_snapshot *s, gck_hasher *c)
+{
+    gck_digest_u64(h, s->tensors.n);
+    for (size_t i = 0; i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        gck_digest_str(h, t->name);
+        gck_digest_str(h, gck_dtype_name(t->dtype));
+        gck_digest_u64(h, t->ndim);
+        for (size_t d = 0; d < t->ndim; d++)
+            gck_digest_u64(h, (uint64_t)t->shape[d]);
+        if (c != NULL)
+            gck_digest_str(c, t->cid);
+    }
+    gck_digest_u64(h, s->blobs.n);
+    for (size_t i = 0; i < s->blobs.n; i++) {
+        const gck_snap_blob *b = s->blobs.items[i];
+        gck_digest_str(h, b->name);
+        gck_digest_u64(h, b->len);
+        if (c != NULL)
+            gck_digest_str(c, b->cid);
+    }
+}
+
 void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta, char out[24])
 {
     gck_hasher h;
@@ -628,20 +653,22 @@ void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta,
     /* every list is sorted by name, so equal snapshots feed equal streams */
     gck_digest_meta(&h, &s->meta, NULL);
     gck_digest_meta(&h, &s->sysmeta, skip_sysmeta);
-    gck_digest_u64(&h, s->tensors.n);
-    for (size_t i = 0; i < s->tensors.n; i++) {
-        const gck_snap_tensor *t = s->tensors.items[i];
-        gck_digest_str(&h, t->name);
-        gck_digest_str(&h, gck_dtype_name(t->dtype));
-        gck_digest_u64(&h, t->ndim);
-        for (size_t d = 0; d < t->ndim; d++)
-            gck_digest_u64(&h, (uint64_t)t->shape[d]);
-    }
-    gck_digest_u64(&h, s->blobs.n);
-    for (size_t i = 0; i < s->blobs.n; i++) {
-        const gck_snap_blob *b = s->blobs.items[i];
-        gck_digest_str(&h, b->name);
-        gck_digest_u64(&h, b->len);
-    }
+    gck_digest_items(&h, s, NULL);
     snprintf(out, 24, "xxh3:%016llx", (unsigned long long)gck_hasher_final(&h));
+}
+
+gck_status gck_snapshot_digest(const gck_snapshot *s, uint64_t *layout, uint64_t *content)
+{
+    GCK_CHECK_ARG(s != NULL && layout != NULL && content != NULL, "gck_snapshot_digest: NULL argument");
+    gck_hasher l, c;
+    gck_hasher_init(&l, GCK_CHECKSUM_XXH3_64);
+    gck_hasher_init(&c, GCK_CHECKSUM_XXH3_64);
+    gck_digest_u64(&c, s->step);
+    gck_digest_str(&c, s->loss_cid);
+    gck_digest_meta(&c, &s->meta, NULL);
+    gck_digest_meta(&c, &s->sysmeta, NULL);
+    gck_digest_items(&l, s, &c);
+    *layout = gck_hasher_final(&l);
+    *content = gck_hasher_final(&c);
+    return GCK_OK;
 }

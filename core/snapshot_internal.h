@@ -163,4 +163,17 @@ GCK_INTERNAL gck_status gck_check_dsts(const char *fn, const char *const *names,
  * still matches. */
 GCK_INTERNAL void gck_snapshot_fields_digest(const gck_snapshot *s, const char *skip_sysmeta, char out[24]);
 
+/* ---- pieces of the file format the sharded layout reuses (core/snapshot_sharded.c) ---- */
+
+struct json_t;
+/* gck_snapshot_save of only the items keep marks (tensors in name order,
+ * then blobs; NULL: all): the file's gradckpt.cid.* keys name those only. */
+GCK_INTERNAL gck_status gck_snapshot_save_subset(const gck_snapshot *s, const unsigned char *keep, const char *path);
+/* s's __metadata__ object as a file of all its items would hold it (every
+ * content id); a new reference, NULL when out of memory. */
+GCK_INTERNAL struct json_t *gck_snapshot_metadata_json(const gck_snapshot *s);
+/* Applies such an object to s as the loader does (CORRUPT naming path for a
+ * malformed entry; gradckpt.cid.* keys are left to the caller). */
+GCK_INTERNAL gck_status gck_snapshot_apply_metadata(const char *path, struct json_t *md, gck_snapshot *s);
+
 #endif /* GCK_SNAPSHOT_INTERNAL_H */

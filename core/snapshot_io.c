@@ -85,8 +85,9 @@ static char *gck_concat(const char *a, const char *b, const char *c)
     return r;
 }
 
-/* The __metadata__ object: ours and the user's, keys in bytewise order. */
-static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts)
+/* The __metadata__ object: ours and the user's, keys in bytewise order;
+ * content ids of the items keep marks (tensors, then blobs; NULL: all). */
+static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts, const unsigned char *keep)
 {
     const size_t n = 3 + (s->loss_cid != NULL) + s->tensors.n + s->blobs.n + s->meta.n + s->sysmeta.n;
     gck_kv *kv = gck_calloc(n, sizeof *kv);
@@ -108,11 +109,13 @@ static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const 
         GCK_KV(GCK_METADATA_PREFIX, "loss_cid", "", s->loss_cid);
     for (size_t i = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        GCK_KV(GCK_METADATA_PREFIX "cid.", t->name, "", t->cid);
+        if (keep == NULL || keep[i])
+            GCK_KV(GCK_METADATA_PREFIX "cid.", t->name, "", t->cid);
     }
     for (size_t i = 0; i < s->blobs.n; i++) {
         const gck_snap_blob *bl = s->blobs.items[i];
-        GCK_KV(GCK_METADATA_PREFIX "cid.", GCK_OPTIMIZER_PREFIX, bl->name, bl->cid);
+        if (keep == NULL || keep[s->tensors.n + i])
+            GCK_KV(GCK_METADATA_PREFIX "cid.", GCK_OPTIMIZER_PREFIX, bl->name, bl->cid);
     }
     for (int v = 0; v < 2; v++) {
         const gck_named_vec *mv = v ? &s->sysmeta : &s->meta;
@@ -168,24 +171,30 @@ static void gck_free_entries(gck_hdr_entry *e, size_t n)
 }
 
 /* The file's entries in data order (names owned by the array) and the
- * serialized header (compact JSON padded with spaces to a multiple of 8). */
-static gck_status gck_build_header(const gck_snapshot *s, gck_hdr_entry **entries_out, size_t *n_out, char **hdr_out,
-                                   size_t *hlen_out)
+ * serialized header (compact JSON padded with spaces to a multiple of 8):
+ * the items keep marks (tensors, then blobs; NULL: all). */
+static gck_status gck_build_header(const gck_snapshot *s, const unsigned char *keep, gck_hdr_entry **entries_out,
+                                   size_t *n_out, char **hdr_out, size_t *hlen_out)
 {
-    const size_t n = s->tensors.n + s->blobs.n;
-    gck_hdr_entry *e = gck_calloc(n ? n : 1, sizeof *e);
+    const size_t all = s->tensors.n + s->blobs.n;
+    gck_hdr_entry *e = gck_calloc(all ? all : 1, sizeof *e);
     if (e == NULL)
-        return gck_fail_oom("header entries", (n ? n : 1) * sizeof *e);
+        return gck_fail_oom("header entries", (all ? all : 1) * sizeof *e);
     int bad = 0;
+    size_t n = 0;
     for (size_t i = 0; i < s->tensors.n && !bad; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        e[i] = (gck_hdr_entry){.name = gck_concat(t->name, "", ""), .dtype = t->dtype, .shape = t->shape,
+        if (keep != NULL && !keep[i])
+            continue;
+        e[n] = (gck_hdr_entry){.name = gck_concat(t->name, "", ""), .dtype = t->dtype, .shape = t->shape,
                            .ndim = t->ndim, .data = t->data, .nbytes = t->nbytes};
-        bad = e[i].name == NULL;
+        bad = e[n++].name == NULL;
     }
     for (size_t i = 0; i < s->blobs.n && !bad; i++) {
         const gck_snap_blob *b = s->blobs.items[i];
-        gck_hdr_entry *x = &e[s->tensors.n + i];
+        if (keep != NULL && !keep[s->tensors.n + i])
+            continue;
+        gck_hdr_entry *x = &e[n++];
         *x = (gck_hdr_entry){.name = gck_concat(GCK_OPTIMIZER_PREFIX, b->name, ""), .dtype = GCK_DTYPE_U8, .ndim = 1,
                          .blob_len = (int64_t)b->len, .data = b->data, .nbytes = b->len};
         bad = x->name == NULL;
@@ -194,7 +203,7 @@ static gck_status gck_build_header(const gck_snapshot *s, gck_hdr_entry **entrie
     snprintf(step, sizeof step, "%llu", (unsigned long long)s->step);
     snprintf(ts, sizeof ts, "%llu", (unsigned long long)s->timestamp);
     json_t *root = bad ? NULL : json_object();
-    json_t *md = root ? gck_metadata_json(s, step, ts) : NULL;
+    json_t *md = root ? gck_metadata_json(s, step, ts, keep) : NULL;
     bad = md == NULL || json_object_set_new(root, "__metadata__", md) != 0;
     if (!bad) {
         qsort(e, n, sizeof *e, gck_hdr_entry_cmp);
@@ -261,13 +270,14 @@ static int gck_save_fill(int fd, void *ctx)
     return err;
 }
 
-/* Writes the file with gck_write_atomic (fd NULL) or gck_write_unsynced (*fd left open). */
-static gck_status gck_save_as(const gck_snapshot *s, const char *path, int *fd)
+/* Writes the file (the items keep marks, NULL: all) with gck_write_atomic
+ * (fd NULL) or gck_write_unsynced (*fd left open). */
+static gck_status gck_save_as(const gck_snapshot *s, const unsigned char *keep, const char *path, int *fd)
 {
     gck_save_ctx c = {0};
     gck_hdr_entry *e = NULL;
     char *hdr = NULL;
-    GCK_TRY_CTX(gck_build_header(s, &e, &c.n, &hdr, &c.hlen), "cannot save '%.300s'", path);
+    GCK_TRY_CTX(gck_build_header(s, keep, &e, &c.n, &hdr, &c.hlen), "cannot save '%.300s'", path);
     c.e = e, c.hdr = hdr;
     const gck_status st =
         fd ? gck_write_unsynced(path, gck_save_fill, &c, fd) : gck_write_atomic(path, gck_save_fill, &c, NULL);
@@ -280,12 +290,25 @@ gck_status gck_snapshot_save(const gck_snapshot *s, const char *path)
 {
     GCK_CHECK_ARG(s != NULL && path != NULL, "gck_snapshot_save: NULL argument");
     GCK_CHECK_ARG(path[0] != '\0', "gck_snapshot_save: empty path");
-    return gck_save_as(s, path, NULL);
+    return gck_save_as(s, NULL, path, NULL);
 }
 
 gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd)
 {
-    return gck_save_as(s, path, fd);
+    return gck_save_as(s, NULL, path, fd);
+}
+
+gck_status gck_snapshot_save_subset(const gck_snapshot *s, const unsigned char *keep, const char *path)
+{
+    return gck_save_as(s, keep, path, NULL);
+}
+
+json_t *gck_snapshot_metadata_json(const gck_snapshot *s)
+{
+    char step[32], ts[32];
+    snprintf(step, sizeof step, "%llu", (unsigned long long)s->step);
+    snprintf(ts, sizeof ts, "%llu", (unsigned long long)s->timestamp);
+    return gck_metadata_json(s, step, ts, NULL);
 }
 
 gck_status gck_snapshot_sweep_temporaries(const char *dir, const char *name, uint64_t min_age_secs,
@@ -435,7 +458,11 @@ static gck_status gck_apply_metadata(const char *path, json_t *md, gck_snapshot 
     return GCK_OK;
 }
 
-/* Loads every tensor's bytes straight into its own buffer. */
+gck_status gck_snapshot_apply_metadata(const char *path, json_t *md, gck_snapshot *s)
+{
+    return gck_apply_metadata(path, md, s);
+}
+
 /* The content id the file records for `name` (NULL if none or malformed). */
 static const char *gck_recorded_cid(json_t *md, const char *name)
 {

@@ -131,12 +131,18 @@ double cli_tensor_l2norm(const gck_tensor_info *t, int *computed);
 typedef struct cli_header_info {
     int ours;              /**< has gradckpt.* keys (step, timestamp, format) */
     size_t recorded_cids;  /**< gradckpt.cid.* entries (all checked by the load) */
+    size_t shards;         /**< a sharded directory: the shard files its index names; 0 for a file */
 } cli_header_info;
 
-/** Reads the header of a file that loaded. 0 on success; else the error is printed. */
+/** Reads the header of a file (or the index of a sharded directory) that
+ *  loaded. 0 on success; else the error is printed. */
 int cli_read_header_info(const cli_command *c, const char *path, cli_header_info *out);
 
-/** Loads FILE with every content id checked (values mapped, not copied). */
+/** 1 when path is a directory holding a sharded snapshot's index (GCK_SHARDED_INDEX). */
+int cli_is_sharded(const char *path);
+
+/** Loads FILE with every content id checked (values mapped, not copied), or
+ *  every item of a sharded directory (gck_snapshot_load_sharded). */
 int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out);
 
 /* ---- stores ------------------------------------------------------------------- */

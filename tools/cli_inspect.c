@@ -1,4 +1,4 @@
-/* tools/cli_inspect.c - `gradckpt inspect FILE [--json]`: what a safetensors file holds. */
+/* tools/cli_inspect.c - `gradckpt inspect FILE|SHARDDIR [--json]`: what a safetensors file or sharded snapshot holds. */
 #include "cli.h"
 
 #include <inttypes.h>
@@ -11,6 +11,8 @@ static int inspect_json(const cli_command *c, const char *path, const gck_snapsh
     json_t *root = json_object();
     cli_jset(root, "file", json_string(path), &bad);
     cli_jset(root, "format", json_string(h->ours ? "gradckpt" : "safetensors"), &bad);
+    if (h->shards > 0) /* a sharded directory: only then, so a file's output is as before */
+        cli_jset(root, "shards", cli_ju64(h->shards), &bad);
     cli_jset(root, "step", h->ours ? cli_ju64(gck_snapshot_step(s)) : json_null(), &bad);
     cli_jset(root, "timestamp", h->ours ? cli_ju64(gck_snapshot_timestamp(s)) : json_null(), &bad);
     const char *loss = gck_snapshot_loss_cid(s);
@@ -76,7 +78,11 @@ static int inspect_text(const char *path, const gck_snapshot *s, const cli_heade
     char buf[256];
     fputs("file: ", stdout);
     cli_put_escaped(stdout, path);
-    printf("\nformat: %s\n", h->ours ? "gradckpt snapshot" : "safetensors (no gradckpt keys)");
+    if (h->shards > 0)
+        printf("\nformat: %s, %zu shard%s\n", h->ours ? "gradckpt sharded snapshot" : "sharded safetensors (no gradckpt keys)",
+               h->shards, h->shards == 1 ? "" : "s");
+    else
+        printf("\nformat: %s\n", h->ours ? "gradckpt snapshot" : "safetensors (no gradckpt keys)");
     if (h->ours) {
         printf("step: %" PRIu64 "\n", gck_snapshot_step(s));
         cli_format_time(buf, sizeof buf, gck_snapshot_timestamp(s));
@@ -156,8 +162,8 @@ static int inspect_text(const char *path, const gck_snapshot *s, const cli_heade
         printf("%*s  %12zu bytes\n", ln < wparam ? wparam - ln : 0, "", len);
     }
     if (h->recorded_cids > 0)
-        printf("checksum: OK, %zu of %zu content ids recorded in the file match the data (XXH3-64)\n",
-               h->recorded_cids, n + nopt);
+        printf("checksum: OK, %zu of %zu content ids recorded in the %s match the data (XXH3-64)\n",
+               h->recorded_cids, n + nopt, h->shards > 0 ? "index" : "file");
     else
         printf("checksum: the file records no content ids; the ids above were computed from the data (XXH3-64)\n");
     return CLI_OK;
@@ -186,14 +192,19 @@ done:
 
 const cli_command cli_cmd_inspect = {
     "inspect",
-    "FILE [--json]",
-    "Show what a safetensors file holds (ours or another writer's) and check its content ids.",
+    "FILE|SHARDDIR [--json]",
+    "Show what a safetensors file or sharded snapshot holds (ours or another writer's) and check its content ids.",
     "Prints, per tensor: name, dtype, shape, element count, bytes, L2 norm (F32/F64;\n"
     "F16/BF16 widened exactly by the kernels; '-' / null for integer and bool tensors)\n"
     "and content id; then the step, timestamp and loss content id when the file has\n"
     "gradckpt's keys, the user metadata, the optimizer-state blobs (parameter, bytes)\n"
     "and a checksum line. Every content id the file records is checked against the\n"
     "data: a mismatch, or any other defect, fails with exit status 1.\n"
+    "SHARDDIR: a directory holding model.safetensors.index.json (the Hugging Face\n"
+    "sharded layout, as gck_snapshot_save_sharded and gck_mpi_snapshot_save write\n"
+    "it): every item the index names, from its shard, checked against the index's\n"
+    "content ids; the fields are the index's; the format line gives the shard count\n"
+    "(--json: \"shards\").\n"
     "\n"
     "  --json   one JSON object: file (as given), format, step, timestamp, loss_cid,\n"
     "           metadata, tensors [name, dtype, shape, elements, bytes, l2norm,\n"

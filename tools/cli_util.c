@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -278,8 +279,15 @@ int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out
     struct stat st;
     if (stat(path, &st) != 0)
         return cli_fail(c, "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode) && cli_is_sharded(path)) {
+        /* every item, each checked against the index's content id */
+        if (gck_snapshot_load_sharded(path, NULL, 0, out) != GCK_OK)
+            return cli_fail_gck(c);
+        return CLI_OK;
+    }
     if (S_ISDIR(st.st_mode))
-        return cli_fail(c, "%s: is a directory, not a safetensors file", path);
+        return cli_fail(c, "%s: is a directory without %s, not a safetensors file or a sharded snapshot", path,
+                        GCK_SHARDED_INDEX);
     if (!S_ISREG(st.st_mode))
         return cli_fail(c, "%s: not a regular file", path);
     /* mapped, every byte hashed and checked against the recorded content ids */
@@ -288,9 +296,60 @@ int cli_load_snapshot(const cli_command *c, const char *path, gck_snapshot **out
     return CLI_OK;
 }
 
+int cli_is_sharded(const char *path)
+{
+    char p[PATH_MAX];
+    struct stat st;
+    const int k = snprintf(p, sizeof p, "%s/%s", path, GCK_SHARDED_INDEX);
+    return k > 0 && (size_t)k < sizeof p && stat(path, &st) == 0 && S_ISDIR(st.st_mode) && stat(p, &st) == 0 &&
+           S_ISREG(st.st_mode);
+}
+
+/* Our keys in a metadata object: content ids, and whether any other is there. */
+static void cli_count_keys(json_t *md, cli_header_info *out)
+{
+    const char *key;
+    json_t *v;
+    const size_t pl = strlen(GCK_METADATA_PREFIX);
+    json_object_foreach(md, key, v) {
+        if (strncmp(key, GCK_METADATA_PREFIX, pl) != 0)
+            continue;
+        if (strncmp(key + pl, "cid.", 4) == 0)
+            out->recorded_cids++;
+        else
+            out->ours = 1;
+    }
+}
+
+/* cli_read_header_info of a sharded directory: its index's metadata. */
+static int cli_read_index_info(const cli_command *c, const char *path, cli_header_info *out)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s", path, GCK_SHARDED_INDEX);
+    json_t *root = json_load_file(p, 0, NULL);
+    json_t *wm = json_object_get(root, "weight_map"), *md = json_object_get(root, "metadata");
+    if (!json_is_object(wm)) {
+        json_decref(root);
+        return cli_fail(c, "%s: cannot re-read the index (did it change?)", p);
+    }
+    cli_count_keys(md, out);
+    const char *key;
+    json_t *v;
+    /* distinct shard files: a set of the names as a JSON object */
+    json_t *files = json_object();
+    json_object_foreach(wm, key, v) if (files != NULL && json_is_string(v))
+        json_object_set(files, json_string_value(v), json_true());
+    out->shards = json_object_size(files);
+    json_decref(files);
+    json_decref(root);
+    return CLI_OK;
+}
+
 int cli_read_header_info(const cli_command *c, const char *path, cli_header_info *out)
 {
     memset(out, 0, sizeof *out);
+    if (cli_is_sharded(path))
+        return cli_read_index_info(c, path, out);
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return cli_fail(c, "%s: cannot open: %s", path, strerror(errno));
@@ -308,17 +367,7 @@ int cli_read_header_info(const cli_command *c, const char *path, cli_header_info
     if (root == NULL)
         return cli_fail(c, "%s: cannot re-read the header (did the file change?)", path);
     json_t *md = json_object_get(root, "__metadata__");
-    const char *key;
-    json_t *v;
-    const size_t pl = strlen(GCK_METADATA_PREFIX);
-    json_object_foreach(md, key, v) {
-        if (strncmp(key, GCK_METADATA_PREFIX, pl) != 0)
-            continue;
-        if (strncmp(key + pl, "cid.", 4) == 0)
-            out->recorded_cids++;
-        else
-            out->ours = 1;
-    }
+    cli_count_keys(md, out);
     json_decref(root);
     return CLI_OK;
 }

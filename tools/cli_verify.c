@@ -1,4 +1,4 @@
-/* tools/cli_verify.c - `gradckpt verify FILE|STOREDIR`: check every byte of a file or a store. */
+/* tools/cli_verify.c - `gradckpt verify FILE|SHARDDIR|STOREDIR`: check every byte of a file, a sharded snapshot or a store. */
 #include "cli.h"
 
 #include <errno.h>
@@ -7,10 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int verify_file(const cli_command *c, const char *path)
+static int verify_file(const cli_command *c, const char *path, int sharded)
 {
     gck_snapshot *s = NULL;
-    if (gck_snapshot_load(path, &s) != GCK_OK) /* every rule, every content id */
+    /* every rule, every content id (of every shard the index names) */
+    const gck_status st = sharded ? gck_snapshot_load_sharded(path, NULL, 0, &s) : gck_snapshot_load(path, &s);
+    if (st != GCK_OK)
         return cli_fail_gck(c);
     cli_header_info h;
     if (cli_read_header_info(c, path, &h) != CLI_OK) {
@@ -32,7 +34,11 @@ static int verify_file(const cli_command *c, const char *path)
         bytes += len;
     }
     gck_snapshot_destroy(s);
-    printf("OK: %zu tensors, %zu optimizer states, %" PRIu64 " bytes, ", n, nopt, bytes);
+    if (sharded)
+        printf("OK: %zu shard%s, ", h.shards, h.shards == 1 ? "" : "s");
+    else
+        printf("OK: ");
+    printf("%zu tensors, %zu optimizer states, %" PRIu64 " bytes, ", n, nopt, bytes);
     if (h.recorded_cids == n + nopt)
         printf("all %zu content ids match\n", h.recorded_cids);
     else if (h.recorded_cids > 0)
@@ -103,17 +109,20 @@ static int verify_run(const cli_command *c, int argc, char **argv)
     if (stat(path, &st) != 0)
         return cli_fail(c, "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return verify_store(c, path);
+        return cli_is_sharded(path) ? verify_file(c, path, 1) : verify_store(c, path);
     if (!S_ISREG(st.st_mode))
         return cli_fail(c, "%s: not a regular file or a directory", path);
-    return verify_file(c, path);
+    return verify_file(c, path, 0);
 }
 
 const cli_command cli_cmd_verify = {
     "verify",
-    "FILE|STOREDIR",
-    "Check every byte of a safetensors file, or of every version in a store.",
+    "FILE|SHARDDIR|STOREDIR",
+    "Check every byte of a safetensors file, of a sharded snapshot, or of every version in a store.",
     "FILE: every safetensors rule and every content id the file records.\n"
+    "SHARDDIR (a directory holding model.safetensors.index.json): the index, and\n"
+    "every shard it names by the same rules, each item against the index's content\n"
+    "id (files the index does not name are not read).\n"
     "STOREDIR: each retained version is re-read from disk and rebuilt (deltas\n"
     "against their bases); every tensor, the step, timestamp, loss cid, metadata,\n"
     "dtypes and shapes are checked against the manifest; the versions that pass\n"

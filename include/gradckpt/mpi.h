@@ -9,6 +9,7 @@
 #include <gradckpt/checkpoint.h>
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/export.h>
+#include <gradckpt/snapshot.h>
 #include <gradckpt/status.h>
 
 #ifdef __cplusplus
@@ -67,6 +68,55 @@ GCK_API gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t f
 
 /** Frees the calling thread's gck_mpi_flush buffers (they come back on the next call). */
 GCK_API void gck_mpi_free_scratch(void);
+
+/**
+ * Saves a sharded snapshot (gradckpt/snapshot.h, GCK_SHARDED_INDEX)
+ * collectively over comm: every rank of comm calls it with its copy of the
+ * same snapshot (replicated data parallel: equal tensor names, dtypes,
+ * shapes, content ids, optimizer states, step, loss cid and metadata; the
+ * timestamp may differ and rank 0's is recorded) and the same directory as
+ * seen from that rank (on a file system every rank shares, e.g. NFS across
+ * hosts). Rank r writes shard r of the assignment for P = size(comm)
+ * writers (gck_snapshot_save_sharded: balanced by bytes, from names and
+ * sizes only, so no data is sent), durably; once every rank's shard is
+ * durable, rank 0 writes the index atomically: the commit. A rank killed or
+ * failing before that leaves the previous commit loadable, and the next
+ * commit removes the dead save's files.
+ *
+ * Exchange: every snapshot's digests (gck_snapshot_digest) are compared
+ * with rank 0's before anything is written (an argument error or a mismatch
+ * leaves dir untouched); rank 0 reads the directory for the new generation
+ * and broadcasts it; after each step the ranks agree on a status. Each is a
+ * small collective (an allreduce, and a broadcast of the failing rank's
+ * status and message only on failure); no tensor bytes cross the network.
+ *
+ * Ownership: reads snap; keeps no reference.
+ * Errors (the same status and message on every rank, naming the first rank
+ * that failed): GCK_ERR_INVALID_ARGUMENT (NULL or empty arguments; a
+ * snapshot differing from rank 0's in values, step, loss cid or metadata);
+ * GCK_ERR_DIMENSION_MISMATCH (a snapshot differing from rank 0's in names,
+ * dtypes or shapes); and those of gck_snapshot_sharded_begin,
+ * gck_snapshot_save_shard and gck_snapshot_sharded_commit. MPI errors
+ * follow comm's error handler (by default they abort the job).
+ * Thread-safety: collective over comm; one save per directory at a time.
+ */
+GCK_API gck_status gck_mpi_snapshot_save(const gck_snapshot *snap, const char *dir, MPI_Comm comm);
+
+/**
+ * gck_snapshot_load_sharded on every rank of comm (each rank names its own
+ * items: names NULL with n 0 for all of them; any number of ranks, whatever
+ * the number that saved), then one agreement: if any rank failed, every rank
+ * returns the first failing rank's status and message and *out is untouched
+ * everywhere. Each rank reads only the shards holding its items, and only
+ * those items' bytes. No save may run into dir meanwhile.
+ *
+ * Ownership: *out (on every rank) is the caller's.
+ * Errors: those of gck_snapshot_load_sharded (GCK_ERR_INVALID_ARGUMENT also
+ *         for a NULL out), the same on every rank.
+ * Thread-safety: collective over comm.
+ */
+GCK_API gck_status gck_mpi_snapshot_load(const char *dir, MPI_Comm comm, const char *const *names, size_t n,
+                                         gck_snapshot **out);
 
 #ifdef __cplusplus
 }

@@ -294,6 +294,130 @@ GCK_API gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snap
 GCK_API gck_status gck_snapshot_load_into(const char *path, const char *const *names, void *const *dsts,
                                           const size_t *sizes, size_t n, gck_snapshot **fields);
 
+/* ---- sharded snapshots: a directory in the Hugging Face sharded layout ---------- */
+
+/**
+ * File name of a sharded snapshot's index inside its directory. Writing it
+ * (atomically) is the commit of a sharded save. It is the Hugging Face
+ * sharded layout: {"metadata": {...}, "weight_map": {name: shard file}}.
+ * "metadata" holds "total_size" (the items' bytes, a JSON integer) and, as
+ * strings, every key a single-file save writes to `__metadata__` (step,
+ * timestamp, loss cid, user metadata, one gradckpt.cid.<name> per tensor
+ * and optimizer blob) plus "gradckpt.generation", the commit's number.
+ * "weight_map" maps every tensor name and every "__optimizer__/<param>" to
+ * its shard, "model-g<generation>-<k>-of-<S>.safetensors" (k from 00001),
+ * a safetensors file as gck_snapshot_save writes it, holding those items
+ * only. Shard names are unique per commit, so a save never overwrites a
+ * file the current commit names.
+ */
+#define GCK_SHARDED_INDEX "model.safetensors.index.json"
+
+/**
+ * Saves s as a sharded snapshot in directory `dir` (created if missing; its
+ * parent must exist), written as num_writers writers would: every step of
+ * the collective gck_mpi_snapshot_save in one process. The items (tensors
+ * and optimizer blobs) go to S = min(num_writers, items) shards, balanced
+ * by bytes: largest first (ties by name), each to the least-loaded shard
+ * (ties to the lowest). The assignment depends on the names and byte sizes
+ * only. Steps: gck_snapshot_sharded_begin, gck_snapshot_save_shard for
+ * every shard, gck_snapshot_sharded_commit.
+ *
+ * A crash or error before the index is renamed into place leaves the
+ * previous commit loadable; its files are removed by the next commit. One
+ * writer per directory at a time (a second writer's commit removes the
+ * first one's shards); never beside a gck_snapshot_load_sharded of it.
+ *
+ * Ownership: reads s; keeps no reference.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty arguments, num_writers 0);
+ *         GCK_ERR_IO (the directory cannot be created, listed or written);
+ *         GCK_ERR_CORRUPT (an existing index is malformed: its generation
+ *         cannot be read); GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread on distinct directories.
+ */
+GCK_API gck_status gck_snapshot_save_sharded(const gck_snapshot *s, const char *dir, size_t num_writers);
+
+/**
+ * First step of a sharded save (done by one writer, e.g. MPI rank 0): makes
+ * `dir` if it is missing (one level, then the parent is fsynced) and gives
+ * the new commit's generation: one more than the largest generation of the
+ * index and of every shard file in dir (uncommitted leftovers included), so
+ * its shard names are new.
+ *
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty); GCK_ERR_IO;
+ *         GCK_ERR_CORRUPT (the index is malformed); GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_snapshot_sharded_begin(const char *dir, uint64_t *generation);
+
+/**
+ * Writes shard `shard` (0-based) of s's items as assigned for num_writers
+ * writers (see gck_snapshot_save_sharded), durably (temporary file, fsync,
+ * rename, directory fsync), under its generation's name in dir. A shard
+ * index >= S (more writers than items) writes nothing and succeeds. The
+ * writers may be different processes or hosts holding equal snapshots
+ * (same names, shapes and content ids; the index records the committing
+ * writer's fields).
+ *
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL or empty, num_writers 0,
+ *         shard >= num_writers, generation 0); GCK_ERR_IO (the file is then
+ *         absent); GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread (distinct shards, same s: fine).
+ */
+GCK_API gck_status gck_snapshot_save_shard(const gck_snapshot *s, const char *dir, uint64_t generation,
+                                           size_t shard, size_t num_writers);
+
+/**
+ * The commit, once every shard of `generation` is durable: writes the index
+ * atomically (temporary, fsync, rename, directory fsync), then removes the
+ * shard files of other generations (best effort: a file that cannot be
+ * removed is removed by the next commit, and the commit still succeeds).
+ *
+ * Errors: GCK_ERR_INVALID_ARGUMENT (as gck_snapshot_save_shard);
+ *         GCK_ERR_IO: if the index was not renamed, the previous commit is
+ *         intact; if only the directory fsync failed the new index is in
+ *         place and the message says so; GCK_ERR_NO_MEMORY.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_snapshot_sharded_commit(const gck_snapshot *s, const char *dir, uint64_t generation,
+                                               size_t num_writers);
+
+/**
+ * Loads a sharded snapshot directory (ours, or another writer's Hugging Face
+ * index: then without our metadata, step 0, and content ids checked only
+ * where the shard files record them): the index's fields and the items
+ * named (tensor names and "__optimizer__/<param>"; names NULL with n 0: all
+ * of weight_map). Only the shards holding them are opened, and only their
+ * bytes read; each item's bytes are checked against the index's content id
+ * (else the shard's). Every shard opened passes gck_snapshot_load's
+ * structural rules.
+ *
+ * Ownership: *out is the caller's (gck_snapshot_destroy).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL dir or out, names NULL with n > 0,
+ *         a NULL name or one named twice); GCK_ERR_IO (the index or a shard
+ *         it names cannot be opened or read: a missing shard);
+ *         GCK_ERR_CORRUPT (an index that is not such a JSON object, a
+ *         shard file name that is not a plain name, a shard lacking an item
+ *         the index puts in it, any shard rule of gck_snapshot_load, a
+ *         content id mismatch); GCK_ERR_NOT_FOUND (a name weight_map lacks);
+ *         GCK_ERR_UNSUPPORTED (a newer format or an unknown dtype);
+ *         GCK_ERR_NO_MEMORY. *out is untouched on error.
+ * Thread-safety: safe from any thread.
+ */
+GCK_API gck_status gck_snapshot_load_sharded(const char *dir, const char *const *names, size_t n,
+                                             gck_snapshot **out);
+
+/**
+ * Two digests of s, for checking that processes hold the same snapshot
+ * without sending it: *layout over the tensors' names, dtypes and shapes and
+ * the optimizer blobs' names and lengths; *content over the step, the loss
+ * cid, the user and "gradckpt." metadata and every item's content id. The
+ * timestamp is left out. Equal snapshots give equal digests on every CPU.
+ *
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL).
+ * Thread-safety: safe beside other readers of s.
+ */
+GCK_API gck_status gck_snapshot_digest(const gck_snapshot *s, uint64_t *layout, uint64_t *content);
+
 /** One tensor of a snapshot; pointers owned by the snapshot. */
 typedef struct gck_tensor_info {
     const char *name;

@@ -12,6 +12,7 @@
  *                                   same run into a new store (3 kept, every 4th full, the tag
  *                                   "best" moved every 5th) until the file STOP exists
  *   cli_fixture expect V PATH       gck_snapshot_save of version V's snapshot (as `store` saves it)
+ *   cli_fixture sharded FILE DIR N  FILE's snapshot saved as a sharded directory by N writers
  *
  * Values are bit patterns written in this CPU's order, so files are the same
  * on every CPU (safetensors is little-endian; the library converts). */
@@ -240,7 +241,15 @@ int main(int argc, char **argv)
         save(store_snapshot(atoi(argv[2])), argv[3]);
         return bad;
     }
+    if (argc == 5 && strcmp(argv[1], "sharded") == 0) {
+        gck_snapshot *s = NULL;
+        check(gck_snapshot_load(argv[2], &s), argv[2]);
+        if (!bad)
+            check(gck_snapshot_save_sharded(s, argv[3], (size_t)atoi(argv[4])), argv[3]);
+        gck_snapshot_destroy(s);
+        return bad;
+    }
     fprintf(stderr, "usage: cli_fixture basic PATH | nonfinite PATH | pair A B | store DIR REFDIR |\n"
-                    "       writer DIR STOP | expect V PATH\n");
+                    "       writer DIR STOP | expect V PATH | sharded FILE DIR N\n");
     return 2;
 }

@@ -200,6 +200,51 @@ run verify basic.safetensors
 expect "verify good file" 0
 contains "verify good file" out.txt "OK: 9 tensors, 2 optimizer states, 140 bytes, all 11 content ids match"
 
+# ---- a sharded snapshot directory: inspect and verify ------------------------------------
+"$FIX" sharded basic.safetensors sharded 3 || { echo "FAIL: cli_fixture sharded"; exit 1; }
+run inspect sharded
+expect "inspect sharded" 0
+contains "inspect sharded: format line" out.txt "format: gradckpt sharded snapshot, 3 shards"
+contains "inspect sharded: ids from the index" out.txt "checksum: OK, 11 of 11 content ids recorded in the index match"
+# everything but the file, format and checksum lines is the single file's output
+grep -v '^file: \|^format: \|^checksum: ' out.txt >sharded.txt
+grep -v '^file: \|^format: \|^checksum: ' "$GOLDEN/inspect_basic.txt" >single.txt
+same "inspect sharded = inspect of the file" single.txt sharded.txt
+run inspect --json sharded
+expect "inspect --json sharded" 0
+if [ $have_py = 1 ]; then
+  cp out.txt sharded.json
+  if "$PY" - "$GOLDEN/inspect_basic.json" sharded.json <<'PYEOF'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+assert b.pop("shards") == 3, "shards"
+for k in ("file",):
+    a.pop(k), b.pop(k)
+sys.exit(0 if a == b else 1)
+PYEOF
+  then ok; else bad "inspect --json sharded differs from the file's beyond file and shards"; fi
+else
+  contains "inspect --json sharded: shards" out.txt '"shards": 3'
+fi
+run verify sharded
+expect "verify sharded" 0
+contains "verify sharded" out.txt "OK: 3 shards, 9 tensors, 2 optimizer states, 140 bytes, all 11 content ids match"
+"$FIX" sharded basic.safetensors sharded1 1 || { echo "FAIL: cli_fixture sharded 1"; exit 1; }
+run verify sharded1
+contains "verify sharded, one shard" out.txt "OK: 1 shard, 9 tensors"
+# damaged: a flipped data byte in a shard, a missing shard, a broken index
+cp -r sharded flipped && f=$(ls flipped/model-g1-00001-*) && flip "$f" $(($(size "$f") - 1))
+fails "verify sharded, flipped byte" "gradckpt verify: " verify flipped
+contains "verify sharded, flipped byte: content id mismatch" err.txt "content id mismatch"
+fails "inspect sharded, flipped byte" "gradckpt inspect: " inspect flipped
+cp -r sharded noshard && rm noshard/model-g1-00002-*
+fails "verify sharded, missing shard" "gradckpt verify: " verify noshard
+fails "inspect --json sharded, missing shard" "gradckpt inspect: " inspect --json noshard
+[ -s out.txt ] && bad "inspect --json of a damaged sharded dir wrote to stdout"
+cp -r sharded badindex && printf '{"weight_map": 3}' >badindex/model.safetensors.index.json
+fails "verify sharded, bad index" "gradckpt verify: " verify badindex
+contains "verify sharded, bad index names the index" err.txt "model.safetensors.index.json"
+
 # ---- stores -----------------------------------------------------------------------------
 run store ls store
 expect "store ls" 0

@@ -1477,6 +1477,45 @@ static void test_allocation(void **state)
         tl_free(&a), tl_free(&x), tl_free(&orig), tl_free(&want);
     }
 
+    /* a long bf16 list: general p needs scratch, a threaded clip its work list; every
+     * failure leaves the tensors and the outputs as they were */
+    {
+        tlist hb, hb_orig, hb_want;
+        make_half_list(&hb, 1, 1, 13);
+        tl_clone(&hb_orig, &hb);
+        tl_clone(&hb_want, &hb);
+        gck_test_set_threads(2);
+        for (int fn = 0; fn < 2; fn++) {
+            double wtotal = -1;
+            tl_copy_values(&hb_want, &hb_orig);
+            assert_int_equal(fn == 0 ? gck_tensors_norm(&hb_want.l, 3.0, NULL, &wtotal)
+                                     : gck_tensors_clip_by_norm(&hb_want.l, 1e-3, 2.0, 0.0, 0, &info),
+                             GCK_OK);
+            int fails = 0;
+            for (long f = 0;; f++) {
+                tl_copy_values(&hb, &hb_orig);
+                total = -1;
+                gck_alloc_fail_after(f);
+                const gck_status st = fn == 0 ? gck_tensors_norm(&hb.l, 3.0, NULL, &total)
+                                              : gck_tensors_clip_by_norm(&hb.l, 1e-3, 2.0, 0.0, 0, &info);
+                gck_alloc_fail_after(-1);
+                if (st == GCK_OK) {
+                    assert_same_values(&hb_want, &hb, "bf16 list after the failures");
+                    if (fn == 0)
+                        gck_assert_same_f64(wtotal, total, "bf16 total after the failures");
+                    break;
+                }
+                expect_fail(st, GCK_ERR_NO_MEMORY, "scratch", "bf16 list allocation failure");
+                assert_bytes_unchanged(&hb_orig, &hb, "bf16 list allocation failure");
+                assert_true(total == -1);
+                fails++;
+            }
+            if (fn == 0 && fails == 0)
+                fail_msg("bf16 list p = 3: no allocation failure was seen");
+        }
+        tl_free(&hb), tl_free(&hb_orig), tl_free(&hb_want);
+    }
+
     /* the rescaled p = 2 total of a long list (squares overflow) keeps the
      * per-tensor sums it otherwise folds on the fly */
     gck_test_set_threads(1);

@@ -1362,7 +1362,8 @@ static void test_half_errors(void **state)
     /* a 16-bit accumulator: add/axpy/axpy_init write f32 or f64 only */
     expect_all_fail(&x, &x, GCK_ERR_UNSUPPORTED, "dtype BF16 is not supported (F32 or F64 here)", "BF16 acc");
     a.dtypes[3] = GCK_DTYPE_F16;
-    expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "tensor 3: dtype F16 is not supported (F32 or F64 here)", "F16 acc tensor 3");
+    expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "tensor 3: dtype F16 is not supported (F32 or F64 here)",
+                    "F16 acc tensor 3");
     a.dtypes[3] = GCK_DTYPE_F32;
     /* div_sumsq: F32 and F64 lists only */
     unsigned char *copy = malloc(x.bytes + 1);

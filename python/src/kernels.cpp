@@ -140,7 +140,8 @@ nb::object add_(nb::handle acco, nb::handle xo)
         const bool f32 = acc.dtype == GCK_DTYPE_F32;
         switch (x.dtype) {
         case GCK_DTYPE_F32:
-            f32 ? gck_add_f32(a32, (const float *)x.data, acc.n) : gck_add_f32_to_f64(a64, (const float *)x.data, acc.n);
+            f32 ? gck_add_f32(a32, (const float *)x.data, acc.n)
+                : gck_add_f32_to_f64(a64, (const float *)x.data, acc.n);
             break;
         case GCK_DTYPE_BF16: f32 ? gck_add_bf16_to_f32(a32, x16, acc.n) : gck_add_bf16_to_f64(a64, x16, acc.n); break;
         case GCK_DTYPE_F16: f32 ? gck_add_f16_to_f32(a32, x16, acc.n) : gck_add_f16_to_f64(a64, x16, acc.n); break;

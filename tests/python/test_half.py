@@ -344,7 +344,8 @@ def test_float16_total_overflows_as_in_torch():
 
 
 def test_mixed_dtype_grads_promote_as_torch(rng):
-    for dts, want in (((torch.bfloat16, torch.float32), torch.float32), ((torch.bfloat16, torch.float16), torch.float32),
+    for dts, want in (((torch.bfloat16, torch.float32), torch.float32),
+                      ((torch.bfloat16, torch.float16), torch.float32),
                       ((torch.float16, torch.float64), torch.float64)):
         ps, qs = [], []
         for i, dt in enumerate(dts * 2):

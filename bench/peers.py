@@ -22,6 +22,19 @@ gradckpt-bench), named peer_<lib>/<op>_<dt>/<t>t/<n>:
 NumPy's dot is BLAS ?dot, which accumulates f32 in f32; gradckpt's
 reductions accumulate in f64.
 
+2-byte floats, the same sizes, named <who>/<op>_<dt>/<t>t/<n> like gradckpt-bench's
+l2norm_bf16, add_bf16_to_f32 and scale_bf16 (bf16 with torch, f16 with torch
+and NumPy, and gradckpt's Python calls on the very same arrays):
+    l2norm           torch.linalg.vector_norm(x) (f32 accumulation, the result rounded to x's dtype)
+                     np.linalg.norm(x16): NumPy's float16 dot, a float32 running sum in element
+                     order, the sum of squares rounded to float16 (+inf once it passes 65504) before
+                     the square root; gradckpt.l2norm(x): f64 sum of the exactly widened squares
+    add_<dt>_to_f32  a32.add_(x) / np.add(a32, x16, out=a32) / gradckpt.add_(a32, x)
+    scale            x.mul_(-1) / np.multiply(x16, -1, out=x16) / gradckpt.scale_(x, -1)
+                     (NumPy's float16 multiply by a Python float rounds the factor to float16
+                     first (NEP 50), torch and gradckpt round it to float32)
+bytes_per_second counts 2 bytes per 16-bit element (4 per f32 one), as gradckpt-bench.
+
 Checkpointer, the model shapes of bench/bench_checkpointer.c (taken from
 bench/peers_checkpointer.py): k f32 micro-batch gradients accumulated per
 tensor into preallocated buffers (no allocation in the loop), mean, global
@@ -55,6 +68,10 @@ the same shapes, f32 gradients, clipping that triggers on every call:
         per extra tensor of a list call: gradckpt_py/global_norm/k<k>/16 and gradckpt_c/norm/k<k>/16
         for k = 1 and 147 tensors of 16 elements ((t147 - t1) / 146 is the cost per tensor).
 The RSS growth during a gpt2s clip is printed as a note ("clip RSS growth").
+bf16 gradients of the same shapes, clipping that triggers on every call (6 bytes per parameter):
+    gradckpt_py/clip_grad_norm_bf16/<model>/<t>t/<params>   gradckpt.torch.clip_grad_norm_ (norm in one
+                                                            C call, torch's coefficient, one C scaling call)
+    peer_torch/clip_only_foreach_bf16/<model>/<t>t/<params> torch.nn.utils.clip_grad_norm_(foreach=True)
 
 NumPy asks for transparent huge pages on its big arrays (madvise), which
 gradckpt-bench's inputs do not: where THP is in madvise mode, out-of-cache
@@ -243,6 +260,123 @@ def run_kernels(args, threads, np, torch, out):
             del libs
 
 
+def run_half_kernels(args, threads, np, torch, out):
+    """bf16 / f16 kernels: torch (bf16, f16), NumPy (f16) and gradckpt's Python calls on the same arrays."""
+    try:
+        import gradckpt
+    except ImportError:
+        gradckpt = None
+    if gradckpt is not None:
+        gradckpt.set_num_threads(threads)
+    rng = np.random.default_rng(11)
+    for n in args.sizes:
+        if threads > 1 and n < SIZES_2T_MIN:
+            continue
+        for dt in ("bf16", "f16"):
+            x32 = rng.uniform(-1, 1, n).astype(np.float32)
+            a32 = np.zeros(n, np.float32)
+            cases = []
+            if torch is not None:
+                tdt = torch.bfloat16 if dt == "bf16" else torch.float16
+                xt = torch.from_numpy(x32.copy()).to(tdt)
+                at = torch.from_numpy(a32.copy())
+                tver = f"torch {torch.__version__}"
+                cases += [
+                    (f"peer_torch/l2norm_{dt}", f"{tver}: torch.linalg.vector_norm(x)",
+                     lambda xt=xt: torch.linalg.vector_norm(xt), 2),
+                    (f"peer_torch/add_{dt}_to_f32", f"{tver}: a32.add_(x)", lambda at=at, xt=xt: at.add_(xt), 10),
+                    (f"peer_torch/scale_{dt}", f"{tver}: x.mul_(-1)", lambda xt=xt: xt.mul_(-1.0), 4),
+                ]
+                if gradckpt is not None:
+                    gver = f"gradckpt {gradckpt.__version__}"
+                    cases += [
+                        (f"gradckpt_py/l2norm_{dt}", f"{gver}: gradckpt.l2norm(torch {dt})",
+                         lambda xt=xt: gradckpt.l2norm(xt), 2),
+                        (f"gradckpt_py/add_{dt}_to_f32", f"{gver}: gradckpt.add_(a32, torch {dt})",
+                         lambda at=at, xt=xt: gradckpt.add_(at, xt), 10),
+                        (f"gradckpt_py/scale_{dt}", f"{gver}: gradckpt.scale_(torch {dt}, -1)",
+                         lambda xt=xt: gradckpt.scale_(xt, -1.0), 4),
+                    ]
+            if dt == "f16":
+                xn = x32.astype(np.float16)
+                an = a32.copy()
+                nver = f"numpy {np.__version__}"
+                cases += [
+                    ("peer_numpy/l2norm_f16", f"{nver}: np.linalg.norm(x16) (float16 result)",
+                     lambda: np.linalg.norm(xn), 2),
+                    ("peer_numpy/add_f16_to_f32", f"{nver}: np.add(a32, x16, out=a32)",
+                     lambda: np.add(an, xn, out=an), 10),
+                    ("peer_numpy/scale_f16", f"{nver}: np.multiply(x16, -1, out=x16)",
+                     lambda: np.multiply(xn, -1, out=xn), 4),
+                ]
+                if gradckpt is not None:
+                    gver = f"gradckpt {gradckpt.__version__}"
+                    cases += [
+                        ("gradckpt_py/l2norm_f16_np", f"{gver}: gradckpt.l2norm(np.float16)",
+                         lambda: gradckpt.l2norm(xn), 2),
+                        ("gradckpt_py/add_f16_to_f32_np", f"{gver}: gradckpt.add_(a32, np.float16)",
+                         lambda: gradckpt.add_(an, xn), 10),
+                        ("gradckpt_py/scale_f16_np", f"{gver}: gradckpt.scale_(np.float16, -1)",
+                         lambda: gradckpt.scale_(xn, -1.0), 4),
+                    ]
+            # interleaved: one repetition of every case per round, so a busy minute of the shared
+            # machine hits them all alike (ratios between them are what these entries are for)
+            iters = [measure(fn, 1, args.min_time / 2)[0] for _, _, fn, _ in cases]
+            samples = [[] for _ in cases]
+            for _ in range(args.reps):
+                for i, (_, _, fn, _) in enumerate(cases):
+                    c0, w0 = time.process_time(), time.perf_counter()
+                    for _ in range(iters[i]):
+                        fn()
+                    w1, c1 = time.perf_counter(), time.process_time()
+                    samples[i].append(((w1 - w0) / iters[i], (c1 - c0) / iters[i]))
+            for i, (base, label, _, bpe) in enumerate(cases):
+                name = f"{base}/{threads}t/{n}"
+                out += entries(name, label, iters[i], samples[i], bpe * n, n)
+                med = statistics.median(w for w, _ in samples[i])
+                note(f"  {name:42s} {med * 1e6:11.2f} us  {bpe * n / med / 1e9:6.1f} GB/s")
+
+
+def run_half_clip(args, threads, np, torch, out, gradckpt, gt):
+    """clip_grad_norm_ of bf16 gradients: gradckpt.torch beside torch's foreach, interleaved."""
+    ver = f"gradckpt {gradckpt.__version__}"
+    tver = f"torch {torch.__version__}"
+    rng = np.random.default_rng(6)
+    for model in args.models:
+        shapes = model_shapes(model)
+        params = sum(shapes)
+        tail = f"{model}/{threads}t/{params}"
+        grads = [torch.from_numpy((rng.random(n, dtype=np.float32) - 0.5) * 0.01).to(torch.bfloat16)
+                 for n in shapes]
+        tp = [torch.nn.Parameter(torch.empty(n, dtype=torch.bfloat16)) for n in shapes]
+        for p, g in zip(tp, grads):
+            p.grad = g
+        start = float(gradckpt.global_norm(grads))
+
+        def renorm(f):
+            torch._foreach_mul_(grads, f)
+
+        cases = [
+            ("gradckpt_py/clip_grad_norm_bf16", f"{ver}: gradckpt.torch.clip_grad_norm_ (bf16 grads)",
+             Decaying(lambda m: gt.clip_grad_norm_(tp, m), renorm, start)),
+            ("peer_torch/clip_only_foreach_bf16", f"{tver}: clip_grad_norm_(foreach=True) (bf16 grads)",
+             Decaying(lambda m: torch.nn.utils.clip_grad_norm_(tp, m, foreach=True), renorm, start)),
+        ]
+        iters = {name: measure(fn, 1, args.min_time / 2)[0] for name, _, fn in cases}
+        samples = {name: [] for name, _, _ in cases}
+        for _ in range(args.reps):
+            for name, _, fn in cases:
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _ in range(iters[name]):
+                    fn()
+                w1, c1 = time.perf_counter(), time.process_time()
+                samples[name].append(((w1 - w0) / iters[name], (c1 - c0) / iters[name]))
+        for name, label, _ in cases:
+            out.extend(entries(f"{name}/{tail}", label, iters[name], samples[name], 6.0 * params, params))
+            note(f"  {name + '/' + tail:58s} {statistics.median(w for w, _ in samples[name]) * 1e6:11.2f} us")
+        del tp, grads
+
+
 # ---------------------------------------------------------------------------
 # checkpointer
 
@@ -328,6 +462,10 @@ def run_gradckpt_py(args, threads, np, torch, out):
     ver = f"gradckpt {gradckpt.__version__}"
     tver = f"torch {torch.__version__}"
     rng = np.random.default_rng(5)
+    if args.only_half:
+        if torch is not None:
+            run_half_clip(args, threads, np, torch, out, gradckpt, gt)
+        return
 
     def add(name, label, fn, nbytes, items):
         iters, samples = measure(fn, args.reps, args.min_time)
@@ -354,6 +492,8 @@ def run_gradckpt_py(args, threads, np, torch, out):
 
     if torch is None:
         return
+    if args.half:
+        run_half_clip(args, threads, np, torch, out, gradckpt, gt)
     for model in args.models:
         shapes = model_shapes(model)
         params = sum(shapes)
@@ -509,7 +649,10 @@ def worker(args):
     out = []
     note(f"peers.py: {t} thread(s)")
     if not args.no_kernels:
-        run_kernels(args, t, np, torch, out)
+        if not args.only_half:
+            run_kernels(args, t, np, torch, out)
+        if args.half:
+            run_half_kernels(args, t, np, torch, out)
     if not args.no_checkpointer:
         run_checkpointer(args, t, np, torch, out)
     if not args.no_gradckpt:
@@ -545,8 +688,14 @@ def main():
     ap.add_argument("--no-kernels", action="store_true", help="skip the kernel benchmarks")
     ap.add_argument("--no-checkpointer", action="store_true", help="skip the checkpointer benchmarks")
     ap.add_argument("--no-gradckpt", action="store_true", help="skip the gradckpt Python package's benchmarks")
+    ap.add_argument("--half", action="store_true",
+                    help="also the bf16/f16 kernels and the bf16 clip_grad_norm_ (see the docstring)")
+    ap.add_argument("--only-half", action="store_true",
+                    help="only the bf16/f16 benchmarks (implies --half, --no-checkpointer; the f32 clip cases skipped)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.only_half:
+        args.half = args.no_checkpointer = True
     args.reps = args.reps or (3 if args.quick else 5)
     args.min_time = args.min_time or (0.05 if args.quick else 0.1)
     args.threads = [int(x) for x in args.threads.split(",")]
@@ -577,7 +726,8 @@ def main():
         cmd += [f for f, on in (("--no-torch", args.no_torch), ("--no-hugepages", args.no_hugepages),
                                 ("--no-kernels", args.no_kernels),
                                 ("--no-checkpointer", args.no_checkpointer),
-                                ("--no-gradckpt", args.no_gradckpt)) if on]
+                                ("--no-gradckpt", args.no_gradckpt), ("--half", args.half),
+                                ("--only-half", args.only_half)) if on]
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=False)
         if r.returncode != 0:
             sys.exit(f"peers.py: the {t}-thread worker failed (exit {r.returncode})")

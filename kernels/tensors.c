@@ -59,40 +59,94 @@ static gck_dtype gck_tl_dtype(const gck_tensor_list *t, size_t i)
     return t->dtypes != NULL ? t->dtypes[i] : t->dtype;
 }
 
-static size_t gck_tl_esz(gck_dtype d)
+/* The element type of tensor i (the list was checked: F64, F32, BF16, F16). */
+static gck_elem gck_tl_elem(const gck_tensor_list *t, size_t i)
 {
-    return d == GCK_DTYPE_F32 ? 4 : 8;
+    switch (gck_tl_dtype(t, i)) {
+    case GCK_DTYPE_F64: return GCK_E_F64;
+    case GCK_DTYPE_F32: return GCK_E_F32;
+    case GCK_DTYPE_BF16: return GCK_E_BF16;
+    default: return GCK_E_F16;
+    }
 }
 
-/* The pair kernel of kind (ADD, AXPY, AXPY_INIT) for (acc dtype, x dtype)
- * over elements [lo, lo + len) of tensor i. */
-static void gck_tl_pair_run(const gck_tl_job *j, gck_tl_kind kind, size_t i, size_t lo, size_t len)
+static size_t gck_tl_esz(gck_dtype d)
 {
-    const gck_kernel_table *t = j->t;
-    void *a = j->a->data[i];
-    const void *x = j->x->data[i];
-    const int f32 = gck_tl_dtype(j->a, i) == GCK_DTYPE_F32;
-    const int x32 = gck_tl_dtype(j->x, i) == GCK_DTYPE_F32;
+    return d == GCK_DTYPE_F64 ? 8 : d == GCK_DTYPE_F32 ? 4 : 2;
+}
+
+/* The reductions of each element type: what a list's per-tensor results are
+ * made of, so that they are exactly the single kernels' (gck_sumsq_bf16 is
+ * gck_sumsq_f32 of the widened tensor, and so on). */
+static const struct gck_tl_ops {
+    gck_reduce_op sumsq, asum, powsum;
+} gck_tl_ops[] = {
+    [GCK_E_F64] = {GCK_R_SUMSQ_F64, GCK_R_ASUM_F64, GCK_R_POWSUM_F64},
+    [GCK_E_F32] = {GCK_R_SUMSQ_F32, GCK_R_ASUM_F32, GCK_R_POWSUM_F32},
+    [GCK_E_BF16] = {GCK_R_SUMSQ_BF16, GCK_R_ASUM_BF16, GCK_R_POWSUM_BF16},
+    [GCK_E_F16] = {GCK_R_SUMSQ_F16, GCK_R_ASUM_F16, GCK_R_POWSUM_F16},
+};
+
+static double gck_tl_amax(const gck_kernel_table *t, const void *a, gck_elem e, size_t lo, size_t len)
+{
+    switch (e) {
+    case GCK_E_F64: return t->amax_f64((const double *)a + lo, len);
+    case GCK_E_F32: return t->amax_f32((const float *)a + lo, len);
+    case GCK_E_BF16: return t->amax_bf16((const uint16_t *)a + lo, len);
+    default: return t->amax_f16((const uint16_t *)a + lo, len);
+    }
+}
+
+static void gck_tl_scale(const gck_kernel_table *t, void *a, gck_elem e, double w, size_t lo, size_t len)
+{
+    switch (e) {
+    case GCK_E_F64: t->scale_f64((double *)a + lo, w, len); break;
+    case GCK_E_F32: t->scale_f32((float *)a + lo, (float)w, len); break;
+    case GCK_E_BF16: t->scale_bf16((uint16_t *)a + lo, (float)w, len); break;
+    default: t->scale_f16((uint16_t *)a + lo, (float)w, len); break;
+    }
+}
+
+/* acc (F64 or F32; checked) [op]= x (any of the four) for a pair kind. */
+static void gck_tl_pair_run(const gck_kernel_table *t, gck_tl_kind kind, void *a, gck_elem ea, double w,
+                            const void *x, gck_elem ex, size_t lo, size_t len)
+{
     double *a64 = (double *)a + lo;
     float *a32 = (float *)a + lo;
     const double *x64 = (const double *)x + lo;
-    const float *x32p = (const float *)x + lo;
-    const double w = j->w;
+    const float *x32 = (const float *)x + lo;
+    const uint16_t *x16 = (const uint16_t *)x + lo;
     const float wf = (float)w;
-    switch (kind * 4 + f32 * 2 + x32) {
-    case GCK_TL_ADD * 4 + 0: t->add_f64(a64, x64, len); break;
-    case GCK_TL_ADD * 4 + 1: t->add_f32_to_f64(a64, x32p, len); break;
-    case GCK_TL_ADD * 4 + 2: t->add_f64_to_f32(a32, x64, len); break;
-    case GCK_TL_ADD * 4 + 3: t->add_f32(a32, x32p, len); break;
-    case GCK_TL_AXPY * 4 + 0: t->axpy_f64(a64, w, x64, len); break;
-    case GCK_TL_AXPY * 4 + 1: t->axpy_f32_to_f64(a64, w, x32p, len); break;
-    case GCK_TL_AXPY * 4 + 2: t->axpy_f64_to_f32(a32, wf, x64, len); break;
-    case GCK_TL_AXPY * 4 + 3: t->axpy_f32(a32, wf, x32p, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 0: t->axpy_init_f64(a64, w, x64, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 1: t->axpy_init_f32_to_f64(a64, w, x32p, len); break;
-    case GCK_TL_AXPY_INIT * 4 + 2: t->axpy_init_f64_to_f32(a32, wf, x64, len); break;
-    default: t->axpy_init_f32(a32, wf, x32p, len); break;
+    /* one case per (kind, acc, x): 3 x 2 x 4 */
+#define GCK_TL_PAIR(k, e_a, e_x) (((int)(k) * 4 + (int)(e_a)) * 4 + (int)(e_x))
+    switch (GCK_TL_PAIR(kind, ea, ex)) {
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F64, GCK_E_F64): t->add_f64(a64, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F64, GCK_E_F32): t->add_f32_to_f64(a64, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F64, GCK_E_BF16): t->add_bf16_to_f64(a64, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F64, GCK_E_F16): t->add_f16_to_f64(a64, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F32, GCK_E_F64): t->add_f64_to_f32(a32, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F32, GCK_E_F32): t->add_f32(a32, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F32, GCK_E_BF16): t->add_bf16_to_f32(a32, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_ADD, GCK_E_F32, GCK_E_F16): t->add_f16_to_f32(a32, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F64, GCK_E_F64): t->axpy_f64(a64, w, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F64, GCK_E_F32): t->axpy_f32_to_f64(a64, w, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F64, GCK_E_BF16): t->axpy_bf16_to_f64(a64, w, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F64, GCK_E_F16): t->axpy_f16_to_f64(a64, w, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F32, GCK_E_F64): t->axpy_f64_to_f32(a32, wf, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F32, GCK_E_F32): t->axpy_f32(a32, wf, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F32, GCK_E_BF16): t->axpy_bf16_to_f32(a32, wf, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY, GCK_E_F32, GCK_E_F16): t->axpy_f16_to_f32(a32, wf, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F64, GCK_E_F64): t->axpy_init_f64(a64, w, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F64, GCK_E_F32): t->axpy_init_f32_to_f64(a64, w, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F64, GCK_E_BF16): t->axpy_init_bf16_to_f64(a64, w, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F64, GCK_E_F16): t->axpy_init_f16_to_f64(a64, w, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F32, GCK_E_F64): t->axpy_init_f64_to_f32(a32, wf, x64, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F32, GCK_E_F32): t->axpy_init_f32(a32, wf, x32, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F32, GCK_E_BF16): t->axpy_init_bf16_to_f32(a32, wf, x16, len); break;
+    case GCK_TL_PAIR(GCK_TL_AXPY_INIT, GCK_E_F32, GCK_E_F16): t->axpy_init_f16_to_f32(a32, wf, x16, len); break;
+    default: break; /* not reached: gck_tl_check_pair admits only these */
     }
+#undef GCK_TL_PAIR
 }
 
 /* One item: elements [lo, lo + len) of tensor i (lo a multiple of the
@@ -103,50 +157,49 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
 {
     const gck_kernel_table *t = j->t;
     void *a = j->a->data[i];
-    const int f32 = gck_tl_dtype(j->a, i) == GCK_DTYPE_F32;
-    gck_reduce_args r = {t, f32 ? GCK_R_SUMSQ_F32 : GCK_R_SUMSQ_F64, a, NULL, a, 0.0, 0.0};
+    const gck_elem e = gck_tl_elem(j->a, i);
+    gck_reduce_args r = {t, gck_tl_ops[e].sumsq, a, NULL, a, 0.0, 0.0};
     switch (j->kind) {
     case GCK_TL_SUMSQ:
         return gck_reduce_range(&r, lo, len);
     case GCK_TL_ASUM:
-        r.op = f32 ? GCK_R_ASUM_F32 : GCK_R_ASUM_F64;
+        r.op = gck_tl_ops[e].asum;
         return gck_reduce_range(&r, lo, len);
     case GCK_TL_POWSUM:
         if (j->plan[i].s == 0.0)
             return 0.0;
-        r.op = f32 ? GCK_R_POWSUM_F32 : GCK_R_POWSUM_F64;
+        r.op = gck_tl_ops[e].powsum;
         r.s = j->plan[i].s;
         r.p = j->p;
         return gck_reduce_range(&r, lo, len);
     case GCK_TL_AMAX:
-        return f32 ? t->amax_f32((const float *)a + lo, len) : t->amax_f64((const double *)a + lo, len);
-    case GCK_TL_DIV_SUMSQ:
-        r.op = j->div_op[f32];
-        r.s = j->div_s[f32];
+        return gck_tl_amax(t, a, e, lo, len);
+    case GCK_TL_DIV_SUMSQ: /* F64 or F32 only (checked) */
+        r.op = j->div_op[e == GCK_E_F32];
+        r.s = j->div_s[e == GCK_E_F32];
         return gck_reduce_range(&r, lo, len);
-    case GCK_TL_AXPY_DIV_SUMSQ: {
+    case GCK_TL_AXPY_DIV_SUMSQ: { /* acc F64 or F32 (checked) */
         /* The axpy of a block, then its division and sum of squares while
          * it is still in cache: one pass over memory instead of two, the
          * same kernels on the same blocks, so the same bits. */
-        r.op = j->div_op[f32];
-        r.s = j->div_s[f32];
+        r.op = j->div_op[e == GCK_E_F32];
+        r.s = j->div_s[e == GCK_E_F32];
+        const void *x = j->x->data[i];
+        const gck_elem ex = gck_tl_elem(j->x, i);
         gck_pairwise p;
         p.top = 0;
         for (size_t off = 0; off < len; off += GCK_BLOCK) {
             const size_t bl = len - off < GCK_BLOCK ? len - off : GCK_BLOCK;
-            gck_tl_pair_run(j, GCK_TL_AXPY, i, lo + off, bl);
+            gck_tl_pair_run(t, GCK_TL_AXPY, a, e, j->w, x, ex, lo + off, bl);
             gck_pairwise_push(&p, gck_reduce_range(&r, lo + off, bl), 1);
         }
         return gck_pairwise_finish(&p);
     }
     case GCK_TL_SCALE:
-        if (f32)
-            t->scale_f32((float *)a + lo, (float)j->w, len);
-        else
-            t->scale_f64((double *)a + lo, j->w, len);
+        gck_tl_scale(t, a, e, j->w, lo, len);
         return 0.0;
     default:
-        gck_tl_pair_run(j, j->kind, i, lo, len);
+        gck_tl_pair_run(t, j->kind, a, e, j->w, j->x->data[i], gck_tl_elem(j->x, i), lo, len);
         return 0.0;
     }
 }
@@ -416,7 +469,7 @@ static double gck_tl_exec(const gck_tl_job *j, const gck_tl_ctx *c)
 /* ---- argument checks ------------------------------------------------------------ */
 
 /* Checks list t (role: "" or "acc ", "x ", ...) and sums its elements. */
-static gck_status gck_tl_check(const char *fn, const char *role, const gck_tensor_list *t, size_t *elems)
+static gck_status gck_tl_check(const char *fn, const char *role, const gck_tensor_list *t, int half_ok, size_t *elems)
 {
     GCK_CHECK_ARG(t != NULL, "%s: the %slist is NULL", fn, role);
     *elems = 0;
@@ -427,9 +480,10 @@ static gck_status gck_tl_check(const char *fn, const char *role, const gck_tenso
     size_t total = 0;
     for (size_t i = 0; i < t->count; i++) {
         const gck_dtype d = gck_tl_dtype(t, i);
-        if (d != GCK_DTYPE_F32 && d != GCK_DTYPE_F64)
-            return gck_fail(GCK_ERR_UNSUPPORTED, "%s: %stensor %zu: dtype %s is not supported (F32 or F64)", fn, role,
-                            i, gck_dtype_name(d));
+        const int half = d == GCK_DTYPE_BF16 || d == GCK_DTYPE_F16;
+        if (!(d == GCK_DTYPE_F32 || d == GCK_DTYPE_F64 || (half && half_ok)))
+            return gck_fail(GCK_ERR_UNSUPPORTED, "%s: %stensor %zu: dtype %s is not supported (%s)", fn, role, i,
+                            gck_dtype_name(d), half_ok ? "F32, F64, BF16 or F16" : "F32 or F64 here");
         const size_t n = t->lens[i];
         GCK_CHECK_ARG(n == 0 || t->data[i] != NULL, "%s: %stensor %zu: NULL data with %zu elements", fn, role, i, n);
         GCK_CHECK_ARG(n <= (SIZE_MAX >> 4) - total, "%s: %stensor %zu: %zu elements make the list too long", fn,
@@ -456,8 +510,8 @@ static gck_status gck_tl_check_pair(const char *fn, const char *role, const gck_
                                     const gck_tensor_list *x, size_t *elems)
 {
     size_t xe;
-    GCK_TRY(gck_tl_check(fn, role, a, elems));
-    GCK_TRY(gck_tl_check(fn, "x ", x, &xe));
+    GCK_TRY(gck_tl_check(fn, role, a, 0, elems));
+    GCK_TRY(gck_tl_check(fn, "x ", x, 1, &xe));
     if (a->count != x->count)
         return gck_fail(GCK_ERR_DIMENSION_MISMATCH, "%s: the %slist has %zu tensors, the x list %zu", fn, role,
                         a->count, x->count);
@@ -515,7 +569,7 @@ static gck_status gck_tl_norm(const char *fn, const gck_tl_ctx *c, const gck_ten
             gck_tl_exec(&j, c);
         }
         for (size_t i = 0; i < count; i++) /* sums of squares -> norms, in place */
-            j.res[i] = gck_tl_dtype(t, i) == GCK_DTYPE_F32
+            j.res[i] = gck_tl_dtype(t, i) != GCK_DTYPE_F64 /* f32, bf16, f16 squares never leave f64's range */
                            ? sqrt(j.res[i])
                            : gck_l2norm_f64_from(c->t, t->data[i], t->lens[i], j.res[i]);
         *total = gck_l2_sum_ok(s) ? sqrt(s) : gck_l2_rescaled(j.res, sizeof(double), count);
@@ -569,11 +623,11 @@ static size_t gck_tl_norm_scratch(double p)
 
 /* One pass of job j (kind, operands and res set) over list t: checks t,
  * runs j and stores its total (when total is not NULL). */
-static gck_status gck_tl_pass(const char *fn, const gck_tensor_list *t, gck_tl_job *j, double *total)
+static gck_status gck_tl_pass(const char *fn, const gck_tensor_list *t, int half_ok, gck_tl_job *j, double *total)
 {
     size_t elems;
     gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
+    GCK_TRY(gck_tl_check(fn, "", t, half_ok, &elems));
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
     j->t = c.t;
     j->a = t;
@@ -587,7 +641,7 @@ static gck_status gck_tl_pass(const char *fn, const gck_tensor_list *t, gck_tl_j
 gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tensor, double *total)
 {
     gck_tl_job j = {.kind = GCK_TL_SUMSQ, .res = per_tensor};
-    return gck_tl_pass("gck_tensors_sumsq", t, &j, total);
+    return gck_tl_pass("gck_tensors_sumsq", t, 1, &j, total);
 }
 
 gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tensor, double *total)
@@ -595,7 +649,7 @@ gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *per_tens
     static const char fn[] = "gck_tensors_norm";
     size_t elems;
     gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
+    GCK_TRY(gck_tl_check(fn, "", t, 1, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_CHECK_ARG(total != NULL, "%s: total is NULL", fn);
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
@@ -644,7 +698,7 @@ gck_status gck_tensors_clip_by_norm(const gck_tensor_list *t, double max_norm, d
     static const char fn[] = "gck_tensors_clip_by_norm";
     size_t elems;
     gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
+    GCK_TRY(gck_tl_check(fn, "", t, 1, &elems));
     GCK_TRY(gck_tl_check_p(fn, p));
     GCK_TRY(gck_tl_check_clip(fn, max_norm, eps, flags));
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, gck_tl_norm_scratch(p)));
@@ -662,7 +716,7 @@ gck_status gck_tensors_clip_with_norm(const gck_tensor_list *t, double max_norm,
     static const char fn[] = "gck_tensors_clip_with_norm";
     size_t elems;
     gck_tl_ctx c;
-    GCK_TRY(gck_tl_check(fn, "", t, &elems));
+    GCK_TRY(gck_tl_check(fn, "", t, 1, &elems));
     GCK_TRY(gck_tl_check_clip(fn, max_norm, eps, flags));
     GCK_CHECK_ARG(!(total_norm < 0.0), "%s: total_norm = %g is negative", fn, total_norm);
     GCK_TRY(gck_tl_prepare(&c, fn, t, NULL, elems, 0));
@@ -705,7 +759,7 @@ gck_status gck_tensors_axpy_init(const gck_tensor_list *dst, double w, const gck
 gck_status gck_tensors_scale(const gck_tensor_list *t, double s)
 {
     gck_tl_job j = {.kind = GCK_TL_SCALE, .w = s};
-    return gck_tl_pass("gck_tensors_scale", t, &j, NULL);
+    return gck_tl_pass("gck_tensors_scale", t, 1, &j, NULL);
 }
 
 gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total)
@@ -713,7 +767,7 @@ gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per
     gck_tl_job j = {.kind = GCK_TL_DIV_SUMSQ, .res = per_tensor};
     j.div_op[0] = gck_div_sumsq_op(0, d, &j.div_s[0]);
     j.div_op[1] = gck_div_sumsq_op(1, d, &j.div_s[1]);
-    return gck_tl_pass("gck_tensors_div_sumsq", t, &j, total);
+    return gck_tl_pass("gck_tensors_div_sumsq", t, 0, &j, total);
 }
 
 gck_status gck_tensors_axpy_div_sumsq(const gck_tensor_list *acc, double w, const gck_tensor_list *x, double d,

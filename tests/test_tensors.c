@@ -4,7 +4,8 @@
  * tensor by tensor (and the totals against the header's combining rules,
  * written out here independently), against itself on the scalar ISA, and
  * with 1, 2 and 3 OpenMP threads; clipping against PyTorch's formula; every
- * error and allocation failure leaves every tensor and output unchanged. */
+ * error and allocation failure leaves every tensor and output unchanged.
+ * bf16 / f16 lists also against the same lists widened to f32. */
 #if !defined(_DEFAULT_SOURCE)
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #endif
@@ -39,7 +40,40 @@ typedef struct tlist {
 
 static size_t esz_of(gck_dtype d)
 {
-    return d == GCK_DTYPE_F32 ? 4 : 8;
+    return d == GCK_DTYPE_F64 ? 8 : d == GCK_DTYPE_F32 ? 4 : 2;
+}
+
+static int is_half(gck_dtype d)
+{
+    return d == GCK_DTYPE_BF16 || d == GCK_DTYPE_F16;
+}
+
+/* n 2-byte floats of dtype d from family k: the f32 family rounded to d
+ * (NaN, Inf, +-0, overflow to Inf), except ILL_SCALED (random finite
+ * bits: every exponent) and TINY (random subnormals of d). */
+static void fill_half(uint16_t *x, size_t n, gck_dtype d, gck_test_kind k, uint64_t seed)
+{
+    const int bf = d == GCK_DTYPE_BF16;
+    if (k == GCK_K_ILL_SCALED || k == GCK_K_TINY) {
+        uint64_t st = seed * 977 + 5;
+        const uint16_t emask = bf ? 0x7f80 : 0x7c00;
+        for (size_t i = 0; i < n; i++) {
+            uint16_t b = (uint16_t)gck_test_rand(&st);
+            if (k == GCK_K_TINY)
+                b &= (uint16_t)~emask;
+            else if ((b & emask) == emask)
+                b ^= (uint16_t)(emask & (emask - 0x100)); /* an all-ones exponent made finite */
+            x[i] = b;
+        }
+        return;
+    }
+    float *f = malloc((n + 1) * sizeof *f);
+    gck_test_fill_f32(f, n, k, seed);
+    if (bf)
+        gck_convert_f32_to_bf16(x, f, n);
+    else
+        gck_convert_f32_to_f16(x, f, n);
+    free(f);
 }
 
 /* kinds[] (nkinds of them) cycle over the tensors; dtypes NULL: all F32.
@@ -76,6 +110,8 @@ static void tl_make_ex(tlist *t, size_t count, const size_t *lens, const gck_dty
         const gck_test_kind k = kinds[i % nkinds];
         if (t->dtypes[i] == GCK_DTYPE_F32)
             gck_test_fill_f32(p, lens[i], k, seed + i);
+        else if (is_half(t->dtypes[i]))
+            fill_half(p, lens[i], t->dtypes[i], k, seed + i);
         else
             gck_test_fill_f64(p, lens[i], k, seed + i);
     }
@@ -120,7 +156,13 @@ static void assert_same_values(const tlist *want, const tlist *got, const char *
         return; /* the same bytes; else look for a difference other than NaN payloads */
     for (size_t i = 0; i < want->count; i++)
         for (size_t j = 0; j < want->lens[i]; j++) {
-            if (want->dtypes[i] == GCK_DTYPE_F32) {
+            if (is_half(want->dtypes[i])) {
+                const uint16_t w = ((const uint16_t *)tl_ptr(want, i))[j], g = ((const uint16_t *)tl_ptr(got, i))[j];
+                const uint16_t e = want->dtypes[i] == GCK_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+                const int wn = (w & e) == e && (w & ~(e | 0x8000)) != 0, gn = (g & e) == e && (g & ~(e | 0x8000)) != 0;
+                if (w != g && !(wn && gn))
+                    fail_msg("%s: tensor %zu [%zu]: want 0x%04x got 0x%04x", what, i, j, w, g);
+            } else if (want->dtypes[i] == GCK_DTYPE_F32) {
                 const float w = ((const float *)tl_ptr(want, i))[j], g = ((const float *)tl_ptr(got, i))[j];
                 if (!gck_same_f32(w, g))
                     fail_msg("%s: tensor %zu [%zu]: want %a got %a", what, i, j, (double)w, (double)g);
@@ -633,11 +675,14 @@ static void test_axpy_div_sumsq(void **state)
     for (int k = 0; k < NLISTS; k++) {
         tlist acc, x, want, got;
         make_list(&acc, k, 0, 13);
-        /* x: mixed precision pairs on every third tensor, as test_elementwise */
+        /* x: mixed precision pairs on every third tensor, as test_elementwise,
+         * and 16-bit micro-batch gradients on others */
         gck_dtype *xd = malloc((acc.count + 1) * sizeof *xd);
         for (size_t i = 0; i < acc.count; i++) {
             const int flip = acc.packed ? (i >= 30 && i < 40 && i % 3 == 2) : i % 3 == 2;
             xd[i] = !flip ? acc.dtypes[i] : acc.dtypes[i] == GCK_DTYPE_F32 ? GCK_DTYPE_F64 : GCK_DTYPE_F32;
+            if (!acc.packed && i % 5 == 4)
+                xd[i] = i % 2 ? GCK_DTYPE_BF16 : GCK_DTYPE_F16;
         }
         tl_make_ex(&x, acc.count, acc.lens, xd, g_kinds_all, sizeof g_kinds_all / sizeof g_kinds_all[0], 14,
                    acc.packed);
@@ -875,6 +920,355 @@ static void test_clip(void **state)
     gck_test_set_threads(2);
 }
 
+/* ---- bf16 / f16 lists ------------------------------------------------------------------
+ * A list of 2-byte tensors gives exactly what the single kernels give tensor
+ * by tensor, and exactly what the same list widened to f32 gives (per tensor
+ * and in total); scaling and clipping are gck_scale_bf16 / _f16 by the f32
+ * coefficient; 16-bit x lists accumulate into f32 / f64 lists as their
+ * widened f32 copies would. */
+
+enum { NHALF = 7 };
+static const char *const g_half_names[NHALF] = {"short",  "2000-small", "one-huge", "mixed",
+                                                "packed", "every-bits", "empty"};
+
+/* Half list number k; finite: no NaN/Inf. */
+static void make_half_list(tlist *t, int k, int finite, uint64_t seed)
+{
+    const gck_test_kind *kinds = finite ? g_kinds_finite : g_kinds_all;
+    const size_t nk = finite ? sizeof g_kinds_finite / sizeof g_kinds_finite[0] : sizeof g_kinds_all / sizeof g_kinds_all[0];
+    enum { MAXC = 2000 };
+    size_t *lens = calloc(MAXC, sizeof *lens);
+    gck_dtype *dt = calloc(MAXC, sizeof *dt);
+    size_t count = 0;
+    int packed = 0;
+    uint64_t st = seed * 131 + (uint64_t)k;
+    switch (k) {
+    case 0: /* short: serial, both 16-bit dtypes */
+        count = 9;
+        for (size_t i = 0; i < count; i++) {
+            static const size_t l[] = {0, 1, 3, 64, 65, 1001, GCK_BLOCK - 1, GCK_BLOCK + 1, 0};
+            lens[i] = l[i];
+            dt[i] = (i % 2) ? GCK_DTYPE_F16 : GCK_DTYPE_BF16;
+        }
+        break;
+    case 1: /* 2000 small bf16 tensors: threaded, heap work list and scratch */
+        count = MAXC;
+        for (size_t i = 0; i < count; i++) {
+            lens[i] = (size_t)(gck_test_rand(&st) % (i % 97 == 0 ? 2 * GCK_BLOCK : 200));
+            dt[i] = GCK_DTYPE_BF16;
+        }
+        break;
+    case 2: /* one huge f16 tensor: many chunks */
+        count = 1;
+        lens[0] = (size_t)GCK_CHUNK_BLOCKS * GCK_BLOCK * 3 + 4097;
+        dt[0] = GCK_DTYPE_F16;
+        break;
+    case 3: /* bf16, f16, f32, f64 together */
+        count = 8;
+        for (size_t i = 0; i < count; i++) {
+            static const gck_dtype d[4] = {GCK_DTYPE_BF16, GCK_DTYPE_F32, GCK_DTYPE_F16, GCK_DTYPE_F64};
+            lens[i] = i == 2 ? (size_t)GCK_CHUNK_BLOCKS * GCK_BLOCK * 2 + 9 : (size_t)(gck_test_rand(&st) % 20000);
+            dt[i] = d[i % 4];
+        }
+        break;
+    case 4: /* packed: pieces of one buffer, runs of bf16 and f16, empty pieces between */
+        count = 60;
+        packed = 1;
+        for (size_t i = 0; i < count; i++) {
+            lens[i] = i % 9 == 4 ? 0 : (size_t)(gck_test_rand(&st) % 5000);
+            dt[i] = (i / 20) % 2 ? GCK_DTYPE_F16 : GCK_DTYPE_BF16;
+        }
+        break;
+    case 5: /* every 16-bit pattern of each dtype (finite: the finite ones) */
+        count = 2;
+        lens[0] = lens[1] = 65536;
+        dt[0] = GCK_DTYPE_BF16, dt[1] = GCK_DTYPE_F16;
+        break;
+    default: /* no tensors */
+        count = 0;
+        break;
+    }
+    tl_make_ex(t, count, lens, dt, kinds, nk, seed, packed);
+    if (k == 5)
+        for (size_t i = 0; i < 2; i++) {
+            uint16_t *x = tl_ptr(t, i);
+            const uint16_t e = dt[i] == GCK_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+            for (uint32_t b = 0; b < 65536; b++)
+                x[b] = finite && ((uint16_t)b & e) == e ? (uint16_t)(b & 0x83ff) : (uint16_t)b;
+        }
+    free(lens), free(dt);
+}
+
+/* dst: t with every 16-bit tensor widened exactly to f32 (same layout rules). */
+static void tl_widen(tlist *dst, const tlist *t)
+{
+    static const gck_test_kind z[] = {GCK_K_ZERO};
+    gck_dtype *dt = malloc((t->count + 1) * sizeof *dt);
+    for (size_t i = 0; i < t->count; i++)
+        dt[i] = is_half(t->dtypes[i]) ? GCK_DTYPE_F32 : t->dtypes[i];
+    tl_make_ex(dst, t->count, t->lens, dt, z, 1, 0, t->packed);
+    free(dt);
+    for (size_t i = 0; i < t->count; i++) {
+        const size_t n = t->lens[i];
+        if (t->dtypes[i] == GCK_DTYPE_BF16)
+            gck_convert_bf16_to_f32(tl_ptr(dst, i), tl_ptr(t, i), n);
+        else if (t->dtypes[i] == GCK_DTYPE_F16)
+            gck_convert_f16_to_f32(tl_ptr(dst, i), tl_ptr(t, i), n);
+        else
+            memcpy(tl_ptr(dst, i), tl_ptr(t, i), n * esz_of(t->dtypes[i]));
+    }
+}
+
+/* The single kernels of a 16-bit tensor (others: ref_sumsq / ref_pnorm). */
+static double ref_sumsq_any(const tlist *t, size_t i)
+{
+    if (t->dtypes[i] == GCK_DTYPE_BF16)
+        return gck_sumsq_bf16(tl_ptr(t, i), t->lens[i]);
+    if (t->dtypes[i] == GCK_DTYPE_F16)
+        return gck_sumsq_f16(tl_ptr(t, i), t->lens[i]);
+    return ref_sumsq(t, i);
+}
+
+static double ref_pnorm_any(const tlist *t, size_t i, double p)
+{
+    const int bf = t->dtypes[i] == GCK_DTYPE_BF16;
+    if (!is_half(t->dtypes[i]))
+        return ref_pnorm(t, i, p);
+    if (p == 2.0)
+        return bf ? gck_l2norm_bf16(tl_ptr(t, i), t->lens[i]) : gck_l2norm_f16(tl_ptr(t, i), t->lens[i]);
+    return bf ? gck_pnorm_bf16(tl_ptr(t, i), t->lens[i], p) : gck_pnorm_f16(tl_ptr(t, i), t->lens[i], p);
+}
+
+static void ref_scale_any(tlist *t, size_t i, double s)
+{
+    void *p = tl_ptr(t, i);
+    switch (t->dtypes[i]) {
+    case GCK_DTYPE_BF16: gck_scale_bf16(p, (float)s, t->lens[i]); break;
+    case GCK_DTYPE_F16: gck_scale_f16(p, (float)s, t->lens[i]); break;
+    case GCK_DTYPE_F32: gck_scale_f32(p, (float)s, t->lens[i]); break;
+    default: gck_scale_f64(p, s, t->lens[i]); break;
+    }
+}
+
+static void test_half_norms(void **state)
+{
+    const gck_isa_pair *pr = *state;
+    for (int k = 0; k < NHALF; k++) {
+        for (int finite = 0; finite < 2; finite++) {
+            tlist t, wide;
+            make_half_list(&t, k, finite, 21);
+            tl_widen(&wide, &t);
+            const size_t n = t.count;
+            double *want_s = calloc(n + 1, 8), *want_n = calloc(n + 1, 8), *got = calloc(n + 1, 8),
+                   *wg = calloc(n + 1, 8);
+            for (size_t i = 0; i < n; i++)
+                want_s[i] = ref_sumsq_any(&t, i);
+            for (int th = 0; th <= 3; th++) {
+                double total = -1.0, wtotal = -2.0;
+                if (th == 0) {
+                    ON_SCALAR(pr, assert_int_equal(gck_tensors_sumsq(&t.l, got, &total), GCK_OK));
+                } else {
+                    gck_test_set_threads(th);
+                    assert_int_equal(gck_tensors_sumsq(&t.l, got, &total), GCK_OK);
+                }
+                assert_int_equal(gck_tensors_sumsq(&wide.l, wg, &wtotal), GCK_OK);
+                for (size_t i = 0; i < n; i++) {
+                    gck_assert_same_f64(want_s[i], got[i], "%s half sumsq %s tensor %zu threads %d", pr->isa->name,
+                                        g_half_names[k], i, th);
+                    gck_assert_same_f64(wg[i], got[i], "%s half sumsq vs widened %s tensor %zu", pr->isa->name,
+                                        g_half_names[k], i);
+                }
+                gck_assert_same_f64(ref_sum(want_s, n), total, "%s half sumsq total %s threads %d", pr->isa->name,
+                                    g_half_names[k], th);
+                gck_assert_same_f64(wtotal, total, "%s half sumsq total vs widened %s", pr->isa->name,
+                                    g_half_names[k]);
+            }
+            const int big = k == 1 || k == 2 || k == 3;
+            for (size_t pi = 0; pi < NPS; pi++) {
+                const double p = g_ps[pi];
+                if (big && finite && (p == 3.0 || p == 0.5))
+                    continue; /* SLEEF's scalar pow is slow; the non-finite variant covers these */
+                for (size_t i = 0; i < n; i++)
+                    want_n[i] = ref_pnorm_any(&t, i, p);
+                const double want_total = ref_total(want_s, want_n, n, p);
+                double wtotal = -2.0;
+                assert_int_equal(gck_tensors_norm(&wide.l, p, wg, &wtotal), GCK_OK);
+                gck_assert_same_f64(wtotal, want_total, "%s widened total p=%g %s", pr->isa->name, p,
+                                    g_half_names[k]);
+                for (int th = 0; th <= 3; th += big && p != 2.0 ? 3 : 1) {
+                    double total = -1.0, total2 = -1.0;
+                    if (th == 0) {
+                        ON_SCALAR(pr, assert_int_equal(gck_tensors_norm(&t.l, p, got, &total), GCK_OK));
+                    } else {
+                        gck_test_set_threads(th);
+                        assert_int_equal(gck_tensors_norm(&t.l, p, got, &total), GCK_OK);
+                    }
+                    for (size_t i = 0; i < n; i++) {
+                        gck_assert_same_f64(want_n[i], got[i], "%s half norm p=%g %s tensor %zu threads %d",
+                                            pr->isa->name, p, g_half_names[k], i, th);
+                        gck_assert_same_f64(wg[i], got[i], "%s half norm vs widened p=%g %s tensor %zu",
+                                            pr->isa->name, p, g_half_names[k], i);
+                    }
+                    gck_assert_same_f64(want_total, total, "%s half total p=%g %s threads %d", pr->isa->name, p,
+                                        g_half_names[k], th);
+                    assert_int_equal(gck_tensors_norm(&t.l, p, NULL, &total2), GCK_OK);
+                    gck_assert_same_f64(total, total2, "half total without per_tensor p=%g", p);
+                }
+            }
+            free(want_s), free(want_n), free(got), free(wg);
+            tl_free(&t), tl_free(&wide);
+        }
+    }
+    gck_test_set_threads(2);
+}
+
+/* The single kernel for acc tensor i (F32 or F64) and x tensor i (any). */
+static void ref_pair_any(ew_op op, tlist *a, const tlist *x, size_t i, double w)
+{
+    void *pa = tl_ptr(a, i);
+    const void *px = tl_ptr(x, i);
+    const size_t n = a->lens[i];
+    const float wf = (float)w;
+    const gck_dtype dx = x->dtypes[i];
+    if (!is_half(dx)) {
+        ref_ew(op, a, x, i, w);
+        return;
+    }
+    const int bf = dx == GCK_DTYPE_BF16;
+    if (a->dtypes[i] == GCK_DTYPE_F32) {
+        switch (op) {
+        case OP_ADD: (bf ? gck_add_bf16_to_f32 : gck_add_f16_to_f32)(pa, px, n); break;
+        case OP_AXPY: (bf ? gck_axpy_bf16_to_f32 : gck_axpy_f16_to_f32)(pa, wf, px, n); break;
+        default: (bf ? gck_axpy_init_bf16_to_f32 : gck_axpy_init_f16_to_f32)(pa, wf, px, n); break;
+        }
+    } else {
+        switch (op) {
+        case OP_ADD: (bf ? gck_add_bf16_to_f64 : gck_add_f16_to_f64)(pa, px, n); break;
+        case OP_AXPY: (bf ? gck_axpy_bf16_to_f64 : gck_axpy_f16_to_f64)(pa, w, px, n); break;
+        default: (bf ? gck_axpy_init_bf16_to_f64 : gck_axpy_init_f16_to_f64)(pa, w, px, n); break;
+        }
+    }
+}
+
+static void test_half_elementwise(void **state)
+{
+    const gck_isa_pair *pr = *state;
+    static const double ws[] = {0.3, -1.7, 1.0, 0x1p-140, 3e38};
+    for (int k = 0; k < NHALF; k++) {
+        tlist x, xw, acc, want, got, s_want, s_got;
+        make_half_list(&x, k, 0, 31);
+        tl_widen(&xw, &x);
+        /* acc: f32 or f64 (by index) for the 16-bit tensors, as packed as x */
+        gck_dtype *ad = malloc((x.count + 1) * sizeof *ad);
+        for (size_t i = 0; i < x.count; i++)
+            ad[i] = is_half(x.dtypes[i]) ? ((x.packed ? (i / 30) % 2 : i % 3 == 1) ? GCK_DTYPE_F64 : GCK_DTYPE_F32)
+                                         : x.dtypes[i];
+        tl_make_ex(&acc, x.count, x.lens, ad, g_kinds_all, sizeof g_kinds_all / sizeof g_kinds_all[0], 32, x.packed);
+        free(ad);
+        tl_clone(&want, &acc);
+        tl_clone(&got, &acc);
+        tl_clone(&s_want, &x);
+        tl_clone(&s_got, &x);
+        for (size_t wi = 0; wi < sizeof ws / sizeof ws[0]; wi++) {
+            const double w = ws[wi];
+            for (int op = OP_ADD; op <= OP_AXPY_INIT; op++) {
+                tl_copy_values(&want, &acc);
+                for (size_t i = 0; i < acc.count; i++)
+                    ref_pair_any((ew_op)op, &want, &x, i, w);
+                /* the widened x gives the same */
+                tl_copy_values(&got, &acc);
+                assert_int_equal(run_ew((ew_op)op, &got, &xw, w), GCK_OK);
+                assert_same_values(&want, &got, "widened x");
+                for (int th = 0; th <= 3; th++) {
+                    tl_copy_values(&got, &acc);
+                    if (th == 0) {
+                        ON_SCALAR(pr, assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK));
+                    } else {
+                        gck_test_set_threads(th);
+                        assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK);
+                    }
+                    char what[128];
+                    snprintf(what, sizeof what, "%s %s half x w=%g list %s threads %d (0: scalar)", pr->isa->name,
+                             g_ew_names[op], w, g_half_names[k], th);
+                    assert_same_values(&want, &got, what);
+                }
+            }
+            /* scale in place: gck_scale_bf16 / _f16 by (float)w */
+            tl_copy_values(&s_want, &x);
+            for (size_t i = 0; i < x.count; i++)
+                ref_scale_any(&s_want, i, w);
+            for (int th = 0; th <= 3; th++) {
+                tl_copy_values(&s_got, &x);
+                if (th == 0) {
+                    ON_SCALAR(pr, assert_int_equal(gck_tensors_scale(&s_got.l, w), GCK_OK));
+                } else {
+                    gck_test_set_threads(th);
+                    assert_int_equal(gck_tensors_scale(&s_got.l, w), GCK_OK);
+                }
+                char what[128];
+                snprintf(what, sizeof what, "%s half scale w=%g list %s threads %d (0: scalar)", pr->isa->name, w,
+                         g_half_names[k], th);
+                assert_same_values(&s_want, &s_got, what);
+            }
+        }
+        tl_free(&x), tl_free(&xw), tl_free(&acc), tl_free(&want), tl_free(&got), tl_free(&s_want),
+            tl_free(&s_got);
+    }
+    gck_test_set_threads(2);
+}
+
+/* Clipping a 16-bit list: the widened list's total and coefficient, every
+ * tensor scaled by gck_scale_bf16 / _f16 with (float)coef; with_norm the same. */
+static void test_half_clip(void **state)
+{
+    const gck_isa_pair *pr = *state;
+    static const double fracs[] = {0.5, 1e-3, 2.0, 0.0};
+    for (int k = 0; k < NHALF; k++) {
+        for (int finite = 0; finite < 2; finite++) {
+            tlist t, wide, want, got;
+            make_half_list(&t, k, finite, 41);
+            tl_widen(&wide, &t);
+            tl_clone(&want, &t);
+            tl_clone(&got, &t);
+            double total = -1.0;
+            assert_int_equal(gck_tensors_norm(&wide.l, 2.0, NULL, &total), GCK_OK);
+            for (size_t fi = 0; fi < sizeof fracs / sizeof fracs[0]; fi++) {
+                const double max_norm = isfinite(total) ? total * fracs[fi] : fracs[fi];
+                const double coef = max_norm / (total + GCK_CLIP_EPS_DEFAULT);
+                const int clip = coef < 1.0 || isnan(coef);
+                tl_copy_values(&want, &t);
+                for (size_t i = 0; clip && i < t.count; i++)
+                    ref_scale_any(&want, i, coef);
+                for (int th = 0; th <= 3; th++) {
+                    for (int with = 0; with < 2; with++) {
+                        tl_copy_values(&got, &t);
+                        gck_clip_info info = {-1, -1, -1};
+                        gck_status st;
+                        if (th == 0)
+                            assert_int_equal(gck_isa_select(GCK_ISA_SCALAR), GCK_OK);
+                        else
+                            gck_test_set_threads(th);
+                        st = with ? gck_tensors_clip_with_norm(&got.l, max_norm, total, GCK_CLIP_EPS_DEFAULT, 0, &info)
+                                  : gck_tensors_clip_by_norm(&got.l, max_norm, 2.0, GCK_CLIP_EPS_DEFAULT, 0, &info);
+                        if (th == 0)
+                            assert_int_equal(gck_isa_select(pr->isa->isa), GCK_OK);
+                        assert_int_equal(st, GCK_OK);
+                        char what[160];
+                        snprintf(what, sizeof what, "%s half clip%s max=%g list %s finite %d threads %d",
+                                 pr->isa->name, with ? "_with_norm" : "", max_norm, g_half_names[k], finite, th);
+                        gck_assert_same_f64(total, info.total_norm, "%s total", what);
+                        gck_assert_same_f64(clip ? coef : 1.0, info.coef, "%s coef", what);
+                        assert_int_equal(info.clipped, clip);
+                        assert_same_values(&want, &got, what);
+                    }
+                }
+            }
+            tl_free(&t), tl_free(&wide), tl_free(&want), tl_free(&got);
+        }
+    }
+    gck_test_set_threads(2);
+}
+
 /* ---- errors: nothing written, the message names the index ------------------------- */
 
 static void expect_fail(gck_status got, gck_status want, const char *needle, const char *what)
@@ -956,16 +1350,16 @@ static void test_errors(void **state)
     expect_all_fail(&a, &x, GCK_ERR_INVALID_ARGUMENT, "x tensor 3", "NULL x data with a length");
     x.data[3] = tl_ptr(&x, 3);
     /* an unsupported dtype, at index 3 (the per-list dtype when dtypes is NULL too) */
-    a.dtypes[3] = GCK_DTYPE_BF16;
-    expect_all_fail(&a, NULL, GCK_ERR_UNSUPPORTED, "tensor 3: dtype BF16", "BF16 tensor");
-    expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "tensor 3: dtype BF16", "BF16 acc tensor");
+    a.dtypes[3] = GCK_DTYPE_I16;
+    expect_all_fail(&a, NULL, GCK_ERR_UNSUPPORTED, "tensor 3: dtype I16", "I16 tensor");
+    expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "tensor 3: dtype I16", "I16 acc tensor");
     a.dtypes[3] = GCK_DTYPE_F32;
     x.dtypes[3] = GCK_DTYPE_I32;
     expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "x tensor 3: dtype I32", "I32 x tensor");
     x.dtypes[3] = GCK_DTYPE_F32;
     a.l.dtypes = NULL;
-    a.l.dtype = GCK_DTYPE_F16;
-    expect_all_fail(&a, NULL, GCK_ERR_UNSUPPORTED, "tensor 0: dtype F16", "list dtype F16");
+    a.l.dtype = GCK_DTYPE_U16;
+    expect_all_fail(&a, NULL, GCK_ERR_UNSUPPORTED, "tensor 0: dtype U16", "list dtype U16");
     a.l.dtypes = a.dtypes;
     a.l.dtype = GCK_DTYPE_F32;
     /* too long */
@@ -1023,6 +1417,49 @@ static void test_errors(void **state)
     assert_true(info.clipped == -1);
     assert_bytes_unchanged(&ca, &a, "scalar argument errors");
     tl_free(&ca);
+    tl_free(&a), tl_free(&x);
+}
+
+/* What 16-bit lists are refused for, with nothing written. */
+static void test_half_errors(void **state)
+{
+    (void)state;
+    static const size_t lens[4] = {5, 3, 0, 7};
+    static const gck_dtype xd[4] = {GCK_DTYPE_BF16, GCK_DTYPE_F16, GCK_DTYPE_BF16, GCK_DTYPE_F16};
+    static const gck_dtype ad[4] = {GCK_DTYPE_F32, GCK_DTYPE_F64, GCK_DTYPE_F32, GCK_DTYPE_F32};
+    static const gck_test_kind kinds[] = {GCK_K_UNIFORM};
+    tlist a, x;
+    tl_make(&a, 4, lens, ad, kinds, 1, 1);
+    tl_make(&x, 4, lens, xd, kinds, 1, 2);
+    /* a 16-bit accumulator: add/axpy/axpy_init write f32 or f64 only */
+    expect_all_fail(&x, &x, GCK_ERR_UNSUPPORTED, "dtype BF16 is not supported (F32 or F64 here)", "BF16 acc");
+    a.dtypes[3] = GCK_DTYPE_F16;
+    expect_all_fail(&a, &x, GCK_ERR_UNSUPPORTED, "tensor 3: dtype F16 is not supported (F32 or F64 here)",
+                    "F16 acc tensor 3");
+    a.dtypes[3] = GCK_DTYPE_F32;
+    /* div_sumsq: F32 and F64 lists only */
+    unsigned char *copy = malloc(x.bytes + 1);
+    memcpy(copy, x.arena, x.bytes);
+    double per[4] = {-1, -1, -1, -1}, total = -1;
+    expect_fail(gck_tensors_div_sumsq(&x.l, 2.0, per, &total), GCK_ERR_UNSUPPORTED,
+                "tensor 0: dtype BF16 is not supported (F32 or F64 here)", "div_sumsq BF16");
+    a.dtypes[1] = GCK_DTYPE_F16;
+    expect_fail(gck_tensors_div_sumsq(&a.l, 2.0, per, &total), GCK_ERR_UNSUPPORTED, "tensor 1: dtype F16",
+                "div_sumsq F16 tensor 1");
+    a.dtypes[1] = GCK_DTYPE_F64;
+    assert_true(per[0] == -1 && total == -1 && memcmp(copy, x.arena, x.bytes) == 0);
+    free(copy);
+    /* x at its f32 target's address (another element size) or inside it */
+    x.data[0] = tl_ptr(&a, 0);
+    expect_all_fail(&a, &x, GCK_ERR_INVALID_ARGUMENT, "tensor 0: x overlaps", "bf16 x at the f32 target");
+    x.data[0] = (char *)tl_ptr(&a, 0) + 2;
+    expect_all_fail(&a, &x, GCK_ERR_INVALID_ARGUMENT, "tensor 0: x overlaps", "bf16 x inside the f32 target");
+    x.data[0] = tl_ptr(&x, 0);
+    /* the single-list calls accept them, and 0 tensors of 16-bit dtype */
+    assert_int_equal(gck_tensors_scale(&x.l, 0.5), GCK_OK);
+    const gck_tensor_list empty = {0, NULL, NULL, GCK_DTYPE_BF16, NULL};
+    assert_int_equal(gck_tensors_norm(&empty, 2.0, NULL, &total), GCK_OK);
+    assert_true(total == 0.0);
     tl_free(&a), tl_free(&x);
 }
 
@@ -1115,6 +1552,45 @@ static void test_allocation(void **state)
         tl_free(&a), tl_free(&x), tl_free(&orig), tl_free(&want);
     }
 
+    /* a long bf16 list: general p needs scratch, a threaded clip its work list; every
+     * failure leaves the tensors and the outputs as they were */
+    {
+        tlist hb, hb_orig, hb_want;
+        make_half_list(&hb, 1, 1, 13);
+        tl_clone(&hb_orig, &hb);
+        tl_clone(&hb_want, &hb);
+        gck_test_set_threads(2);
+        for (int fn = 0; fn < 2; fn++) {
+            double wtotal = -1;
+            tl_copy_values(&hb_want, &hb_orig);
+            assert_int_equal(fn == 0 ? gck_tensors_norm(&hb_want.l, 3.0, NULL, &wtotal)
+                                     : gck_tensors_clip_by_norm(&hb_want.l, 1e-3, 2.0, 0.0, 0, &info),
+                             GCK_OK);
+            int fails = 0;
+            for (long f = 0;; f++) {
+                tl_copy_values(&hb, &hb_orig);
+                total = -1;
+                gck_alloc_fail_after(f);
+                const gck_status st = fn == 0 ? gck_tensors_norm(&hb.l, 3.0, NULL, &total)
+                                              : gck_tensors_clip_by_norm(&hb.l, 1e-3, 2.0, 0.0, 0, &info);
+                gck_alloc_fail_after(-1);
+                if (st == GCK_OK) {
+                    assert_same_values(&hb_want, &hb, "bf16 list after the failures");
+                    if (fn == 0)
+                        gck_assert_same_f64(wtotal, total, "bf16 total after the failures");
+                    break;
+                }
+                expect_fail(st, GCK_ERR_NO_MEMORY, "scratch", "bf16 list allocation failure");
+                assert_bytes_unchanged(&hb_orig, &hb, "bf16 list allocation failure");
+                assert_true(total == -1);
+                fails++;
+            }
+            if (fn == 0 && fails == 0)
+                fail_msg("bf16 list p = 3: no allocation failure was seen");
+        }
+        tl_free(&hb), tl_free(&hb_orig), tl_free(&hb_want);
+    }
+
     /* the rescaled p = 2 total of a long list (squares overflow) keeps the
      * per-tensor sums it otherwise folds on the fly */
     gck_test_set_threads(1);
@@ -1165,5 +1641,9 @@ GCK_PER_ISA_MAIN(NULL, NULL,
                  GCK_ISA_TEST(test_axpy_div_sumsq),
                  GCK_ISA_TEST(test_exact_reciprocal),
                  GCK_ISA_TEST(test_clip),
+                 GCK_ISA_TEST(test_half_norms),
+                 GCK_ISA_TEST(test_half_elementwise),
+                 GCK_ISA_TEST(test_half_clip),
+                 GCK_ISA_TEST(test_half_errors),
                  GCK_ISA_TEST(test_errors),
                  GCK_ISA_TEST(test_allocation))

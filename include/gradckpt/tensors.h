@@ -25,8 +25,11 @@ extern "C" {
  *
  * - A list names `count` tensors: data[i] points at lens[i] elements of
  *   dtype dtypes[i] (or of `dtype` for every tensor when dtypes is NULL).
- *   Supported dtypes: GCK_DTYPE_F32 and GCK_DTYPE_F64; others give
- *   GCK_ERR_UNSUPPORTED naming the tensor's index. data[i] may be NULL only
+ *   Supported dtypes: GCK_DTYPE_F32, GCK_DTYPE_F64, GCK_DTYPE_BF16 and
+ *   GCK_DTYPE_F16 (the 2-byte floats as uint16_t bits, see kernels.h),
+ *   except where a function says otherwise (see "bf16 and f16 lists"
+ *   below); others give GCK_ERR_UNSUPPORTED naming the tensor's index and
+ *   the dtypes allowed there. data[i] may be NULL only
  *   when lens[i] is 0; no alignment is needed. A list with count 0 is valid
  *   (its arrays may then be NULL); a NULL list pointer is
  *   GCK_ERR_INVALID_ARGUMENT. The same tensor may appear several times in a
@@ -65,6 +68,37 @@ extern "C" {
  * - Flush-to-zero / denormals-are-zero set by the process: see kernels.h
  *   (results stay bit-identical across ISAs).
  *
+ * bf16 and f16 lists (alone or mixed with F32 / F64 tensors in one list):
+ *
+ *   function                       16-bit tensors            element operation
+ *   gck_tensors_sumsq, _norm       yes                       gck_sumsq_bf16 / _f16, gck_pnorm_bf16 / _f16
+ *   gck_tensors_clip_by_norm,      yes (in place)            gck_scale_bf16 / _f16 by (float)coef
+ *     gck_tensors_clip_with_norm
+ *   gck_tensors_scale              yes (in place)            gck_scale_bf16 / _f16 by (float)s
+ *   gck_tensors_add, _axpy,        x: yes; acc / dst: no,    gck_add_ / axpy_ / axpy_init_bf16_to_f32 /
+ *     _axpy_init                   F32 or F64 only           _f64 and the f16 ones
+ *   gck_tensors_div_sumsq          no                        (GCK_ERR_UNSUPPORTED)
+ *   gck_tensors_axpy_div_sumsq     x: yes; acc: no           the axpy above, then div_sumsq of acc
+ *
+ * - Each 16-bit tensor is widened exactly to f32 by its kernels, so every
+ *   per-tensor result and every total of a list equals, bit for bit, that of
+ *   the same list with its 16-bit tensors converted to F32 (and the totals
+ *   are combined by the F32 rules: their squares never overflow or
+ *   underflow in f64).
+ * - Scaling (and clipping) rounds twice, as PyTorch's x.mul_(s) of a bf16 /
+ *   f16 tensor by an f32 scalar does: the f32 product, then to the 16-bit
+ *   dtype (nearest even). PyTorch's clip_grad_norm_ over bf16-only grads
+ *   computes the norm and coefficient in bf16 itself; here the total is the
+ *   f64 one above and the coefficient is rounded to f32 (the Python
+ *   binding's clip_grad_norm_ says how it matches torch).
+ * - A 16-bit accumulator would round at every micro-batch: add, axpy and
+ *   axpy_init take 16-bit inputs into F32 or F64 targets only; round the
+ *   result once with gck_convert_f32_to_bf16 / _f16 when a 16-bit copy is
+ *   wanted.
+ * - gck_tensors_div_sumsq refuses 16-bit tensors: a mean belongs in the
+ *   F32 / F64 buffers it was accumulated in (dividing a 16-bit tensor would
+ *   round once more, after the squares were taken).
+ *
  * Thread-safety: safe to call concurrently on lists that do not write the
  * same memory.
  */
@@ -96,8 +130,8 @@ typedef struct gck_clip_info {
 /**
  * Sums of squares of every tensor in one call.
  *
- * per_tensor[i] (optional, count entries) receives exactly gck_sumsq_f32 or
- * gck_sumsq_f64 of tensor i; *total (optional) receives their sum in list
+ * per_tensor[i] (optional, count entries) receives exactly gck_sumsq_f32,
+ * _f64, _bf16 or _f16 of tensor i; *total (optional) receives their sum in list
  * order, left to right: ((0 + s_0) + s_1) + ... (which, for F64 tensors, may
  * overflow to +Inf like gck_sumsq_f64; gck_tensors_norm never does).
  *
@@ -111,8 +145,8 @@ GCK_API gck_status gck_tensors_sumsq(const gck_tensor_list *t, double *per_tenso
  * p-norms of every tensor and of all of them together, in one call (p as in
  * gck_pnorm_f64: 1, 2, INFINITY or any finite p > 0; PyTorch's norm_type).
  *
- * per_tensor[i] (optional) receives exactly gck_pnorm_f32/_f64(tensor i, p)
- * (for p = 2: gck_l2norm_*). *total receives the p-norm of the tensors'
+ * per_tensor[i] (optional) receives exactly gck_pnorm_f32/_f64/_bf16/_f16
+ * (tensor i, p) (for p = 2: gck_l2norm_*). *total receives the p-norm of the tensors'
  * concatenation, combined from per-tensor results in list order:
  *   p = 2:   sqrt(((0 + s_0) + s_1) + ...) of the per-tensor sums of squares,
  *            except when that sum overflows or underflows while every norm
@@ -137,7 +171,8 @@ GCK_API gck_status gck_tensors_norm(const gck_tensor_list *t, double p, double *
  * Clips the tensors in place by their total p-norm, as PyTorch's
  * torch.nn.utils.clip_grad_norm_: total = gck_tensors_norm(t, p), coef =
  * max_norm / (total + eps), and every tensor is multiplied by coef (F64:
- * x * coef; F32: x * (float)coef) when coef < 1 or coef is NaN (a NaN
+ * x * coef; F32: x * (float)coef; BF16 / F16: gck_scale_bf16 / _f16 with
+ * (float)coef) when coef < 1 or coef is NaN (a NaN
  * total, as in torch, makes every element NaN unless
  * GCK_CLIP_ERROR_IF_NONFINITE is set); otherwise nothing is written. Pass
  * eps = GCK_CLIP_EPS_DEFAULT for torch's behaviour.
@@ -185,7 +220,9 @@ GCK_API gck_status gck_tensors_clip_with_norm(const gck_tensor_list *t, double m
  * accumulated into the trainer's own buffers. The element operation is the
  * single kernel's for the pair of dtypes: gck_add_f32 (F32 += F32),
  * gck_add_f64 (F64 += F64), gck_add_f32_to_f64 (F64 += F32),
- * gck_add_f64_to_f32 (F32 += F64).
+ * gck_add_f64_to_f32 (F32 += F64), gck_add_bf16_to_f32 / _f64 and
+ * gck_add_f16_to_f32 / _f64 (F32 or F64 += BF16 or F16; a 16-bit acc is
+ * GCK_ERR_UNSUPPORTED).
  *
  * Ownership: writes acc's tensors, reads x's; keeps no reference.
  * Errors: see the common rules (counts and lengths must match).
@@ -196,7 +233,8 @@ GCK_API gck_status gck_tensors_add(const gck_tensor_list *acc, const gck_tensor_
 /**
  * acc_i[j] = acc_i[j] + (x_i[j] * w) (two roundings, no FMA) for every
  * tensor i, with the single kernels gck_axpy_f32/_f64/_f32_to_f64/_f64_to_f32
- * (w rounded to float for an F32 accumulator).
+ * and gck_axpy_bf16/_f16_to_f32/_f64 (w rounded to float for an F32
+ * accumulator; x may be BF16 or F16, acc F32 or F64 only).
  *
  * Ownership: writes acc's tensors, reads x's; keeps no reference.
  * Errors: see the common rules.  Thread-safety: see the common rules.
@@ -206,7 +244,8 @@ GCK_API gck_status gck_tensors_axpy(const gck_tensor_list *acc, double w, const 
 /**
  * dst_i[j] = 0 + (x_i[j] * w) for every tensor i without reading dst: the
  * first term of an accumulation (gck_axpy_init_*; with w = 1 a copy that
- * turns -0 into +0, as accumulating into a zeroed buffer would).
+ * turns -0 into +0, as accumulating into a zeroed buffer would). x may be
+ * BF16 or F16 (widened exactly), dst F32 or F64 only.
  *
  * Ownership: writes dst's tensors, reads x's; keeps no reference.
  * Errors: see the common rules.  Thread-safety: see the common rules.
@@ -215,7 +254,8 @@ GCK_API gck_status gck_tensors_axpy_init(const gck_tensor_list *dst, double w, c
 
 /**
  * t_i[j] = t_i[j] * s for every tensor i (gck_scale_f64 with s, gck_scale_f32
- * with (float)s).
+ * with (float)s, gck_scale_bf16 / _f16 with (float)s: PyTorch's mul_ of a
+ * 16-bit tensor by an f32 scalar).
  *
  * Ownership: writes the tensors; keeps no reference.
  * Errors: see the common rules.  Thread-safety: see the common rules.
@@ -233,7 +273,8 @@ GCK_API gck_status gck_tensors_scale(const gck_tensor_list *t, double s);
  * overflow nor underflow in f64), ready for gck_tensors_clip_with_norm.
  *
  * Ownership: writes the tensors, per_tensor and *total; keeps no reference.
- * Errors: see the common rules.  Thread-safety: see the common rules.
+ * Errors: see the common rules; a BF16 or F16 tensor is GCK_ERR_UNSUPPORTED
+ *         (F32 and F64 only).  Thread-safety: see the common rules.
  */
 GCK_API gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, double *per_tensor, double *total);
 
@@ -245,7 +286,9 @@ GCK_API gck_status gck_tensors_div_sumsq(const gck_tensor_list *t, double d, dou
  * values, per_tensor[i] and *total are bit for bit those of the two calls
  * made one after the other, for any thread count; the trainer saves the
  * read and write of the whole gradient that the second call would make.
- * x may be acc itself (the same buffers, as gck_tensors_axpy allows).
+ * x may be acc itself (the same buffers, as gck_tensors_axpy allows); acc
+ * is F32 or F64, x any of the four (16-bit micro-batch gradients into f32
+ * master buffers, as gck_tensors_axpy).
  *
  * Ownership: writes the acc tensors, per_tensor and *total; keeps no reference.
  * Errors: as gck_tensors_axpy (the acc/x pair rules); nothing is written on

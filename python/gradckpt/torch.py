@@ -4,10 +4,10 @@
     total = clip_grad_norm_(model.parameters(), max_norm=1.0)   # torch.nn.utils.clip_grad_norm_'s signature
 
 ``clip_grad_norm_``, ``get_total_norm`` and ``clip_grads_with_norm_`` have
-torch 2.x's signatures and semantics; float32/float64 CPU gradients are
-clipped in ONE call of the C library over the whole list (the norm of every
-gradient as if concatenated, combined in list order: the same bits on every
-ISA and thread count). Gradients of another device or dtype, or a
+torch 2.x's signatures and semantics; float32/float64/bfloat16/float16 CPU
+gradients are clipped in ONE call of the C library over the whole list (the
+norm of every gradient as if concatenated, combined in list order: the same
+bits on every ISA and thread count). Gradients of another device or dtype, or a
 ``norm_type`` / ``max_norm`` the C library does not take (p <= 0, a negative
 max_norm), go to torch's own function, with a one-time warning.
 """
@@ -35,7 +35,7 @@ def _warn_once(what: str, why: str) -> None:
         return
     _warned.add(what)
     warnings.warn(f"gradckpt.torch.{what}: {why}; torch.nn.utils.{what} handles it instead "
-                  "(gradckpt takes float32/float64 C-contiguous CPU tensors, norm_type > 0)",
+                  "(gradckpt takes float32/float64/bfloat16/float16 C-contiguous CPU tensors, norm_type > 0)",
                   RuntimeWarning, stacklevel=3)
 
 
@@ -85,6 +85,21 @@ def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: fl
     ``gck_tensors_clip_by_norm`` over all of them, bit-identical on every ISA
     and thread count; the norm is accumulated in float64 (torch: in the
     gradients' dtype), so results agree with torch's to ~1e-7 relative.
+
+    bfloat16/float16 gradients (read and scaled in place, no copy) follow
+    torch's semantics: the returned total has torch's dtype (the gradients'
+    16-bit dtype when they all share it; float32 when mixed with float32 or
+    each other; float64 with float64), the coefficient is computed from that
+    returned total exactly as torch computes it (``clamp(max_norm / (total +
+    1e-6), max=1)`` in that dtype) and every gradient becomes
+    ``(g.float() * float32(coef)).to(g.dtype)`` (torch's ``mul_``). The one
+    intended difference: the norm itself is exact (every element widened,
+    summed in float64, rounded once to the result dtype) where torch rounds
+    each per-tensor norm to 16 bits first; when the two totals round to the
+    same 16-bit value (usually) the gradients are bit-identical to torch's,
+    and they always are to ``torch.nn.utils.clip_grads_with_norm_(params,
+    max_norm, <the returned total>)``.
+
     Anything else is passed to torch's own function (one warning).
     ``foreach`` is accepted for compatibility (the C call always covers the
     whole list).
@@ -102,18 +117,27 @@ def clip_grad_norm_(parameters: _TensorOrTensors, max_norm: float, norm_type: fl
     if r is None:
         _warn_once("clip_grad_norm_", "a gradient of another device, dtype or layout")
         return torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite, foreach)
-    total, dtype, count = r
+    total, dtype, count, scaled = r
     if count == 0:
         return torch.tensor(0.0)
-    return torch.tensor(total, dtype=dtype)
+    total_t = torch.tensor(total, dtype=dtype)
+    if not scaled:  # 16-bit grads: torch's coefficient, from the total rounded to their dtype
+        if error_if_nonfinite and not math.isfinite(float(total_t)):
+            raise _nonfinite(norm_type)
+        coef = float(torch.clamp(max_norm / (total_t + 1e-6), max=1.0))
+        if coef != 1.0 and not _gradckpt._torch_scale_params(params, coef):
+            raise RuntimeError("gradckpt.torch.clip_grad_norm_: the gradients changed during the call")
+    return total_t
 
 
 def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: Optional[bool] = None) -> torch.Tensor:
     """The norm of tensors as if concatenated, as ``torch.nn.utils.get_total_norm``.
 
-    ONE call of ``gck_tensors_norm`` for float32/float64 CPU tensors (others:
-    torch's function, one warning). ``error_if_nonfinite``: a NaN/inf norm
+    ONE call of ``gck_tensors_norm`` for float32/float64/bfloat16/float16 CPU
+    tensors (others: torch's function, one warning); 16-bit tensors are
+    widened exactly and the total is rounded once to torch's result dtype
+    (see clip_grad_norm_). ``error_if_nonfinite``: a NaN/inf norm
     raises ``RuntimeError`` (gradckpt.NonFiniteError). Returns a 0-d tensor of
     the tensors' dtype (``torch.tensor(0.)`` for no tensors).
     """
@@ -126,9 +150,10 @@ def get_total_norm(tensors: _TensorOrTensors, norm_type: float = 2.0, error_if_n
         _warn_once("get_total_norm", f"a tensor of another device, dtype or layout, or norm_type {norm_type}")
         return _torch_get_total_norm()(ts, norm_type, error_if_nonfinite, foreach)
     total, dtype, _ = r
-    if error_if_nonfinite and not math.isfinite(total):
+    total_t = torch.tensor(total, dtype=dtype)
+    if error_if_nonfinite and not math.isfinite(float(total_t)):
         raise _nonfinite(norm_type)
-    return torch.tensor(total, dtype=dtype)
+    return total_t
 
 
 def clip_grads_with_norm_(parameters: _TensorOrTensors, max_norm: float, total_norm: Union[torch.Tensor, float],
@@ -136,7 +161,8 @@ def clip_grads_with_norm_(parameters: _TensorOrTensors, max_norm: float, total_n
     """Scales gradients by ``min(max_norm / (total_norm + 1e-6), 1)``, as ``torch.nn.utils.clip_grads_with_norm_``.
 
     The coefficient is computed as torch computes it (in ``total_norm``'s
-    dtype), so the scaled gradients are bit-identical to torch's. ONE call of
+    dtype), so the scaled gradients are bit-identical to torch's (bfloat16 /
+    float16 gradients too: the float32 product rounded to their dtype). ONE call of
     ``gck_tensors_scale`` over the gradients (others: torch's function).
     """
     params = _as_list(parameters)
@@ -196,6 +222,14 @@ class GradientAccumulator:
                 name, p = item
             if not p.requires_grad:
                 continue
+            if p.dtype in (torch.bfloat16, torch.float16):
+                # step() would have to finish into a float32 staging copy and round it into p.grad: a full
+                # extra copy of the gradients, which this class promises not to make.
+                raise InvalidArgumentError(
+                    f"parameter '{name}': GradientAccumulator takes float32/float64 parameters, got {p.dtype}: "
+                    "its step() writes p.grad without a staging copy, and a 16-bit p.grad would need one. "
+                    "Accumulate 16-bit gradients with gradckpt.Checkpointer(dtype='float32').accumulate_many "
+                    "(read in place, widened exactly) and flush_into float32 buffers")
             if p.dtype not in (torch.float32, torch.float64) or p.device.type != "cpu":
                 raise InvalidArgumentError(f"parameter '{name}': GradientAccumulator takes float32/float64 CPU "
                                            f"parameters, got {p.dtype} on {p.device}")

@@ -74,13 +74,22 @@ const char *dtype_label(gck_dtype dt)
 
 bool is_kernel_dtype(gck_dtype dt)
 {
-    return dt == GCK_DTYPE_F32 || dt == GCK_DTYPE_F64;
+    return dt == GCK_DTYPE_F32 || dt == GCK_DTYPE_F64 || dt == GCK_DTYPE_BF16 || dt == GCK_DTYPE_F16;
 }
 
 void need_float(const Array &a, const ArgName &name)
 {
     if (!is_kernel_dtype(a.dtype))
-        raise_dtype(name.str() + ": expected float32 or float64, got " + dtype_label(a.dtype));
+        raise_dtype(name.str() + ": expected float32, float64, bfloat16 or float16, got " + dtype_label(a.dtype));
+}
+
+void need_wide(const Array &a, const ArgName &name)
+{
+    if (a.dtype != GCK_DTYPE_F32 && a.dtype != GCK_DTYPE_F64)
+        raise_dtype(name.str() + ": expected float32 or float64 here, got " + dtype_label(a.dtype) +
+                    (a.dtype == GCK_DTYPE_BF16 || a.dtype == GCK_DTYPE_F16
+                         ? " (16-bit values are accumulated into float32/float64 arrays, not into 16-bit ones)"
+                         : ""));
 }
 
 std::string ArgName::str() const
@@ -208,6 +217,10 @@ bool resolve_torch_dlpack(nb::handle o, Hold &hold, Array &a, bool want_shape)
         dt = GCK_DTYPE_F32;
     else if (code == C::Float && t->dtype.bits == 64)
         dt = GCK_DTYPE_F64;
+    else if (code == C::Float && t->dtype.bits == 16)
+        dt = GCK_DTYPE_F16;
+    else if (code == C::Bfloat && t->dtype.bits == 16)
+        dt = GCK_DTYPE_BF16;
     else
         return false;  // everything else: the attribute path
     size_t n = 1;

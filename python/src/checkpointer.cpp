@@ -523,11 +523,21 @@ private:
                 bytes += arrs[e].n * arrs[e].itemsize;
             }
             const gck_status st = maybe_nogil(3 * bytes, [&] {
-                return dt == GCK_DTYPE_F32
-                           ? gck_accumulate_many_f32(cp_, idp.data(), (const float *const *)vals.data(), lens.data(),
-                                                     idp.size(), step)
-                           : gck_accumulate_many_f64(cp_, idp.data(), (const double *const *)vals.data(),
-                                                     lens.data(), idp.size(), step);
+                const size_t c = idp.size();
+                switch (dt) {
+                case GCK_DTYPE_F32:
+                    return gck_accumulate_many_f32(cp_, idp.data(), (const float *const *)vals.data(), lens.data(), c,
+                                                   step);
+                case GCK_DTYPE_BF16:
+                    return gck_accumulate_many_bf16(cp_, idp.data(), (const uint16_t *const *)vals.data(),
+                                                    lens.data(), c, step);
+                case GCK_DTYPE_F16:
+                    return gck_accumulate_many_f16(cp_, idp.data(), (const uint16_t *const *)vals.data(),
+                                                   lens.data(), c, step);
+                default:
+                    return gck_accumulate_many_f64(cp_, idp.data(), (const double *const *)vals.data(), lens.data(),
+                                                   c, step);
+                }
             });
             check(st);
             for (size_t i = k; i < e; i++)
@@ -539,9 +549,12 @@ private:
     void accumulate_one(const std::string &layer, const Array &a, uint64_t step)
     {
         const gck_status st = maybe_nogil(a.n * a.itemsize * 3, [&] {
-            return a.dtype == GCK_DTYPE_F32
-                       ? gck_accumulate_f32(cp_, layer.c_str(), (const float *)a.data, a.n, step)
-                       : gck_accumulate_f64(cp_, layer.c_str(), (const double *)a.data, a.n, step);
+            switch (a.dtype) {
+            case GCK_DTYPE_F32: return gck_accumulate_f32(cp_, layer.c_str(), (const float *)a.data, a.n, step);
+            case GCK_DTYPE_BF16: return gck_accumulate_bf16(cp_, layer.c_str(), (const uint16_t *)a.data, a.n, step);
+            case GCK_DTYPE_F16: return gck_accumulate_f16(cp_, layer.c_str(), (const uint16_t *)a.data, a.n, step);
+            default: return gck_accumulate_f64(cp_, layer.c_str(), (const double *)a.data, a.n, step);
+            }
         });
         check(st);
     }
@@ -617,7 +630,8 @@ void init_checkpointer(nb::module_ &m)
         .def("accumulate", &Checkpointer::accumulate, nb::arg("layer_id"), nb::arg("grad"),
              nb::arg("step") = nb::none(),
              nb::sig("def accumulate(self, layer_id: str, grad: Array, step: int | None = None) -> None"),
-             "Adds one float32/float64 tensor to the layer's pending buffer (read in place, no copy). The first\n"
+             "Adds one float32/float64/bfloat16/float16 tensor to the layer's pending buffer (read in place, no\n"
+             "copy; 16-bit values are widened exactly into the float32/float64 storage). The first\n"
              "tensor of a window fixes the layer's length: another length raises DimensionMismatchError and\n"
              "nothing changes. step (default: the global step) is recorded as the layer's step.")
         .def("accumulate_many", &Checkpointer::accumulate_many, nb::arg("grads"), nb::arg("step") = nb::none(),
@@ -637,7 +651,8 @@ void init_checkpointer(nb::module_ &m)
                      "record: bool = False) -> tuple[float, float, bool, Checkpoint | None]"),
              "Finishes the window into your arrays (gck_flush_into): dst maps every pending layer to a writable\n"
              "array of the storage dtype and the layer's length (or is a list in pending_layers order). The values\n"
-             "are bit for bit what flush() would store. record=False adds nothing to the history and copies\n"
+             "are bit for bit what flush() would store (a bfloat16/float16 dst raises UnsupportedError: round\n"
+             "a float32 result once with torch's .to() or gck_convert_f32_to_bf16). record=False adds nothing to the history and copies\n"
              "nothing; record=True also records the checkpoint. Returns (norm_before_clip, clip_coef, clipped,\n"
              "checkpoint or None). On any error nothing changes.")
         .def("_step_params", &Checkpointer::step_params, nb::arg("names"), nb::arg("params"), nb::arg("spares"),

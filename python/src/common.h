@@ -86,10 +86,12 @@ struct ArgName {
 // callers check the dtype they need (need_float). want_shape fills a.shape.
 void resolve(nb::handle o, const ArgName &name, Access acc, Hold &hold, Array &a, bool want_shape = false);
 
-// dtype checks of the numeric functions: F32 or F64 today; bf16/f16 join with
-// their kernels (gck_dtype already names them, so only this set grows).
+// dtype checks of the numeric functions: F32, F64, BF16 or F16 (need_float);
+// F32 or F64 where a value is written by accumulation (need_wide: acc of
+// add_/axpy_, with a hint for 16-bit arrays).
 bool is_kernel_dtype(gck_dtype dt);
 void need_float(const Array &a, const ArgName &name);
+void need_wide(const Array &a, const ArgName &name);
 const char *dtype_label(gck_dtype dt);  // "float32", "bfloat16", ...
 
 // A list of arrays as the C multi-tensor API takes it (tensors.h).

@@ -55,27 +55,50 @@ void check_p(double p, const char *name)
                   std::string(name) + " must be > 0 (1, 2, inf or any finite p > 0), got " + std::to_string(p));
 }
 
-// One reduction over one array, the kernel chosen by its dtype (the place
-// where the bf16/f16 kernels join).
-template <typename KF, typename KD> double reduce_one(nb::handle x, KF f32, KD f64)
+// One reduction over one array, the kernel chosen by its dtype: k(dtype,
+// data, n) with data typed by the caller's switch.
+template <typename K> double reduce_one(nb::handle x, K k)
 {
     Hold h;
     const Array a = read1(x, "x", h);
-    return maybe_nogil(a.n * a.itemsize, [&] {
-        return a.dtype == GCK_DTYPE_F32 ? f32((const float *)a.data, a.n) : f64((const double *)a.data, a.n);
+    return maybe_nogil(a.n * a.itemsize, [&] { return k(a.dtype, a.data, a.n); });
+}
+
+double sumsq(nb::handle x)
+{
+    return reduce_one(x, [](gck_dtype dt, const void *d, size_t n) {
+        switch (dt) {
+        case GCK_DTYPE_F32: return gck_sumsq_f32((const float *)d, n);
+        case GCK_DTYPE_BF16: return gck_sumsq_bf16((const uint16_t *)d, n);
+        case GCK_DTYPE_F16: return gck_sumsq_f16((const uint16_t *)d, n);
+        default: return gck_sumsq_f64((const double *)d, n);
+        }
     });
 }
 
-double sumsq(nb::handle x) { return reduce_one(x, gck_sumsq_f32, gck_sumsq_f64); }
-
-double l2norm(nb::handle x) { return reduce_one(x, gck_l2norm_f32, gck_l2norm_f64); }
+double l2norm(nb::handle x)
+{
+    return reduce_one(x, [](gck_dtype dt, const void *d, size_t n) {
+        switch (dt) {
+        case GCK_DTYPE_F32: return gck_l2norm_f32((const float *)d, n);
+        case GCK_DTYPE_BF16: return gck_l2norm_bf16((const uint16_t *)d, n);
+        case GCK_DTYPE_F16: return gck_l2norm_f16((const uint16_t *)d, n);
+        default: return gck_l2norm_f64((const double *)d, n);
+        }
+    });
+}
 
 double pnorm(nb::handle x, double p)
 {
     check_p(p, "p");
-    return reduce_one(
-        x, [p](const float *d, size_t n) { return gck_pnorm_f32(d, n, p); },
-        [p](const double *d, size_t n) { return gck_pnorm_f64(d, n, p); });
+    return reduce_one(x, [p](gck_dtype dt, const void *d, size_t n) {
+        switch (dt) {
+        case GCK_DTYPE_F32: return gck_pnorm_f32((const float *)d, n, p);
+        case GCK_DTYPE_BF16: return gck_pnorm_bf16((const uint16_t *)d, n, p);
+        case GCK_DTYPE_F16: return gck_pnorm_f16((const uint16_t *)d, n, p);
+        default: return gck_pnorm_f64((const double *)d, n, p);
+        }
+    });
 }
 
 double dist2(nb::handle ao, nb::handle bo)
@@ -86,26 +109,47 @@ double dist2(nb::handle ao, nb::handle bo)
         raise_dtype(std::string("b: expected ") + dtype_label(a.dtype) + " like a, got " + dtype_label(b.dtype));
     same_len(a, "a", b, "b");
     return maybe_nogil(2 * a.n * a.itemsize, [&] {
-        return a.dtype == GCK_DTYPE_F32 ? gck_dist2_f32((const float *)a.data, (const float *)b.data, a.n)
-                                        : gck_dist2_f64((const double *)a.data, (const double *)b.data, a.n);
+        switch (a.dtype) {
+        case GCK_DTYPE_F32: return gck_dist2_f32((const float *)a.data, (const float *)b.data, a.n);
+        case GCK_DTYPE_BF16: return gck_dist2_bf16((const uint16_t *)a.data, (const uint16_t *)b.data, a.n);
+        case GCK_DTYPE_F16: return gck_dist2_f16((const uint16_t *)a.data, (const uint16_t *)b.data, a.n);
+        default: return gck_dist2_f64((const double *)a.data, (const double *)b.data, a.n);
+        }
     });
+}
+
+// acc (F32 or F64) and x (any kernel dtype) of add_ / axpy_.
+void pair1(nb::handle acco, nb::handle xo, Hold &h, Array &acc, Array &x)
+{
+    resolve(acco, ArgName{ "acc" }, Access::Write, h, acc);
+    need_wide(acc, ArgName{ "acc" });
+    x = read1(xo, "x", h);
+    same_len(acc, "acc", x, "x");
+    no_partial_overlap(acc, "acc", x, "x");
 }
 
 nb::object add_(nb::handle acco, nb::handle xo)
 {
     Hold h;
-    const Array acc = write1(acco, "acc", h), x = read1(xo, "x", h);
-    same_len(acc, "acc", x, "x");
-    no_partial_overlap(acc, "acc", x, "x");
+    Array acc, x;
+    pair1(acco, xo, h, acc, x);
     maybe_nogil(acc.n * (acc.itemsize * 2 + x.itemsize), [&] {
-        if (acc.dtype == GCK_DTYPE_F32 && x.dtype == GCK_DTYPE_F32)
-            gck_add_f32((float *)acc.data, (const float *)x.data, acc.n);
-        else if (acc.dtype == GCK_DTYPE_F64 && x.dtype == GCK_DTYPE_F64)
-            gck_add_f64((double *)acc.data, (const double *)x.data, acc.n);
-        else if (acc.dtype == GCK_DTYPE_F64)
-            gck_add_f32_to_f64((double *)acc.data, (const float *)x.data, acc.n);
-        else
-            gck_add_f64_to_f32((float *)acc.data, (const double *)x.data, acc.n);
+        const uint16_t *x16 = (const uint16_t *)x.data;
+        float *a32 = (float *)acc.data;
+        double *a64 = (double *)acc.data;
+        const bool f32 = acc.dtype == GCK_DTYPE_F32;
+        switch (x.dtype) {
+        case GCK_DTYPE_F32:
+            f32 ? gck_add_f32(a32, (const float *)x.data, acc.n)
+                : gck_add_f32_to_f64(a64, (const float *)x.data, acc.n);
+            break;
+        case GCK_DTYPE_BF16: f32 ? gck_add_bf16_to_f32(a32, x16, acc.n) : gck_add_bf16_to_f64(a64, x16, acc.n); break;
+        case GCK_DTYPE_F16: f32 ? gck_add_f16_to_f32(a32, x16, acc.n) : gck_add_f16_to_f64(a64, x16, acc.n); break;
+        default:
+            f32 ? gck_add_f64_to_f32(a32, (const double *)x.data, acc.n)
+                : gck_add_f64(a64, (const double *)x.data, acc.n);
+            break;
+        }
     });
     return nb::borrow(acco);
 }
@@ -113,18 +157,30 @@ nb::object add_(nb::handle acco, nb::handle xo)
 nb::object axpy_(nb::handle acco, double w, nb::handle xo)
 {
     Hold h;
-    const Array acc = write1(acco, "acc", h), x = read1(xo, "x", h);
-    same_len(acc, "acc", x, "x");
-    no_partial_overlap(acc, "acc", x, "x");
+    Array acc, x;
+    pair1(acco, xo, h, acc, x);
     maybe_nogil(acc.n * (acc.itemsize * 2 + x.itemsize), [&] {
-        if (acc.dtype == GCK_DTYPE_F32 && x.dtype == GCK_DTYPE_F32)
-            gck_axpy_f32((float *)acc.data, (float)w, (const float *)x.data, acc.n);
-        else if (acc.dtype == GCK_DTYPE_F64 && x.dtype == GCK_DTYPE_F64)
-            gck_axpy_f64((double *)acc.data, w, (const double *)x.data, acc.n);
-        else if (acc.dtype == GCK_DTYPE_F64)
-            gck_axpy_f32_to_f64((double *)acc.data, w, (const float *)x.data, acc.n);
-        else
-            gck_axpy_f64_to_f32((float *)acc.data, (float)w, (const double *)x.data, acc.n);
+        const uint16_t *x16 = (const uint16_t *)x.data;
+        float *a32 = (float *)acc.data;
+        double *a64 = (double *)acc.data;
+        const float wf = (float)w;
+        const bool f32 = acc.dtype == GCK_DTYPE_F32;
+        switch (x.dtype) {
+        case GCK_DTYPE_F32:
+            f32 ? gck_axpy_f32(a32, wf, (const float *)x.data, acc.n)
+                : gck_axpy_f32_to_f64(a64, w, (const float *)x.data, acc.n);
+            break;
+        case GCK_DTYPE_BF16:
+            f32 ? gck_axpy_bf16_to_f32(a32, wf, x16, acc.n) : gck_axpy_bf16_to_f64(a64, w, x16, acc.n);
+            break;
+        case GCK_DTYPE_F16:
+            f32 ? gck_axpy_f16_to_f32(a32, wf, x16, acc.n) : gck_axpy_f16_to_f64(a64, w, x16, acc.n);
+            break;
+        default:
+            f32 ? gck_axpy_f64_to_f32(a32, wf, (const double *)x.data, acc.n)
+                : gck_axpy_f64(a64, w, (const double *)x.data, acc.n);
+            break;
+        }
     });
     return nb::borrow(acco);
 }
@@ -134,10 +190,12 @@ nb::object scale_(nb::handle xo, double s)
     Hold h;
     const Array x = write1(xo, "x", h);
     maybe_nogil(2 * x.n * x.itemsize, [&] {
-        if (x.dtype == GCK_DTYPE_F32)
-            gck_scale_f32((float *)x.data, (float)s, x.n);
-        else
-            gck_scale_f64((double *)x.data, s, x.n);
+        switch (x.dtype) {
+        case GCK_DTYPE_F32: gck_scale_f32((float *)x.data, (float)s, x.n); break;
+        case GCK_DTYPE_BF16: gck_scale_bf16((uint16_t *)x.data, (float)s, x.n); break;
+        case GCK_DTYPE_F16: gck_scale_f16((uint16_t *)x.data, (float)s, x.n); break;
+        default: gck_scale_f64((double *)x.data, s, x.n); break;
+        }
     });
     return nb::borrow(xo);
 }
@@ -307,8 +365,12 @@ double bench_c(const std::string &op, nb::handle tensors, int64_t iters, double 
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int64_t i = 0; i < iters; i++) {
         if (op == "sumsq")
-            sink = l.dtypes[0] == GCK_DTYPE_F32 ? gck_sumsq_f32((const float *)l.data[0], l.lens[0])
-                                                : gck_sumsq_f64((const double *)l.data[0], l.lens[0]);
+            switch (l.dtypes[0]) {
+            case GCK_DTYPE_F32: sink = gck_sumsq_f32((const float *)l.data[0], l.lens[0]); break;
+            case GCK_DTYPE_BF16: sink = gck_sumsq_bf16((const uint16_t *)l.data[0], l.lens[0]); break;
+            case GCK_DTYPE_F16: sink = gck_sumsq_f16((const uint16_t *)l.data[0], l.lens[0]); break;
+            default: sink = gck_sumsq_f64((const double *)l.data[0], l.lens[0]); break;
+            }
         else if (op == "norm") {
             double total;
             gck_tensors_norm(&t, 2.0, nullptr, &total);
@@ -330,25 +392,31 @@ void init_kernels(nb::module_ &m)
     (void)arr;
     m.def("sumsq", &sumsq, nb::arg("x"),
           nb::sig("def sumsq(x: Array, /) -> float"),
-          "Sum of squares of a float32/float64 array, accumulated in float64 (f32 elements widened exactly).\n\n"
+          "Sum of squares of a float32/float64/bfloat16/float16 array, accumulated in float64 (elements widened\n"
+          "exactly; a 16-bit array gives exactly the sum of its float32 copy).\n\n"
           "Bit-identical on every ISA and OpenMP thread count. Reads ``x`` in place (no copy).\n\n"
           "Raises DTypeError for another dtype, InvalidArgumentError for a non-contiguous or non-CPU array.");
     m.def("l2norm", &l2norm, nb::arg("x"), nb::sig("def l2norm(x: Array, /) -> float"),
-          "Euclidean norm of a float32/float64 array; never spuriously overflows or underflows (within 2 ulp).");
+          "Euclidean norm of a float32/float64/bfloat16/float16 array; never spuriously overflows or underflows\n"
+          "(within 2 ulp). 16-bit arrays: exactly the norm of their float32 copy.");
     m.def("dist2", &dist2, nb::arg("a"), nb::arg("b"), nb::sig("def dist2(a: Array, b: Array, /) -> float"),
           "Squared distance sum((a - b)**2) of two arrays of the same dtype and length, accumulated in float64.");
     m.def("pnorm", &pnorm, nb::arg("x"), nb::arg("p"), nb::sig("def pnorm(x: Array, p: float, /) -> float"),
-          "p-norm (sum |x|**p)**(1/p) for p = 1, 2, inf or any finite p > 0 (PyTorch's norm_type).\n\n"
+          "p-norm (sum |x|**p)**(1/p) for p = 1, 2, inf or any finite p > 0 (PyTorch's norm_type); 16-bit\n"
+          "arrays: exactly the p-norm of their float32 copy.\n\n"
           "Raises InvalidArgumentError for p <= 0 or NaN.");
     m.def("add_", &add_, nb::arg("acc"), nb::arg("x"), nb::sig("def add_(acc: ArrayT, x: Array, /) -> ArrayT"),
           "acc += x in place, elementwise, one rounding (float32 or float64; acc float64 with x float32, or acc\n"
-          "float32 with x float64 rounded to float first). x may be acc itself, not a partial overlap. Returns acc.");
+          "float32 with x float64 rounded to float first; x bfloat16/float16 widened exactly into a float32 or\n"
+          "float64 acc: a 16-bit acc raises DTypeError). x may be acc itself, not a partial overlap. Returns acc.");
     m.def("axpy_", &axpy_, nb::arg("acc"), nb::arg("w"), nb::arg("x"),
           nb::sig("def axpy_(acc: ArrayT, w: float, x: Array, /) -> ArrayT"),
           "acc += w * x in place with two roundings (no fused multiply-add); w is rounded to float for a float32\n"
           "acc. Mixed dtypes as add_. Returns acc.");
     m.def("scale_", &scale_, nb::arg("x"), nb::arg("s"), nb::sig("def scale_(x: ArrayT, s: float, /) -> ArrayT"),
-          "x *= s in place (float32 arrays multiply by float(s) rounded to float32). Returns x.");
+          "x *= s in place (float32 arrays multiply by float(s) rounded to float32). bfloat16/float16 arrays:\n"
+          "x.float() * float32(s) rounded to the 16-bit dtype (nearest even), bit-identical to torch's\n"
+          "x.mul_(s). Returns x.");
     m.def("fnv1a64", &fnv1a64, nb::arg("data"), nb::arg("h") = (uint64_t)GCK_FNV1A64_INIT,
           nb::sig("def fnv1a64(data: Buffer | Array, /, h: int = 14695981039346656037) -> int"),
           "FNV-1a 64 of the bytes of any C-contiguous array or buffer, continuing from h (chainable).");
@@ -356,13 +424,15 @@ void init_kernels(nb::module_ &m)
           nb::sig("def global_norm(tensors: Array | Iterable[Array], p: float = 2.0) -> float"),
           "The p-norm of all tensors as if concatenated, in ONE call of gck_tensors_norm over the list.\n\n"
           "Per-tensor norms are combined in list order, so the result is the same on every ISA and thread\n"
-          "count. p = 2 never spuriously overflows. float32 and float64 tensors may be mixed.");
+          "count. p = 2 never spuriously overflows. float32, float64, bfloat16 and float16 tensors may be mixed\n"
+          "(16-bit ones widened exactly: the result is that of their float32 copies).");
     m.def("clip_", &clip_, nb::arg("tensors"), nb::arg("max_norm"), nb::arg("p") = 2.0,
           nb::arg("error_if_nonfinite") = false, nb::arg("eps") = GCK_CLIP_EPS_DEFAULT,
           nb::sig("def clip_(tensors: Array | Iterable[Array], max_norm: float, p: float = 2.0, "
                   "error_if_nonfinite: bool = False, eps: float = 1e-06) -> float"),
           "Clips the tensors in place by their total p-norm, as torch.nn.utils.clip_grad_norm_: coef =\n"
-          "max_norm / (total + eps); when coef < 1 every element is multiplied by it (float32: by float32(coef)).\n"
+          "max_norm / (total + eps); when coef < 1 every element is multiplied by it (float32: by float32(coef);\n"
+          "bfloat16/float16: by float32(coef), the product rounded to the 16-bit dtype, as torch's mul_).\n"
           "ONE call of gck_tensors_clip_by_norm. Returns the total norm before clipping.\n\n"
           "With error_if_nonfinite a NaN/inf total raises NonFiniteError and no tensor is touched.");
     m.def("clip_info_", &clip_info, nb::arg("tensors"), nb::arg("max_norm"), nb::arg("p") = 2.0,
@@ -372,7 +442,8 @@ void init_kernels(nb::module_ &m)
           "As clip_, returning (total_norm, coef, clipped).");
     m.def("tensors_add_", &tensors_add_, nb::arg("acc"), nb::arg("x"),
           nb::sig("def tensors_add_(acc: Iterable[Array], x: Iterable[Array]) -> None"),
-          "acc[i] += x[i] for every pair of the two lists, in one call (gck_tensors_add).");
+          "acc[i] += x[i] for every pair of the two lists, in one call (gck_tensors_add). x may hold\n"
+          "bfloat16/float16 tensors (widened exactly); acc float32/float64 only.");
     m.def("tensors_axpy_", &tensors_axpy_, nb::arg("acc"), nb::arg("w"), nb::arg("x"),
           nb::sig("def tensors_axpy_(acc: Iterable[Array], w: float, x: Iterable[Array]) -> None"),
           "acc[i] += w * x[i] (two roundings) for every pair, in one call (gck_tensors_axpy).");
@@ -381,10 +452,12 @@ void init_kernels(nb::module_ &m)
           "dst[i] = 0 + w * x[i] for every pair without reading dst: the first term of an accumulation.");
     m.def("tensors_scale_", &tensors_scale_, nb::arg("tensors"), nb::arg("s"),
           nb::sig("def tensors_scale_(tensors: Iterable[Array], s: float) -> None"),
-          "t *= s for every tensor, in one call (gck_tensors_scale; float32 by float32(s)).");
+          "t *= s for every tensor, in one call (gck_tensors_scale; float32 by float32(s); bfloat16/float16 as\n"
+          "torch's mul_: the float32 product rounded to the 16-bit dtype).");
     m.def("tensors_div_sumsq_", &tensors_div_sumsq_, nb::arg("tensors"), nb::arg("d"),
           nb::sig("def tensors_div_sumsq_(tensors: Iterable[Array], d: float) -> float"),
-          "t /= d (a true division) for every tensor, returning the total sum of squares of the results.");
+          "t /= d (a true division) for every tensor, returning the total sum of squares of the results\n"
+          "(float32/float64 tensors only: a 16-bit one raises UnsupportedError).");
     m.def("isa", &isa, "The instruction set the kernels run on now: 'scalar', 'avx2', 'avx512' or 'neon'.");
     m.def("available_isas", &available_isas, nb::sig("def available_isas() -> list[str]"),
           "The instruction sets this build and CPU can run (every one gives the same bits).");

@@ -22,6 +22,7 @@ struct TorchList {
     bool fallback = false;
     bool mixed = false;
     gck_dtype dtype = GCK_DTYPE_F32;
+    bool any[GCK_DTYPE_COUNT] = {};  // the dtypes present
 };
 
 bool usable(nb::handle t, Array &a, Hold &h, const ArgName &name)
@@ -46,6 +47,7 @@ void add(TorchList &out, const Array &a)
         out.dtype = a.dtype;
     else if (a.dtype != out.dtype)
         out.mixed = true;
+    out.any[a.dtype] = true;
     out.list.push(a);
 }
 
@@ -91,14 +93,24 @@ void collect(nb::handle seq, bool grads, const char *name, Hold &h, TorchList &o
     }
 }
 
-nb::object result_dtype(const TorchList &l)
+// The dtype of torch's total: its per-tensor norms (each in its tensor's
+// dtype) stacked, so torch's type promotion: float64 if any, else float32 if
+// any (or bfloat16 with float16), else the one 16-bit dtype.
+gck_dtype result_gck_dtype(const TorchList &l)
 {
-    PyObject *d = torch_dtype_of(l.mixed || l.dtype == GCK_DTYPE_F64 ? GCK_DTYPE_F64 : GCK_DTYPE_F32);
-    return nb::borrow(d);
+    if (l.any[GCK_DTYPE_F64])
+        return GCK_DTYPE_F64;
+    if (l.any[GCK_DTYPE_F32] || (l.any[GCK_DTYPE_BF16] && l.any[GCK_DTYPE_F16]))
+        return GCK_DTYPE_F32;
+    return l.any[GCK_DTYPE_BF16] ? GCK_DTYPE_BF16 : l.any[GCK_DTYPE_F16] ? GCK_DTYPE_F16 : GCK_DTYPE_F32;
 }
 
+bool is_half(gck_dtype dt) { return dt == GCK_DTYPE_BF16 || dt == GCK_DTYPE_F16; }
+
+nb::object result_dtype(const TorchList &l) { return nb::borrow(torch_dtype_of(result_gck_dtype(l))); }
+
 // torch computes a p-norm as (sum |x|^p)^(1/p) in the tensors' dtype (float32
-// sums of squares in float32), so its total is +inf wherever total^p exceeds
+// sums of squares in float32; bfloat16/float16 ones in float32 too), so its total is +inf wherever total^p exceeds
 // that dtype's largest value, where gradckpt's (accumulated in float64,
 // rescaled when needed) is still finite. The drop-in reports torch's total
 // there, so that error_if_nonfinite and the clipping (coef 0) agree with torch.
@@ -106,7 +118,7 @@ bool torch_overflows(double total, double p, const TorchList &l)
 {
     if (!std::isfinite(total) || total <= 0 || p == 1.0 || std::isinf(p))
         return false;
-    const double lim = (l.mixed || l.dtype == GCK_DTYPE_F64) ? DBL_MAX : FLT_MAX;
+    const double lim = result_gck_dtype(l) == GCK_DTYPE_F64 ? DBL_MAX : FLT_MAX;
     return p * std::log(total) > std::log(lim);
 }
 
@@ -115,10 +127,14 @@ bool torch_overflows(double total, double p, const TorchList &l)
     raise_msg(GCK_ERR_NONFINITE, "the total norm of order " + std::to_string(p) + " is non-finite");
 }
 
-// clip_grad_norm_: (total_norm, dtype, count) or None when torch must do it.
-// One gck_tensors_clip_by_norm call; with error_if_nonfinite, the norm first
-// (gck_tensors_norm) and the scaling only if it is finite by torch's rule
-// (gck_tensors_clip_with_norm: the same bits), so nothing is touched on error.
+// clip_grad_norm_: (total_norm, dtype, count, scaled) or None when torch must
+// do it. One gck_tensors_clip_by_norm call; with error_if_nonfinite, the norm
+// first (gck_tensors_norm) and the scaling only if it is finite by torch's
+// rule (gck_tensors_clip_with_norm: the same bits), so nothing is touched on
+// error. Grads all bfloat16 (or all float16): torch's total and coefficient
+// are tensors of that dtype, so only the norm is computed here (scaled
+// False) and gradckpt.torch derives the coefficient from the rounded total
+// as torch does, then scales with _torch_scale_params.
 nb::object clip_params(nb::handle parameters, double max_norm, double norm_type, bool error_if_nonfinite)
 {
     Hold h;
@@ -130,6 +146,12 @@ nb::object clip_params(nb::handle parameters, double max_norm, double norm_type,
     gck_clip_info info{};
     const size_t bytes = 3 * l.list.total_bytes;
     double total;
+    if (is_half(result_gck_dtype(l))) {
+        check(maybe_nogil(bytes, [&] { return gck_tensors_norm(&t, norm_type, nullptr, &total); }));
+        if (torch_overflows(total, norm_type, l))
+            total = INFINITY;
+        return nb::make_tuple(total, result_dtype(l), l.list.data.size(), false);
+    }
     if (!error_if_nonfinite) {
         check(maybe_nogil(bytes, [&] {
             return gck_tensors_clip_by_norm(&t, max_norm, norm_type, GCK_CLIP_EPS_DEFAULT, 0, &info);
@@ -149,7 +171,7 @@ nb::object clip_params(nb::handle parameters, double max_norm, double norm_type,
             return gck_tensors_clip_with_norm(&t, max_norm, total, GCK_CLIP_EPS_DEFAULT, 0, &info);
         }));
     }
-    return nb::make_tuple(total, result_dtype(l), l.list.data.size());
+    return nb::make_tuple(total, result_dtype(l), l.list.data.size(), true);
 }
 
 // get_total_norm: (total_norm, dtype) or None.
@@ -191,9 +213,10 @@ void init_torch_ops(nb::module_ &m)
     m.def("_torch_clip_params", &clip_params, nb::arg("parameters"), nb::arg("max_norm"), nb::arg("norm_type"),
           nb::arg("error_if_nonfinite"),
           nb::sig("def _torch_clip_params(parameters: object, max_norm: float, norm_type: float, "
-                  "error_if_nonfinite: bool) -> tuple[float, torch.dtype, int] | None"),
+                  "error_if_nonfinite: bool) -> tuple[float, torch.dtype, int, bool] | None"),
           "gradckpt.torch internals: clips the .grad of every parameter in one gck_tensors_clip_by_norm call;\n"
-          "(total_norm, dtype, count), or None when a gradient must go to torch (device, dtype, layout).");
+          "(total_norm, dtype, count, scaled), or None when a gradient must go to torch (device, dtype, layout).\n"
+          "scaled False (16-bit grads only): the norm alone, the caller scales.");
     m.def("_torch_norm_tensors", &norm_tensors, nb::arg("tensors"), nb::arg("norm_type"),
           nb::sig("def _torch_norm_tensors(tensors: object, norm_type: float) -> tuple[float, torch.dtype, int] | None"),
           "gradckpt.torch internals: one gck_tensors_norm over torch tensors, or None (torch's turn).");

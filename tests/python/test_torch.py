@@ -203,9 +203,9 @@ def test_get_total_norm_and_clip_grads_with_norm():
 
 def test_fallback_for_other_dtypes_warns_once():
     gt._warned.clear()
-    ps = [nn.Parameter(torch.ones(8, dtype=torch.bfloat16))]
-    ps[0].grad = torch.full((8,), 2.0, dtype=torch.bfloat16)
-    qs = [nn.Parameter(torch.ones(8, dtype=torch.bfloat16))]
+    ps = [nn.Parameter(torch.ones(8, dtype=torch.complex64))]
+    ps[0].grad = torch.full((8,), 2.0, dtype=torch.complex64)
+    qs = [nn.Parameter(torch.ones(8, dtype=torch.complex64))]
     qs[0].grad = ps[0].grad.clone()
     with pytest.warns(RuntimeWarning, match="clip_grad_norm_"):
         a = gt.clip_grad_norm_(ps, 1.0)

@@ -42,6 +42,8 @@ enum {
     D_WSUM,      /* the block's weight sum (bits of a double) */
     D_STEP,      /* the rank's global step */
     D_NOW,       /* the rank's wall clock */
+    D_LUNI,      /* 1 when every pending layer's step is the same (the usual case) */
+    D_LSTEP,     /* that step */
     D_N
 };
 enum { E_NONE, E_NOT_TREE, E_EMPTY, E_COUNTS, E_NOT_POW2, E_MISALIGNED, E_LOCAL, E_NULL, E_COUNT };
@@ -243,6 +245,10 @@ static void gck_local(gck_checkpointer *cp, uint64_t first, int P, gck_pending_s
     desc[D_WSUM] = gck_dbits(err == E_NONE ? L[0].wsum : 0.0);
     desc[D_STEP] = gck_global_step(cp);
     desc[D_NOW] = (uint64_t)time(NULL);
+    desc[D_LUNI] = err == E_NONE;
+    for (size_t k = 1; k < np && desc[D_LUNI]; k++)
+        desc[D_LUNI] = L[k].step == L[0].step;
+    desc[D_LSTEP] = err == E_NONE ? L[0].step : 0;
 }
 
 /* Every rank judges all descriptors the same way: the same status on each. */
@@ -494,11 +500,14 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
         }
         const double wsum = gck_combine_w(bb, wb, P);
         const uint64_t K = bb[P - 1].start + bb[P - 1].size;
-        /* the layers' steps: those of the rank holding micro-batch K - 1, in flight with the exchange */
+        /* the layers' steps: those of the rank holding micro-batch K - 1, from its descriptor when
+         * they are all the same, else in flight with the exchange */
+        const uint64_t *last = all + (size_t)order[P - 1] * D_N;
         for (size_t k = 0; k < np; k++)
-            steps[k] = L[k].step;
+            steps[k] = last[D_LUNI] ? last[D_LSTEP] : L[k].step;
         MPI_Request sreq = MPI_REQUEST_NULL;
-        MPI_Ibcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm, &sreq);
+        if (!last[D_LUNI])
+            MPI_Ibcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm, &sreq);
         if (P > 1)
             gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb);
         MPI_Wait(&sreq, MPI_STATUS_IGNORE);

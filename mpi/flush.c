@@ -27,6 +27,9 @@
 /* Bytes per chunk of a message: fewer, larger chunks pay fewer rendezvous round trips
  * (which cost most when ranks share cores); smaller ones overlap more. */
 #define GCK_MPI_CHUNK_BYTES ((size_t)4 << 20)
+/* A chunk whose pieces (cut at layer boundaries) each hold at least 1 / this of a chunk goes
+ * out as one message per piece straight from the layers' buffers; others are packed first. */
+#define GCK_MPI_DIRECT_PIECES 8
 /* Slice boundaries are multiples of this many elements (64 bytes of f32). */
 #define GCK_MPI_ALIGN 16
 
@@ -148,6 +151,30 @@ static void gck_flat_pack(const gck_flat *F, size_t a, size_t b, size_t esz, voi
         if (s < e)
             memcpy((char *)dst + s * esz, (const char *)F->L[k].data + (s - F->off[k]) * esz, (e - s) * esz);
     }
+}
+
+/* The pieces of flat [a, b) cut at layer boundaries, into cut[0..n] (GCK_MPI_DIRECT_PIECES + 1
+ * entries), when they may be sent one message each: one piece, or at most GCK_MPI_DIRECT_PIECES
+ * of at least CH / GCK_MPI_DIRECT_PIECES elements each. Returns n, 0 for "pack". The sender of
+ * a chunk and its receiver cut the same [a, b) of the same layers: the same messages. */
+static int gck_direct_pieces(const gck_flat *F, size_t a, size_t b, size_t CH, size_t *cut)
+{
+    int n = 0;
+    if (a >= b)
+        return 0;
+    cut[0] = a;
+    for (size_t k = gck_flat_layer(F, a); k < F->np && F->off[k] < b; k++) {
+        const size_t e = F->off[k + 1] < b ? F->off[k + 1] : b;
+        if (e <= cut[n])
+            continue; /* an empty layer */
+        if (n == GCK_MPI_DIRECT_PIECES)
+            return 0;
+        cut[++n] = e;
+    }
+    for (int i = 0; n > 1 && i < n; i++)
+        if (cut[i + 1] - cut[i] < CH / GCK_MPI_DIRECT_PIECES)
+            return 0;
+    return n;
 }
 
 static void gck_add_any(int f64, void *acc, const void *x, size_t n)
@@ -320,7 +347,7 @@ static int gck_xbuf_alloc(gck_xbuf *x, size_t N, int P, size_t esz)
         maxseg = hi - lo > maxseg ? hi - lo : maxseg;
     }
     x->nch = maxseg == 0 ? 0 : (maxseg + CH - 1) / CH;
-    x->rq = malloc(2 * (size_t)(P - 1) * (2 + x->nch) * sizeof *x->rq);
+    x->rq = malloc(2 * (size_t)(P - 1) * (2 * GCK_MPI_DIRECT_PIECES + x->nch) * sizeof *x->rq);
     x->ops = malloc((size_t)P * sizeof *x->ops);
     return x->rq != NULL && x->ops != NULL;
 }
@@ -346,10 +373,12 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
             direct = order[i];
     MPI_Request *rq = x->rq;
     gck_opnd *ops = x->ops;
-    MPI_Request *rs = rq;                      /* [2][2 (P-1)]: receives and sends of chunk c, c + 1 */
-    MPI_Request *ag = rq + 4 * (size_t)(P - 1); /* [nch][2 (P-1)]: the allgather's */
-    for (size_t i = 0; i < 2 * (size_t)(P - 1) * (2 + nch); i++)
+    const size_t DP = GCK_MPI_DIRECT_PIECES, rslot = 2 * (size_t)(P - 1) * DP;
+    MPI_Request *rs = rq;            /* [2][2 (P-1)][DP]: receives and sends of chunk c, c + 1 */
+    MPI_Request *ag = rq + 2 * rslot; /* [nch][2 (P-1)]: the allgather's */
+    for (size_t i = 0; i < 2 * rslot + 2 * (size_t)(P - 1) * nch; i++)
         rq[i] = MPI_REQUEST_NULL;
+    size_t rcut[GCK_MPI_DIRECT_PIECES + 1], scut[GCK_MPI_DIRECT_PIECES + 1]; /* pieces received, sent */
     /* chunk c of slice q: [lo + c * CH, ...) clipped to the slice */
 #define CHUNK(q, c, A, B)                                                                                           \
     do {                                                                                                            \
@@ -361,21 +390,37 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
     for (size_t c = 0; c <= nch; c++) {
         /* post chunk c's messages (one ahead of the summing below) */
         if (c < nch) {
-            MPI_Request *w = rs + (c % 2) * 2 * (size_t)(P - 1);
+            MPI_Request *w = rs + (c % 2) * rslot;
             size_t a, b, j = 0;
             CHUNK(me, c, a, b);
+            const int nr = gck_direct_pieces(F, a, b, CH, rcut);
             for (int q = 0; q < P; q++) {
                 if (q == me)
                     continue;
                 char *dst = q == direct ? (char *)W + a * esz : R + ((c % 2) * (size_t)(P - 1) + j) * CH * esz;
-                MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 16384), comm, &w[j]);
-                /* q's part of the own data, packed into its place in W
-                 * (overwritten by the allgather only after this send
-                 * completes): contiguous, so the transport may copy once */
+                /* the peer sends the pieces this rank cuts, in order (same tag: matched in order) */
+                for (int i = 0; i < nr; i++)
+                    MPI_Irecv(dst + (rcut[i] - a) * esz, (int)(rcut[i + 1] - rcut[i]), base, q, (int)(c % 16384), comm,
+                              &w[j * DP + (size_t)i]);
+                if (nr == 0)
+                    MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 16384), comm, &w[j * DP]);
+                /* q's part of the own data: straight from the layers in a few large contiguous
+                 * pieces (the transport may copy each once), else packed into its place in W
+                 * (overwritten by the allgather only after this send completes) */
                 size_t sa, sb;
                 CHUNK(q, c, sa, sb);
-                gck_flat_pack(F, sa, sb, esz, W);
-                MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 16384), comm, &w[P - 1 + j]);
+                const int ns = gck_direct_pieces(F, sa, sb, CH, scut);
+                for (int i = 0; i < ns; i++) {
+                    const size_t k = gck_flat_layer(F, scut[i]);
+                    const char *from = (const char *)F->L[k].data + (scut[i] - F->off[k]) * esz;
+                    MPI_Isend(from, (int)(scut[i + 1] - scut[i]), base, q, (int)(c % 16384), comm,
+                              &w[(P - 1 + j) * DP + (size_t)i]);
+                }
+                if (ns == 0) {
+                    gck_flat_pack(F, sa, sb, esz, W);
+                    MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 16384), comm,
+                              &w[(P - 1 + j) * DP]);
+                }
                 j++;
             }
         }
@@ -383,8 +428,8 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
             continue;
         /* sum chunk c - 1 of the own slice */
         const size_t pc = c - 1;
-        MPI_Request *w = rs + (pc % 2) * 2 * (size_t)(P - 1);
-        MPI_Waitall(2 * (P - 1), w, MPI_STATUSES_IGNORE);
+        MPI_Request *w = rs + (pc % 2) * rslot;
+        MPI_Waitall((int)rslot, w, MPI_STATUSES_IGNORE);
         /* the peers' chunk pc of their slices: their places in W held only what went out to
          * them in chunk pc (sent: the wait above) */
         MPI_Request *g = ag + pc * 2 * (size_t)(P - 1);
@@ -428,7 +473,7 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
                           &g[P - 1 + j++]);
     }
 #undef CHUNK
-    MPI_Waitall((int)(4 * (size_t)(P - 1)), rs, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)(2 * rslot), rs, MPI_STATUSES_IGNORE);
     MPI_Waitall((int)(2 * (size_t)(P - 1) * nch), ag, MPI_STATUSES_IGNORE);
 }
 

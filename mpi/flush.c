@@ -8,11 +8,14 @@
  * changes an operand), and the slices are then allgathered. Both phases go
  * in chunks: the next chunk's messages are posted before the current one is
  * summed, and each summed chunk's allgather runs while the next is summed.
- * Each chunk sent is first packed from the layers' buffers into its place
- * in the result buffer (contiguous messages let the transport copy once,
- * and the allgather overwrites it only after the send); one peer's chunk is received straight into its place in the
- * result, and every merge writes into the operand holding it, so the sum
- * lands there without a copy. */
+ * A chunk sent goes out straight from the layers' buffers when it is a few
+ * large pieces (one contiguous message each: the transport copies once),
+ * else it is first packed into its place in the result buffer (the
+ * allgather overwrites it only after the send); one peer's chunk is
+ * received straight into its place in the result, and every merge writes
+ * into the operand holding it, so the sum lands there without a copy. The
+ * shape check is the one small collective: allocation failures and the
+ * layers' steps (when they are all the same) travel in it. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>

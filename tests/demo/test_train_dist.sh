@@ -59,14 +59,16 @@ done
 long=(--steps 60 --save-every 2 --dims 16,64,32,4 --batch 48 --micro 12 --quiet)
 want=$("$train" --dir "$work/ref" --path checkpointer --reduce tree "${long[@]}" | digest)
 saved() { grep -q '"version"' "$work/killed/manifest.json" 2>/dev/null; }
-mpi 2 --dir "$work/killed" "${long[@]}" >"$work/killed.out" 2>&1 &
+# mpiexec itself in the background (not through the function: a subshell), so that its children
+# are the ranks
+"$mpiexec" --oversubscribe -n 2 "$train" --dist --dir "$work/killed" "${long[@]}" >"$work/killed.out" 2>&1 &
 job=$!
 pids+=("$job")
 for _ in $(seq 3000); do saved && break; sleep 0.01; done
 saved || { cat "$work/killed.out"; echo "no version was saved"; exit 1; }
-sleep "$(awk -v ms=$((RANDOM % 300)) 'BEGIN { printf "%.3f", ms / 1000 }')"
-ranks=$(pgrep -P "$job" || true)
-[ -n "$ranks" ] || { cat "$work/killed.out"; echo "the job ended before the kill"; exit 1; }
+sleep "$(awk -v ms=$((RANDOM % 100)) 'BEGIN { printf "%.3f", ms / 1000 }')"
+ranks=$(pgrep -P "$job" -x "$(basename "$train")" || true)
+[ "$(echo "$ranks" | wc -w)" = 2 ] || { cat "$work/killed.out"; echo "not 2 ranks under mpiexec: '$ranks'"; exit 1; }
 for p in $ranks; do pids+=("$p"); done
 victim=$(echo "$ranks" | shuf -n 1)
 kill -KILL "$victim"

@@ -782,9 +782,8 @@ int main(int argc, char **argv)
         printf("gradient path: trainer (gck_tensors_* in place on the run's buffers; clip %g, eps %g)\n", o.clip,
                o.clip_eps);
     else
-        printf("gradient path: checkpointer (gck_accumulate_many_f32 + gck_flush_into, a checkpoint per step; "
-               "clip %g)\n",
-               o.clip);
+        printf("gradient path: checkpointer (gck_accumulate_many_f32 + %s, a checkpoint per step; clip %g)\n",
+               dist.on ? "gck_mpi_flush" : "gck_flush_into", o.clip);
     if (o.tree)
         printf("summation order: tree (GCK_REDUCE_TREE)\n");
     if (dist.on)

@@ -12,9 +12,17 @@
  * - checkpointer: gck_accumulate_many_f32 hands each micro-batch to a gck_checkpointer (weighted
  *   mean), gck_flush_into finishes and clips into the same block and records the checkpoint in the
  *   checkpointer's history (one kept), as a job that wants checkpoints (norms, checksum) does.
+ *   --reduce tree sums the micro-batches in GCK_REDUCE_TREE order instead of one after the other.
  * Both are the same arithmetic with --clip-eps 0 (the checkpointer clips by clip / norm when
  * norm > clip), so they then reach the same weights bit for bit; the trainer path's default eps
  * (1e-6, PyTorch's) changes the factor whenever clipping fires.
+ * - --dist (under mpirun; train_dist.c): the checkpointer path in tree order, each step's
+ *   micro-batches split over the ranks in aligned power-of-two ranges (train_dist_split) and
+ *   reduced with gck_mpi_flush, so the weights are those of one process in tree order for any
+ *   rank count. Micro-batch i of step s comes from (seed, s, i) alone, whichever rank makes it;
+ *   the ranks share their losses to sum them in one order. Rank 0 alone opens the store for
+ *   writing and saves; on --resume the others read the same version read-only beside it
+ *   (gck_store_open_readonly), so the rank count may change between runs.
  * Snapshots borrow the blocks (gck_snapshot_add_tensor_ref) and resuming restores straight into
  * them (gck_store_restore_into); step, learning rate and data position are typed metadata. */
 #include <errno.h>
@@ -31,6 +39,7 @@
 #include <omp.h>
 #endif
 
+#include "train_dist.h"
 #include "train_model.h"
 #include "train_progress.h"
 
@@ -51,6 +60,9 @@ typedef struct options {
     int threads;
     int path;
     int path_set, clip_eps_set; /* given on the command line */
+    int tree, tree_set;         /* checkpointer path: GCK_REDUCE_TREE (--reduce tree; always with --dist) */
+    int dist;                   /* --dist: data-parallel over MPI ranks (train_dist.h) */
+    int mb_first, mb_count;     /* this process's micro-batches of each step: all of them unless --dist */
     const char *plot;
     int quiet;
 } options;
@@ -99,6 +111,12 @@ static void usage(FILE *f)
             "  --threads N        OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
             "  --plot FILE.png    draw the loss curve with gnuplot at the end\n"
             "  --quiet            no progress output\n"
+            "  --reduce R         checkpointer path: the micro-batches' summation order, sequential\n"
+            "                     (default) or tree (GCK_REDUCE_TREE, pairwise)\n"
+            "  --dist             under mpirun: each step's micro-batches split over the ranks, the\n"
+            "                     checkpointer in tree order reduced with gck_mpi_flush; the weights\n"
+            "                     are those of --path checkpointer --reduce tree in one process, for\n"
+            "                     any number of ranks P (popcount(micro) <= P <= micro); rank 0 saves\n"
             "Killed at any point, --resume reaches the same weights as an uninterrupted run (the\n"
             "run's path, shape and hyperparameters come from its snapshot); the result does not\n"
             "depend on --threads.\n");
@@ -151,6 +169,13 @@ static int parse_path(const char *s, int *path)
     return -1;
 }
 
+static int parse_reduce(const char *s, int *tree)
+{
+    if (strcmp(s, "tree") == 0 || strcmp(s, "sequential") == 0)
+        return *tree = s[0] == 't', 0;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.dir = "train-run", .steps = 600, .save_every = 20, .batch = 128, .micro = 4, .lr = 1e-3,
@@ -165,6 +190,9 @@ static int parse_args(int argc, char **argv, options *o)
             exit(0);
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+            continue;
+        } else if (strcmp(a, "--dist") == 0) {
+            o->dist = 1;
             continue;
         } else if (v == NULL) {
             fprintf(stderr, "train: %s needs a value (see --help)\n", a);
@@ -195,6 +223,8 @@ static int parse_args(int argc, char **argv, options *o)
             bad = parse_u64(v, &o->seed);
         } else if (strcmp(a, "--threads") == 0) {
             bad = parse_u64(v, &u) || u < 1 || u > 1024, o->threads = (int)u;
+        } else if (strcmp(a, "--reduce") == 0) {
+            bad = parse_reduce(v, &o->tree), o->tree_set = 1;
         } else if (strcmp(a, "--plot") == 0) {
             o->plot = v;
         } else {
@@ -209,6 +239,18 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (o->micro > o->batch) {
         fprintf(stderr, "train: --micro %d exceeds --batch %d\n", o->micro, o->batch);
+        return -1;
+    }
+    if (o->dist) { /* gck_mpi_flush: the checkpointer in tree order */
+        if ((o->path_set && o->path != PATH_CHECKPOINTER) || (o->tree_set && !o->tree)) {
+            fprintf(stderr, "train: --dist takes the checkpointer path in tree order (--path checkpointer "
+                            "--reduce tree)\n");
+            return -1;
+        }
+        o->path = PATH_CHECKPOINTER, o->tree = 1;
+    }
+    if (o->tree && o->path != PATH_CHECKPOINTER) {
+        fprintf(stderr, "train: --reduce tree is the checkpointer path's (--path checkpointer)\n");
         return -1;
     }
     if (o->path == PATH_CHECKPOINTER) {
@@ -280,13 +322,16 @@ typedef struct grad_path {
     double clip, clip_eps;
     gck_checkpointer *cp;                 /* checkpointer path only */
     gck_flush_dst dst;
+    const train_dist *dist;               /* --dist: the flush is gck_mpi_flush over the ranks */
+    int mb_first;                         /* --dist: this rank's first micro-batch of a step */
 } grad_path;
 
 static int grad_path_init(grad_path *g, const options *o, const train_params *acc, const train_params *mb,
-                          const int *rows)
+                          const int *rows, const train_dist *dist)
 {
     memset(g, 0, sizeof *g);
     g->path = o->path;
+    g->dist = dist, g->mb_first = o->mb_first;
     g->n = n_tensors(&o->shape);
     g->clip = o->clip, g->clip_eps = o->clip_eps;
     for (int k = 0; k < g->n; k++) {
@@ -302,12 +347,13 @@ static int grad_path_init(grad_path *g, const options *o, const train_params *ac
     if (g->path != PATH_CHECKPOINTER)
         return 0;
     double weights[MAX_MICRO];
-    for (int i = 0; i < o->micro; i++)
-        weights[i] = rows[i];
+    for (int i = 0; i < o->mb_count; i++) /* --dist: the weights of this rank's micro-batches only */
+        weights[i] = rows[o->mb_first + i];
     gck_config cfg;
     gck_config_init(&cfg);
     cfg.accumulation_mode = GCK_ACCUM_WEIGHTED_MEAN;
-    cfg.weights = weights, cfg.n_weights = (size_t)o->micro; /* copied */
+    cfg.reduction = o->tree ? GCK_REDUCE_TREE : GCK_REDUCE_SEQUENTIAL;
+    cfg.weights = weights, cfg.n_weights = (size_t)o->mb_count; /* copied */
     cfg.clip_enabled = 1, cfg.clip_norm = o->clip;
     cfg.dtype = GCK_DTYPE_F32;
     cfg.checksum = GCK_CHECKSUM_NONE;
@@ -336,6 +382,8 @@ static gck_status grad_add(grad_path *g, int mb, double w, uint64_t step)
  * receives the pre-clip norm, the factor and whether clipping fired. */
 static gck_status grad_finish(grad_path *g, double wsum, gck_clip_info *info)
 {
+    if (g->dist->on)
+        return train_dist_flush_into(g->dist, g->cp, g->mb_first, &g->dst, info);
     if (g->path == PATH_CHECKPOINTER) {
         gck_checkpoint *ck = NULL;
         const gck_status st = gck_flush_into(g->cp, (uint64_t)time(NULL), &g->dst, info, &ck);
@@ -384,6 +432,7 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
     dims_string(&o->shape, dims, sizeof dims);
     ok = ok && gck_snapshot_set_metadata(s, "train.dims", dims) == GCK_OK &&
          gck_snapshot_set_metadata(s, "train.path", g_path_name[o->path]) == GCK_OK &&
+         gck_snapshot_set_metadata(s, "train.reduce", o->tree ? "tree" : "sequential") == GCK_OK &&
          gck_snapshot_set_metadata_u64(s, "train.batch", (uint64_t)o->batch) == GCK_OK &&
          gck_snapshot_set_metadata_u64(s, "train.micro", (uint64_t)o->micro) == GCK_OK &&
          gck_snapshot_set_metadata_f64(s, "train.lr", o->lr) == GCK_OK &&
@@ -407,9 +456,11 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
 static int read_config(const gck_snapshot *s, options *o, uint64_t *step, double *best_loss, uint64_t *best_version)
 {
     const char *dims = gck_snapshot_metadata(s, "train.dims"), *path = gck_snapshot_metadata(s, "train.path");
+    const char *reduce = gck_snapshot_metadata(s, "train.reduce"); /* absent: a run from before the option */
     uint64_t batch = 0, micro = 0, pos = 0;
-    int path_id = 0;
+    int path_id = 0, tree = 0;
     if (!dims || !path || parse_dims(dims, &o->shape) != 0 || parse_path(path, &path_id) != 0 ||
+        (reduce != NULL && parse_reduce(reduce, &tree) != 0) ||
         gck_snapshot_metadata_u64(s, "train.batch", &batch) != GCK_OK ||
         gck_snapshot_metadata_u64(s, "train.micro", &micro) != GCK_OK ||
         gck_snapshot_metadata_f64(s, "train.lr", &o->lr) != GCK_OK ||
@@ -434,7 +485,16 @@ static int read_config(const gck_snapshot *s, options *o, uint64_t *step, double
     if (o->path_set && o->path != path_id)
         fprintf(stderr, "train: the run in '%s' takes the %s path: --path %s ignored\n", o->dir,
                 g_path_name[path_id], g_path_name[o->path]);
-    o->path = path_id;
+    if (o->dist && (path_id != PATH_CHECKPOINTER || !tree)) {
+        fprintf(stderr, "train: the run in '%s' takes the %s path in %s order: --dist needs a run started with "
+                        "--dist or --path checkpointer --reduce tree\n",
+                o->dir, g_path_name[path_id], tree ? "tree" : "sequential");
+        return -1;
+    }
+    if (o->tree_set && o->tree != tree)
+        fprintf(stderr, "train: the run in '%s' sums in %s order: --reduce ignored\n", o->dir,
+                tree ? "tree" : "sequential");
+    o->path = path_id, o->tree = tree;
     o->batch = (int)batch, o->micro = (int)micro;
     return 0;
 }
@@ -580,26 +640,89 @@ static int save_state(gck_store *store, const options *o, run_state *st, double 
     return rc;
 }
 
+/* ---- --dist: ranks, the store, the split ------------------------------------------- */
+
+/* --dist resume: rank 0 holds the store (it alone saves); the other ranks read the same latest
+ * version beside it, read-only, once rank 0 has opened (and recovered) it. */
+static int dist_open_readers(const options *o, const train_dist *d, gck_store **store)
+{
+    if (!d->on)
+        return 0;
+    train_dist_barrier(d);
+    if (d->rank == 0 || !o->resume)
+        return 0;
+    if (gck_store_open_readonly(o->dir, store) != GCK_OK) {
+        fprintf(stderr, "train: rank %d: cannot read the store '%s': %s\n", d->rank, o->dir, gck_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* This process's micro-batches of each step (all of them unless --dist), once every rank holds the
+ * run; the readers close their view of the store. Returns -1 (the same on every rank) when the ranks
+ * restored different versions or the micro-batches cannot be split over them. */
+static int dist_split(options *o, const train_dist *d, gck_store **store, uint64_t step, uint64_t version)
+{
+    if (d->rank != 0) {
+        gck_store_close(*store);
+        *store = NULL;
+    }
+    if (!train_dist_same(d, step) || !train_dist_same(d, version)) {
+        if (d->rank == 0)
+            fprintf(stderr, "train: the ranks restored different versions of '%s'\n", o->dir);
+        return -1;
+    }
+    if (train_dist_split(o->micro, d->size, d->rank, &o->mb_first, &o->mb_count) != 0) {
+        int bits = 0;
+        for (int k = o->micro; k; k &= k - 1)
+            bits++;
+        if (d->rank == 0)
+            fprintf(stderr, "train: %d micro-batches per step cannot be split over %d ranks in aligned power-of-two "
+                            "ranges (it takes %d to %d ranks)\n", o->micro, d->size, bits, o->micro);
+        return -1;
+    }
+    return 0;
+}
+
+static void dist_describe(const options *o, const train_dist *d)
+{
+    printf("data-parallel: %d ranks (MPI), gck_mpi_flush; micro-batches per rank:", d->size);
+    for (int r = 0, first = 0, count = 0; r < d->size; r++)
+        if (train_dist_split(o->micro, d->size, r, &first, &count) == 0)
+            printf(" %d", count);
+    printf("\n");
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o) != 0)
         return 2;
+    train_dist dist;
+    if (train_dist_start(&dist, o.dist, &argc, &argv) != 0)
+        return 2;
+    const int lead = dist.rank == 0; /* prints and saves; the other ranks of --dist compute their share */
+    if (!lead && freopen("/dev/null", "w", stdout) == NULL)
+        train_dist_abort(&dist, 1);
 #ifdef _OPENMP
     if (o.threads > 0)
         omp_set_num_threads(o.threads);
 #endif
     gck_store *store = NULL;
-    if (gck_store_open(o.dir, NULL, &store) != GCK_OK) {
+    if (lead && gck_store_open(o.dir, NULL, &store) != GCK_OK) {
         fprintf(stderr, "train: cannot open the store '%s': %s\n", o.dir, gck_last_error());
+        train_dist_abort(&dist, 1);
         return 1;
     }
+    if (dist_open_readers(&o, &dist, &store) != 0)
+        train_dist_abort(&dist, 1);
     run_state st;
     uint64_t resumed_from = 0;
     const gck_entry *latest = gck_store_latest(store);
     if (o.resume) {
         if (state_restore(store, &o, &st, &resumed_from) != 0) {
             gck_store_close(store);
+            train_dist_abort(&dist, 1);
             return 1;
         }
     } else if (latest != NULL) {
@@ -607,14 +730,22 @@ int main(int argc, char **argv)
                         "or choose another --dir\n",
                 o.dir, (unsigned long long)latest->version, o.dir);
         gck_store_close(store);
+        train_dist_abort(&dist, 1);
         return 1;
     } else {
         if (state_alloc(&st, &o.shape, o.steps) != 0) {
             fprintf(stderr, "train: out of memory\n");
             gck_store_close(store);
+            train_dist_abort(&dist, 1);
             return 1;
         }
         train_params_init(&st.w, &o.shape, o.seed);
+    }
+    if (dist_split(&o, &dist, &store, st.step, resumed_from) != 0) {
+        gck_store_close(store);
+        state_free(&st);
+        train_dist_end(&dist);
+        return 2;
     }
 
     train_params teacher, mb_grads, grads;
@@ -624,8 +755,9 @@ int main(int argc, char **argv)
     grad_path gp;
     if (train_params_alloc(&teacher, &o.shape) != 0 || train_params_alloc(&mb_grads, &o.shape) != 0 ||
         train_params_alloc(&grads, &o.shape) != 0 || train_work_alloc(&work, &o.shape, o.batch) != 0 ||
-        grad_path_init(&gp, &o, &grads, &mb_grads, rows) != 0) {
+        grad_path_init(&gp, &o, &grads, &mb_grads, rows, &dist) != 0) {
         fprintf(stderr, "train: setup failed: %s\n", gck_last_error());
+        train_dist_abort(&dist, 1);
         return 1;
     }
     train_params_init(&teacher, &o.shape, o.seed ^ 0x7eac4e5ULL);
@@ -650,9 +782,12 @@ int main(int argc, char **argv)
         printf("gradient path: trainer (gck_tensors_* in place on the run's buffers; clip %g, eps %g)\n", o.clip,
                o.clip_eps);
     else
-        printf("gradient path: checkpointer (gck_accumulate_many_f32 + gck_flush_into, a checkpoint per step; "
-               "clip %g)\n",
-               o.clip);
+        printf("gradient path: checkpointer (gck_accumulate_many_f32 + %s, a checkpoint per step; clip %g)\n",
+               dist.on ? "gck_mpi_flush" : "gck_flush_into", o.clip);
+    if (o.tree)
+        printf("summation order: tree (GCK_REDUCE_TREE)\n");
+    if (dist.on)
+        dist_describe(&o, &dist);
     if (o.resume)
         printf("resumed at step %llu from version %llu\n", (unsigned long long)st.step,
                (unsigned long long)resumed_from);
@@ -660,23 +795,28 @@ int main(int argc, char **argv)
 
     train_progress pr;
     train_progress_init(&pr, stdout, st.step, o.steps, o.quiet);
-    int rc = 0;
+    int rc = 0, stop = 0;
     double loss = NAN;
-    while (st.step < o.steps && !g_stop) {
+    while (st.step < o.steps && !stop) {
         const uint64_t step = st.step + 1;
-        double t0 = train_now(), wsum = 0.0;
+        double t0 = train_now(), wsum = 0.0, mb_losses[MAX_MICRO];
         loss = 0.0;
         for (int mb = 0, first = 0; mb < o.micro && rc == 0; first += rows[mb], mb++) {
+            if (mb < o.mb_first || mb >= o.mb_first + o.mb_count)
+                continue; /* --dist: another rank's */
             work.rows = rows[mb];
             train_make_batch(&work, &o.shape, &teacher, o.seed, step, first, rows[mb]);
             double mb_loss = 0.0;
             train_forward_backward(&work, &o.shape, &st.w, &mb_grads, &mb_loss);
-            loss += mb_loss * rows[mb];
+            mb_losses[mb] = mb_loss;
             train_phase(&pr, PHASE_COMPUTE, &t0);
             rc = grad_add(&gp, mb, rows[mb], step) != GCK_OK;
             wsum = wsum + rows[mb];
             train_phase(&pr, PHASE_GRADS, &t0);
         }
+        train_dist_share(&dist, mb_losses, o.micro); /* --dist: every rank's losses, to sum in one order */
+        for (int mb = 0; mb < o.micro; mb++)
+            loss += mb_losses[mb] * rows[mb];
         loss /= o.batch;
         gck_clip_info clip = {.total_norm = NAN};
         if (rc == 0)
@@ -684,6 +824,7 @@ int main(int argc, char **argv)
         train_phase(&pr, PHASE_GRADS, &t0);
         if (rc != 0) {
             fprintf(stderr, "\ntrain: step %llu: %s\n", (unsigned long long)step, gck_last_error());
+            train_dist_abort(&dist, 1); /* --dist: the other ranks may be waiting in a collective */
             break;
         }
         b1t *= 0.9, b2t *= 0.999;
@@ -695,8 +836,10 @@ int main(int argc, char **argv)
 
         const char *note = NULL;
         char notebuf[64];
-        if (step % o.save_every == 0 || step == o.steps || g_stop) {
-            rc = save_state(store, &o, &st, loss, notebuf, sizeof notebuf) != 0;
+        stop = train_dist_any(&dist, g_stop); /* --dist: every rank stops after the same step */
+        if (step % o.save_every == 0 || step == o.steps || stop) {
+            rc = lead ? save_state(store, &o, &st, loss, notebuf, sizeof notebuf) != 0 : 0;
+            rc = train_dist_any(&dist, rc);
             note = notebuf;
             train_phase(&pr, PHASE_SAVE, &t0);
         }
@@ -709,10 +852,15 @@ int main(int argc, char **argv)
     if (rc == 0) {
         char phases[512];
         train_phase_summary(&pr, phases, sizeof phases);
-        gck_store_stats ss;
-        gck_store_stats_get(store, &ss);
+        gck_store_stats ss = {0};
+        if (lead)
+            gck_store_stats_get(store, &ss);
         const uint64_t digest = gck_fnv1a64(st.w.block, st.w.count * sizeof(float), 14695981039346656037ULL);
-        if (g_stop)
+        if (!train_dist_same(&dist, digest)) {
+            fprintf(stderr, "train: rank %d: the ranks' weights differ\n", dist.rank);
+            rc = 1;
+        }
+        if (stop)
             printf("interrupted at step %llu (saved): continue with --resume %s\n", (unsigned long long)st.step, o.dir);
         printf("done: step %llu/%llu, final loss %.6g, best %.6g (version %llu, tagged 'best')\n",
                (unsigned long long)st.step, (unsigned long long)o.steps,
@@ -725,9 +873,9 @@ int main(int argc, char **argv)
                o.dir, ss.versions, ss.full_versions, ss.delta_versions, (double)ss.disk_bytes / 1e6,
                (double)ss.logical_bytes / 1e6, ss.logical_bytes ? (double)ss.disk_bytes / (double)ss.logical_bytes : 0.0);
         printf("weights digest: fnv1a64:%016llx\n", (unsigned long long)digest);
-        if (o.plot != NULL)
+        if (o.plot != NULL && lead)
             draw_plot(o.plot, &st);
-        if (g_stop)
+        if (stop && rc == 0)
             rc = 130;
     }
     grad_path_free(&gp);
@@ -735,5 +883,6 @@ int main(int argc, char **argv)
     train_params_free(&teacher), train_params_free(&mb_grads), train_params_free(&grads);
     state_free(&st);
     gck_store_close(store);
+    train_dist_end(&dist);
     return rc;
 }

@@ -8,11 +8,14 @@
  * changes an operand), and the slices are then allgathered. Both phases go
  * in chunks: the next chunk's messages are posted before the current one is
  * summed, and each summed chunk's allgather runs while the next is summed.
- * Each chunk sent is first packed from the layers' buffers into its place
- * in the result buffer (contiguous messages let the transport copy once,
- * and the allgather overwrites it only after the send); one peer's chunk is received straight into its place in the
- * result, and every merge writes into the operand holding it, so the sum
- * lands there without a copy. */
+ * A chunk sent goes out straight from the layers' buffers when it is a few
+ * large pieces (one contiguous message each: the transport copies once),
+ * else it is first packed into its place in the result buffer (the
+ * allgather overwrites it only after the send); one peer's chunk is
+ * received straight into its place in the result, and every merge writes
+ * into the operand holding it, so the sum lands there without a copy. The
+ * shape check is the one small collective: allocation failures and the
+ * layers' steps (when they are all the same) travel in it. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -27,6 +30,9 @@
 /* Bytes per chunk of a message: fewer, larger chunks pay fewer rendezvous round trips
  * (which cost most when ranks share cores); smaller ones overlap more. */
 #define GCK_MPI_CHUNK_BYTES ((size_t)4 << 20)
+/* A chunk whose pieces (cut at layer boundaries) each hold at least 1 / this of a chunk goes
+ * out as one message per piece straight from the layers' buffers; others are packed first. */
+#define GCK_MPI_DIRECT_PIECES 8
 /* Slice boundaries are multiples of this many elements (64 bytes of f32). */
 #define GCK_MPI_ALIGN 16
 
@@ -42,6 +48,8 @@ enum {
     D_WSUM,      /* the block's weight sum (bits of a double) */
     D_STEP,      /* the rank's global step */
     D_NOW,       /* the rank's wall clock */
+    D_LUNI,      /* 1 when every pending layer's step is the same (the usual case) */
+    D_LSTEP,     /* that step */
     D_N
 };
 enum { E_NONE, E_NOT_TREE, E_EMPTY, E_COUNTS, E_NOT_POW2, E_MISALIGNED, E_LOCAL, E_NULL, E_COUNT };
@@ -148,6 +156,30 @@ static void gck_flat_pack(const gck_flat *F, size_t a, size_t b, size_t esz, voi
     }
 }
 
+/* The pieces of flat [a, b) cut at layer boundaries, into cut[0..n] (GCK_MPI_DIRECT_PIECES + 1
+ * entries), when they may be sent one message each: one piece, or at most GCK_MPI_DIRECT_PIECES
+ * of at least CH / GCK_MPI_DIRECT_PIECES elements each. Returns n, 0 for "pack". The sender of
+ * a chunk and its receiver cut the same [a, b) of the same layers: the same messages. */
+static int gck_direct_pieces(const gck_flat *F, size_t a, size_t b, size_t CH, size_t *cut)
+{
+    int n = 0;
+    if (a >= b)
+        return 0;
+    cut[0] = a;
+    for (size_t k = gck_flat_layer(F, a); k < F->np && F->off[k] < b; k++) {
+        const size_t e = F->off[k + 1] < b ? F->off[k + 1] : b;
+        if (e <= cut[n])
+            continue; /* an empty layer */
+        if (n == GCK_MPI_DIRECT_PIECES)
+            return 0;
+        cut[++n] = e;
+    }
+    for (int i = 0; n > 1 && i < n; i++)
+        if (cut[i + 1] - cut[i] < CH / GCK_MPI_DIRECT_PIECES)
+            return 0;
+    return n;
+}
+
 static void gck_add_any(int f64, void *acc, const void *x, size_t n)
 {
     if (f64)
@@ -243,6 +275,10 @@ static void gck_local(gck_checkpointer *cp, uint64_t first, int P, gck_pending_s
     desc[D_WSUM] = gck_dbits(err == E_NONE ? L[0].wsum : 0.0);
     desc[D_STEP] = gck_global_step(cp);
     desc[D_NOW] = (uint64_t)time(NULL);
+    desc[D_LUNI] = err == E_NONE;
+    for (size_t k = 1; k < np && desc[D_LUNI]; k++)
+        desc[D_LUNI] = L[k].step == L[0].step;
+    desc[D_LSTEP] = err == E_NONE ? L[0].step : 0;
 }
 
 /* Every rank judges all descriptors the same way: the same status on each. */
@@ -300,9 +336,8 @@ static gck_status gck_judge(const uint64_t *all, int P, int me, const char *why,
  * cannot get them must say so before anybody sends). */
 typedef struct gck_xbuf {
     size_t nch;       /* chunks per slice */
-    MPI_Request *rq;  /* [2][2 (P - 1)] point-to-point, then one allgather per chunk */
+    MPI_Request *rq;  /* [2][2 (P - 1)] the reduce-scatter's, then [nch][2 (P - 1)] the allgather's */
     gck_opnd *ops;    /* P */
-    int *cnt;         /* [nch][2 P]: each chunk's allgather counts and displacements */
 } gck_xbuf;
 
 static int gck_xbuf_alloc(gck_xbuf *x, size_t N, int P, size_t esz)
@@ -315,15 +350,15 @@ static int gck_xbuf_alloc(gck_xbuf *x, size_t N, int P, size_t esz)
         maxseg = hi - lo > maxseg ? hi - lo : maxseg;
     }
     x->nch = maxseg == 0 ? 0 : (maxseg + CH - 1) / CH;
-    x->rq = malloc((4 * (size_t)(P - 1) + x->nch + 1) * sizeof *x->rq);
+    x->rq = malloc(2 * (size_t)(P - 1) * (2 * GCK_MPI_DIRECT_PIECES + x->nch) * sizeof *x->rq);
     x->ops = malloc((size_t)P * sizeof *x->ops);
-    x->cnt = malloc(2 * (size_t)P * (x->nch + 1) * sizeof *x->cnt);
-    return x->rq != NULL && x->ops != NULL && x->cnt != NULL;
+    return x->rq != NULL && x->ops != NULL;
 }
 
 static void gck_xbuf_free(gck_xbuf *x)
 {
-    free(x->rq), free(x->ops), free(x->cnt);
+    free(x->rq), free(x->ops);
+    *x = (gck_xbuf){0};
 }
 
 /* The reduce-scatter and allgather of the flat gradients into W, through
@@ -341,11 +376,12 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
             direct = order[i];
     MPI_Request *rq = x->rq;
     gck_opnd *ops = x->ops;
-    int *cnt = x->cnt;
-    MPI_Request *rs = rq;                      /* [2][P-1]: receives and sends of chunk c, c + 1 */
-    MPI_Request *ag = rq + 4 * (size_t)(P - 1); /* one allgather per chunk */
-    for (size_t i = 0; i < 4 * (size_t)(P - 1) + nch; i++)
+    const size_t DP = GCK_MPI_DIRECT_PIECES, rslot = 2 * (size_t)(P - 1) * DP;
+    MPI_Request *rs = rq;            /* [2][2 (P-1)][DP]: receives and sends of chunk c, c + 1 */
+    MPI_Request *ag = rq + 2 * rslot; /* [nch][2 (P-1)]: the allgather's */
+    for (size_t i = 0; i < 2 * rslot + 2 * (size_t)(P - 1) * nch; i++)
         rq[i] = MPI_REQUEST_NULL;
+    size_t rcut[GCK_MPI_DIRECT_PIECES + 1], scut[GCK_MPI_DIRECT_PIECES + 1]; /* pieces received, sent */
     /* chunk c of slice q: [lo + c * CH, ...) clipped to the slice */
 #define CHUNK(q, c, A, B)                                                                                           \
     do {                                                                                                            \
@@ -357,21 +393,37 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
     for (size_t c = 0; c <= nch; c++) {
         /* post chunk c's messages (one ahead of the summing below) */
         if (c < nch) {
-            MPI_Request *w = rs + (c % 2) * 2 * (size_t)(P - 1);
+            MPI_Request *w = rs + (c % 2) * rslot;
             size_t a, b, j = 0;
             CHUNK(me, c, a, b);
+            const int nr = gck_direct_pieces(F, a, b, CH, rcut);
             for (int q = 0; q < P; q++) {
                 if (q == me)
                     continue;
                 char *dst = q == direct ? (char *)W + a * esz : R + ((c % 2) * (size_t)(P - 1) + j) * CH * esz;
-                MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 32768), comm, &w[j]);
-                /* q's part of the own data, packed into its place in W
-                 * (overwritten by the allgather only after this send
-                 * completes): contiguous, so the transport may copy once */
+                /* the peer sends the pieces this rank cuts, in order (same tag: matched in order) */
+                for (int i = 0; i < nr; i++)
+                    MPI_Irecv(dst + (rcut[i] - a) * esz, (int)(rcut[i + 1] - rcut[i]), base, q, (int)(c % 16384), comm,
+                              &w[j * DP + (size_t)i]);
+                if (nr == 0)
+                    MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 16384), comm, &w[j * DP]);
+                /* q's part of the own data: straight from the layers in a few large contiguous
+                 * pieces (the transport may copy each once), else packed into its place in W
+                 * (overwritten by the allgather only after this send completes) */
                 size_t sa, sb;
                 CHUNK(q, c, sa, sb);
-                gck_flat_pack(F, sa, sb, esz, W);
-                MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 32768), comm, &w[P - 1 + j]);
+                const int ns = gck_direct_pieces(F, sa, sb, CH, scut);
+                for (int i = 0; i < ns; i++) {
+                    const size_t k = gck_flat_layer(F, scut[i]);
+                    const char *from = (const char *)F->L[k].data + (scut[i] - F->off[k]) * esz;
+                    MPI_Isend(from, (int)(scut[i + 1] - scut[i]), base, q, (int)(c % 16384), comm,
+                              &w[(P - 1 + j) * DP + (size_t)i]);
+                }
+                if (ns == 0) {
+                    gck_flat_pack(F, sa, sb, esz, W);
+                    MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 16384), comm,
+                              &w[(P - 1 + j) * DP]);
+                }
                 j++;
             }
         }
@@ -379,8 +431,18 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
             continue;
         /* sum chunk c - 1 of the own slice */
         const size_t pc = c - 1;
-        MPI_Request *w = rs + (pc % 2) * 2 * (size_t)(P - 1);
-        MPI_Waitall(2 * (P - 1), w, MPI_STATUSES_IGNORE);
+        MPI_Request *w = rs + (pc % 2) * rslot;
+        MPI_Waitall((int)rslot, w, MPI_STATUSES_IGNORE);
+        /* the peers' chunk pc of their slices: their places in W held only what went out to
+         * them in chunk pc (sent: the wait above) */
+        MPI_Request *g = ag + pc * 2 * (size_t)(P - 1);
+        for (int q = 0, j = 0; q < P; q++) {
+            if (q == me)
+                continue;
+            size_t qa, qb;
+            CHUNK(q, pc, qa, qb);
+            MPI_Irecv((char *)W + qa * esz, (int)(qb - qa), base, q, (int)(16384 + pc % 16384), comm, &g[j++]);
+        }
         size_t a, b;
         CHUNK(me, pc, a, b);
         for (size_t at = a; at < b;) {
@@ -406,20 +468,16 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
             gck_combine(f64, ops, P, own, e - at);
             at = e;
         }
-        /* its allgather, in flight while the next chunk is summed */
-        int *counts = cnt + 2 * (size_t)P * pc, *displs = counts + P;
-        for (int q = 0; q < P; q++) {
-            size_t qa, qb;
-            CHUNK(q, pc, qa, qb);
-            counts[q] = (int)(qb - qa);
-            displs[q] = (int)qa;
-        }
-        MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, W, counts, displs, base, comm, &ag[pc]);
+        /* its allgather, point to point (progressed by every wait, unlike a nonblocking
+         * collective), in flight while the next chunk is summed */
+        for (int q = 0, j = 0; q < P; q++)
+            if (q != me)
+                MPI_Isend((char *)W + a * esz, (int)(b - a), base, q, (int)(16384 + pc % 16384), comm,
+                          &g[P - 1 + j++]);
     }
 #undef CHUNK
-    MPI_Waitall((int)(4 * (size_t)(P - 1)), rs, MPI_STATUSES_IGNORE);
-    if (nch > 0)
-        MPI_Waitall((int)nch, ag, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)(2 * rslot), rs, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)(2 * (size_t)(P - 1) * nch), ag, MPI_STATUSES_IGNORE);
 }
 
 gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_index, gck_checkpoint **out)
@@ -435,15 +493,34 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
     double *wb = calloc((size_t)P, sizeof *wb);
     gck_blk *bb = calloc((size_t)P, sizeof *bb);
     gck_reduced_layer *red = calloc(np ? np : 1, sizeof *red);
+    uint64_t *steps = malloc((np ? np : 1) * sizeof *steps);
     uint64_t desc[D_N] = {0};
     char why[512] = "";
+    gck_xbuf xb = {0};
+    void *W = NULL;
+    char *R = NULL;
+    const int f64 = cp != NULL && gck_checkpointer_config(cp)->dtype == GCK_DTYPE_F64;
+    const size_t esz = f64 ? 8 : 4;
     if (cp == NULL) {
         desc[D_ERR] = E_NULL;
-    } else if (L == NULL || off == NULL || all == NULL || order == NULL || wb == NULL || bb == NULL || red == NULL) {
+    } else if (L == NULL || off == NULL || all == NULL || order == NULL || wb == NULL || bb == NULL || red == NULL ||
+               steps == NULL) {
         desc[D_ERR] = E_LOCAL;
         snprintf(why, sizeof why, "out of memory for %zu layers", np);
     } else {
         gck_local(cp, first_index, P, L, np, desc, why, sizeof why);
+        for (size_t k = 0; k < np && desc[D_ERR] == E_NONE; k++)
+            off[k + 1] = off[k] + L[k].n;
+    }
+    /* the exchange's memory, taken before the one collective: a rank that cannot get it says so
+     * there, and nobody sends (beyond INT_MAX values the check below refuses the call anyway) */
+    if (desc[D_ERR] == E_NONE && P > 1 && off[np] <= (uint64_t)INT_MAX) {
+        W = gck_mpi_grow(&g_scratch.w, &g_scratch.w_bytes, off[np] * esz);
+        R = gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes, 2 * (size_t)(P - 1) * (GCK_MPI_CHUNK_BYTES / esz) * esz);
+        if (W == NULL || R == NULL || !gck_xbuf_alloc(&xb, off[np], P, esz)) {
+            desc[D_ERR] = E_LOCAL;
+            snprintf(why, sizeof why, "out of memory for the exchange of %llu values", (unsigned long long)off[np]);
+        }
     }
     /* the one small collective: everybody learns everybody's shape */
     uint64_t *gather = all != NULL ? all : desc; /* all NULL: this rank fails below anyway */
@@ -461,10 +538,6 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
         st = gck_judge(all, P, me, why, order);
     }
     if (st == GCK_OK) {
-        const gck_dtype dt = gck_checkpointer_config(cp)->dtype;
-        const int f64 = dt == GCK_DTYPE_F64;
-        for (size_t k = 0; k < np; k++)
-            off[k + 1] = off[k] + L[k].n;
         const gck_flat F = {.np = np, .L = L, .off = off};
         uint64_t step = 0;
         for (int i = 0; i < P; i++) {
@@ -475,36 +548,23 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
         }
         const double wsum = gck_combine_w(bb, wb, P);
         const uint64_t K = bb[P - 1].start + bb[P - 1].size;
-        /* the layers' steps: those of the rank holding micro-batch K - 1 */
-        uint64_t *steps = malloc((np ? np : 1) * sizeof *steps);
-        const size_t esz = f64 ? 8 : 4;
-        void *W = P > 1 ? gck_mpi_grow(&g_scratch.w, &g_scratch.w_bytes, off[np] * esz) : NULL;
-        char *R = P > 1 ? gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes,
-                                       2 * (size_t)(P - 1) * (GCK_MPI_CHUNK_BYTES / esz) * esz)
-                        : NULL;
-        gck_xbuf xb = {0};
-        const int okx = P == 1 || gck_xbuf_alloc(&xb, off[np], P, esz);
-        int okm = steps != NULL && okx && (P == 1 || (W != NULL && R != NULL));
-        int allok = 0;
-        MPI_Allreduce(&okm, &allok, 1, MPI_INT, MPI_LAND, comm);
-        if (!allok) {
-            st = gck_report_error(GCK_ERR_NO_MEMORY, "gck_mpi_flush: %s out of memory for %llu values",
-                                  okm ? "another rank is" : "this rank is", (unsigned long long)off[np]);
-        } else {
-            for (size_t k = 0; k < np; k++)
-                steps[k] = L[k].step;
-            MPI_Bcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm);
-            if (P > 1)
-                gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb);
-            for (size_t k = 0; k < np && st == GCK_OK; k++)
-                red[k] = (gck_reduced_layer){.data = P > 1 ? (char *)W + off[k] * (f64 ? 8 : 4) : (void *)L[k].data,
-                                             .count = (size_t)K, .wsum = wsum, .step = steps[k]};
-            if (st == GCK_OK)
-                st = gck_flush_reduced(cp, all[D_NOW], step, red, out);
-        }
-        gck_xbuf_free(&xb);
-        free(steps);
+        /* the layers' steps: those of the rank holding micro-batch K - 1, from its descriptor when
+         * they are all the same, else in flight with the exchange */
+        const uint64_t *last = all + (size_t)order[P - 1] * D_N;
+        for (size_t k = 0; k < np; k++)
+            steps[k] = last[D_LUNI] ? last[D_LSTEP] : L[k].step;
+        MPI_Request sreq = MPI_REQUEST_NULL;
+        if (!last[D_LUNI])
+            MPI_Ibcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm, &sreq);
+        if (P > 1)
+            gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb);
+        MPI_Wait(&sreq, MPI_STATUS_IGNORE);
+        for (size_t k = 0; k < np; k++)
+            red[k] = (gck_reduced_layer){.data = P > 1 ? (char *)W + off[k] * esz : (void *)L[k].data,
+                                         .count = (size_t)K, .wsum = wsum, .step = steps[k]};
+        st = gck_flush_reduced(cp, all[D_NOW], step, red, out);
     }
-    free(L), free(off), free(all), free(order), free(wb), free(bb), free(red);
+    gck_xbuf_free(&xb);
+    free(L), free(off), free(all), free(order), free(wb), free(bb), free(red), free(steps);
     return st;
 }

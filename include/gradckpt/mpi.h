@@ -38,8 +38,8 @@ extern "C" {
  * by one.
  *
  * Exchange: one small MPI_Allgather first checks shapes (layer ids and
- * lengths, counts, ranges, configs) so that a mismatch fails on every rank
- * with the same status; then a reduce-scatter (each rank sums one
+ * lengths, counts, ranges, configs, every rank's memory) so that a mismatch
+ * fails on every rank with the same status; then a reduce-scatter (each rank sums one
  * contiguous slice of the gradients from every rank's blocks, in the tree's
  * operand order) and an allgather of the slices, in chunks, the next
  * chunk's messages in flight while one is summed. Each rank sends and

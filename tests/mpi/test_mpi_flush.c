@@ -51,6 +51,7 @@ typedef struct tcase {
     char ids[MAXL][16];
     size_t n[MAXL];
     int f32in;
+    int mixed_steps; /* the layers of a micro-batch get different steps (gck_mpi_flush then broadcasts them) */
     int K;
 } tcase;
 
@@ -76,6 +77,7 @@ static void make_case(tcase *t, uint64_t seed)
         t->n[l] = lens[rnd(&s) % (seed % 4 == 0 ? 7 : 6)];
     }
     t->f32in = (int)(rnd(&s) % 2);
+    t->mixed_steps = (int)(seed % 2);
 }
 
 /* The window's K split into P aligned power-of-two blocks: the binary
@@ -121,8 +123,9 @@ static void feed(gck_checkpointer *cp, const tcase *t, int j, uint64_t seed)
             else
                 ((double *)v)[i] = x;
         }
-        const gck_status s = t->f32in ? gck_accumulate_f32(cp, t->ids[l], v, n, (uint64_t)j)
-                                      : gck_accumulate_f64(cp, t->ids[l], v, n, (uint64_t)j);
+        const uint64_t step = t->mixed_steps ? (uint64_t)j * 100 + (uint64_t)l : (uint64_t)j;
+        const gck_status s = t->f32in ? gck_accumulate_f32(cp, t->ids[l], v, n, step)
+                                      : gck_accumulate_f64(cp, t->ids[l], v, n, step);
         assert_int_equal(s, GCK_OK);
         free(v);
     }

@@ -611,7 +611,7 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
     gck_status st = GCK_OK;
     gck_snapshot *prev = NULL; /* the previous version: usually the next one's base */
     uint64_t prev_v = 0;
-    for (size_t i = 0; i < s->cur.n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < s->cur.n; i++) {
         gck_ver e = {.rec = NULL};
         const uint64_t v = s->cur.recs[i]->version;
         gck_ver_of(&s->cur, v, &e); /* every record's version is retained */
@@ -631,6 +631,8 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
             fn(ctx, v, st);
         if (evicted)
             st = GCK_OK, prev = NULL;
+        if (st != GCK_OK)
+            break;
     }
     gck_snapshot_destroy(prev);
     if (n_checked != NULL)
@@ -709,9 +711,8 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     int fd = -1;
     if (base != NULL || packed) {
         gck_snapshot *d = NULL;
-        st = gck_delta_encode(s->codec, content, base, base_v, &d);
-        if (st == GCK_OK)
-            st = gck_snapshot_write_unsynced(d, p, &fd);
+        GCK_TRY(gck_delta_encode(s->codec, content, base, base_v, &d));
+        st = gck_snapshot_write_unsynced(d, p, &fd);
         gck_snapshot_destroy(d);
     } else {
         st = gck_snapshot_write_unsynced(content, p, &fd);
@@ -739,6 +740,29 @@ static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
     return 0;
 }
 
+/* Rewrites the file of r's version against base version nb (0: full) and
+ * puts its new record in next (r is released there: not read again). */
+static gck_status gck_rebase_one(gck_store *s, gck_state *next, const gck_vrec *r, uint64_t nb, gck_names *written)
+{
+    gck_snapshot *content = NULL, *base = NULL;
+    const char *name = NULL;
+    uint64_t bytes = 0;
+    gck_status st = gck_restore_in(s, &s->cur, r->version, 1, &content);
+    if (st != GCK_OK)
+        goto done;
+    if (nb != 0 && (st = gck_restore_in(s, &s->cur, nb, 1, &base)) != GCK_OK)
+        goto done;
+    if ((st = gck_write_version(s, r->version, content, base, nb, written, &name, &bytes)) != GCK_OK)
+        goto done;
+    gck_vrec *nr = gck_vrec_new(r->version, r->step, bytes, name, (const char *const *)r->cids, r->n_cids,
+                                r->fields_digest);
+    st = nr != NULL ? gck_state_put(next, nr) : GCK_ERR_NO_MEMORY;
+done:
+    gck_snapshot_destroy(content);
+    gck_snapshot_destroy(base);
+    return st;
+}
+
 /* Rebases every delta of `next` whose base is `evicted` (still present in
  * next). New files are added to `written`. */
 static gck_status gck_rebase_dependents(gck_store *s, gck_state *next, const gck_entry *evicted,
@@ -750,26 +774,8 @@ static gck_status gck_rebase_dependents(gck_store *s, gck_state *next, const gck
         const gck_entry *d = gck_manager_get(next->m, r->version);
         if (!d->is_delta || d->delta_from != evicted->version)
             continue;
-        gck_snapshot *content = NULL, *base = NULL;
-        const char *name = NULL;
-        uint64_t bytes = 0;
-        gck_vrec *nr = NULL;
-        gck_status st = gck_restore_in(s, &s->cur, r->version, 1, &content);
-        if (st == GCK_OK && nb != 0)
-            st = gck_restore_in(s, &s->cur, nb, 1, &base);
-        if (st == GCK_OK)
-            st = gck_write_version(s, r->version, content, base, nb, written, &name, &bytes);
-        if (st == GCK_OK &&
-            (nr = gck_vrec_new(r->version, r->step, bytes, name, (const char *const *)r->cids, r->n_cids,
-                               r->fields_digest)) == NULL)
-            st = GCK_ERR_NO_MEMORY;
-        gck_snapshot_destroy(content);
-        gck_snapshot_destroy(base);
-        if (st == GCK_OK)
-            st = gck_state_put(next, nr); /* r is released here: not read again */
-        if (st != GCK_OK)
-            return gck_fail_ctx(st, "rebasing version %" PRIu64 " off evicted %" PRIu64, d->version,
-                                evicted->version);
+        GCK_TRY_CTX(gck_rebase_one(s, next, r, nb, written), "rebasing version %" PRIu64 " off evicted %" PRIu64,
+                    d->version, evicted->version);
         gck_manager_set_base(next->m, d->version, nb);
     }
     return GCK_OK;
@@ -784,34 +790,40 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
     char **nv = gck_calloc(nt + nb + 1, sizeof *nv);
     const char **cv = gck_calloc(nt + nb + 1, sizeof *cv);
     uint64_t bytes = 0;
-    gck_status st = nv && cv ? GCK_OK : gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
-    for (size_t i = 0; st == GCK_OK && i < nt; i++) {
+    gck_status st = GCK_OK;
+    if (nv == NULL || cv == NULL) {
+        st = gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++) {
         const gck_snap_tensor *t = snap->tensors.items[i];
         nv[i] = gck_strdup(t->name);
         cv[i] = t->cid;
         bytes += t->nbytes;
-        if (nv[i] == NULL)
+        if (nv[i] == NULL) {
             st = gck_fail_oom("store: a tensor name", strlen(t->name) + 1);
+            goto done;
+        }
     }
-    for (size_t i = 0; st == GCK_OK && i < nb; i++) {
+    for (size_t i = 0; i < nb; i++) {
         const gck_snap_blob *b = snap->blobs.items[i];
         const size_t len = strlen(GCK_OPTIMIZER_PREFIX) + strlen(b->name) + 1;
         nv[nt + i] = gck_malloc(len);
         cv[nt + i] = b->cid;
         bytes += b->len;
-        if (nv[nt + i] == NULL)
+        if (nv[nt + i] == NULL) {
             st = gck_fail_oom("store: an optimizer blob name", len);
-        else
-            snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
-    }
-    if (st != GCK_OK) {
-        for (size_t i = 0; nv && i < nt + nb; i++)
-            free(nv[i]);
-        free(nv), free(cv);
-        return st;
+            goto done;
+        }
+        snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
     }
     *names = nv, *cids = cv, *n = nt + nb, *full_bytes = bytes;
     return GCK_OK;
+done:
+    for (size_t i = 0; nv && i < nt + nb; i++)
+        free(nv[i]);
+    free(nv), free(cv);
+    return st;
 }
 
 /* Replaces the committed state with `next` (already written as the manifest). */
@@ -892,11 +904,12 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
             }
         }
     }
-    st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0);
-    for (size_t i = 0; st == GCK_OK && i < n_tags; i++)
-        st = gck_manager_add_tag(next.m, p.version, tags[i], 1);
-    if (st != GCK_OK)
+    if ((st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0)) !=
+        GCK_OK)
         goto done;
+    for (size_t i = 0; i < n_tags; i++)
+        if ((st = gck_manager_add_tag(next.m, p.version, tags[i], 1)) != GCK_OK)
+            goto done;
     char digest[24];
     gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, digest);
     gck_vrec *rec = gck_vrec_new(p.version, snap->step, bytes, written.v[0], cids, n, digest);
@@ -1109,19 +1122,19 @@ static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int
     gck_state next = {0};
     GCK_TRY(gck_state_clone(&s->cur, &next));
     gck_status st = GCK_OK;
-    if (add)
-        st = gck_manager_add_tag(next.m, version, tag, 1);
-    else
-        gck_manager_remove_tag(next.m, version, tag);
     int renamed = 0;
-    if (st == GCK_OK)
-        st = gck_commit(s, &next, &renamed);
+    if (add && (st = gck_manager_add_tag(next.m, version, tag, 1)) != GCK_OK)
+        goto done;
+    if (!add)
+        gck_manager_remove_tag(next.m, version, tag);
+    st = gck_commit(s, &next, &renamed);
+done:
     if (st != GCK_OK && !renamed) {
         gck_state_clear(&next);
         return st;
     }
     gck_switch(s, &next);
-    return st;
+    return st; /* an error here: committed, but the directory fsync failed */
 }
 
 gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
@@ -1271,16 +1284,15 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
     char p[PATH_MAX];
     if (!gck_path(p, s, lv->e.rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
-    gck_status st;
-    if (gck_is_coded(&lv->e)) {
-        st = gck_snapshot_load_mmap(p, 0, &lv->delta); /* payloads are read as they are decoded */
-        if (st == GCK_OK)
-            st = gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index);
-    } else {
-        st = gck_st_open(p, &lv->full);
+    /* the caller's cleanup closes what was opened, also when a later step fails */
+    if (!gck_is_coded(&lv->e)) {
+        GCK_TRY_CTX(gck_st_open(p, &lv->full), "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+        return GCK_OK;
     }
-    if (st != GCK_OK)
-        return gck_fail(st, "version %" PRIu64 " (%s): %s", lv->e.pub.version, lv->e.rec->file, gck_last_error());
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, 0, &lv->delta), /* payloads are read as they are decoded */
+                "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+    GCK_TRY_CTX(gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index),
+                "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
     return GCK_OK;
 }
 
@@ -1371,9 +1383,10 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
                                             void *const *dsts, const size_t *sizes, size_t n, gck_status st,
                                             gck_snapshot **fields)
 {
-    gck_snapshot *snap = NULL;
-    st = gck_follow_writer(s, &s->cur, version, st, &snap);
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    gck_snapshot *snap = NULL, *f = NULL;
+    if ((st = gck_follow_writer(s, &s->cur, version, st, &snap)) != GCK_OK)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
         gck_tensor_info ti;
         const void *blob = NULL;
         size_t blen = 0;
@@ -1381,20 +1394,24 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
             gck_snapshot_find_optimizer_state(snap, names[i] + strlen(GCK_OPTIMIZER_PREFIX), &blob, &blen) == GCK_OK)
             ti = (gck_tensor_info){.data = blob, .nbytes = blen};
         else if ((st = gck_snapshot_find_tensor(snap, names[i], &ti)) != GCK_OK)
-            break;
-        if (ti.nbytes != sizes[i])
+            goto done;
+        if (ti.nbytes != sizes[i]) {
             st = gck_fail(GCK_ERR_DIMENSION_MISMATCH, "version %" PRIu64 ": tensor '%.200s' has %zu bytes, not %zu",
                           version, names[i], ti.nbytes, sizes[i]);
-        else if (sizes[i] > 0)
+            goto done;
+        }
+        if (sizes[i] > 0)
             memcpy(dsts[i], ti.data, sizes[i]);
     }
-    if (st == GCK_OK && fields != NULL) {
-        st = gck_snapshot_create(gck_snapshot_step(snap), fields);
-        if (st == GCK_OK && (st = gck_snapshot_copy_fields(*fields, snap, NULL)) != GCK_OK) {
-            gck_snapshot_destroy(*fields);
-            *fields = NULL;
-        }
+    if (fields != NULL) {
+        if ((st = gck_snapshot_create(gck_snapshot_step(snap), &f)) != GCK_OK ||
+            (st = gck_snapshot_copy_fields(f, snap, NULL)) != GCK_OK)
+            goto done;
+        *fields = f;
+        f = NULL;
     }
+done:
+    gck_snapshot_destroy(f);
     gck_snapshot_destroy(snap);
     return st;
 }
@@ -1433,75 +1450,82 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     gck_rlevel *lv = gck_calloc(nlev, sizeof *lv);
     const gck_delta_item **items = gck_calloc(n * nlev + 1, sizeof *items); /* [tensor][level] */
     gck_rplan *plan = gck_calloc(n + 1, sizeof *plan);
-    gck_listed *want = gck_listing_of(e);
-    gck_status st = lv && items && plan && want ? GCK_OK
-                                                : gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
-    if (st == GCK_OK) {
-        x = ev;
-        for (size_t l = 0; l < nlev; l++) {
-            lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
-            if (l + 1 < nlev)
-                gck_ver_of(&s->cur, x.pub.delta_from, &x); /* checked above */
-        }
+    gck_listed *want = gck_listing_of(e), *bottom_ids = NULL;
+    gck_snapshot *f = NULL;
+    const gck_st_entry **fe = NULL;
+    void **fd = NULL;
+    const char **fw = NULL;
+    gck_status st = GCK_OK;
+    if (lv == NULL || items == NULL || plan == NULL || want == NULL) {
+        st = gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
+        goto done;
+    }
+    x = ev;
+    for (size_t l = 0; l < nlev; l++) {
+        lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
+        if (l + 1 < nlev)
+            gck_ver_of(&s->cur, x.pub.delta_from, &x); /* checked above */
     }
     /* every name, size and level checked before the first byte is written */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         plan[i].want = gck_listed_cid(want, e, names[i]);
-        if (plan[i].want == NULL)
+        if (plan[i].want == NULL) {
             st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " has no tensor '%.200s'", version, names[i]);
-        else
-            st = gck_plan_tensor(s, lv, nlev, names[i], sizes[i], &items[i * nlev], &plan[i]);
+            goto done;
+        }
+        if ((st = gck_plan_tensor(s, lv, nlev, names[i], sizes[i], &items[i * nlev], &plan[i])) != GCK_OK)
+            goto done;
     }
     /* the fields of the version, from its own file (or the cache) */
-    gck_snapshot *f = NULL;
-    if (st == GCK_OK && fields != NULL) {
-        st = gck_open_level(s, &lv[0]);
+    if (fields != NULL) {
+        if ((st = gck_open_level(s, &lv[0])) != GCK_OK)
+            goto done;
         const gck_snapshot *from = lv[0].cached ? s->cache : lv[0].delta;
-        if (st == GCK_OK && from != NULL) {
-            st = gck_snapshot_create(from->step, &f);
-            if (st == GCK_OK)
-                st = gck_snapshot_copy_fields(f, from, GCK_DELTA_KEY);
-        } else if (st == GCK_OK) {
+        if (from == NULL)
             f = gck_st_take_fields(lv[0].full);
-        }
+        else if ((st = gck_snapshot_create(from->step, &f)) != GCK_OK ||
+                 (st = gck_snapshot_copy_fields(f, from, GCK_DELTA_KEY)) != GCK_OK)
+            goto done;
     }
     /* the bottoms: full files read straight into the destinations (each
      * checked against its own version's id), cached tensors copied */
-    const gck_st_entry **fe = st == GCK_OK ? gck_calloc(n + 1, sizeof *fe) : NULL;
-    void **fd = st == GCK_OK ? gck_calloc(n + 1, sizeof *fd) : NULL;
-    const char **fw = st == GCK_OK ? gck_calloc(n + 1, sizeof *fw) : NULL;
-    if (st == GCK_OK && (fe == NULL || fd == NULL || fw == NULL))
+    fe = gck_calloc(n + 1, sizeof *fe);
+    fd = gck_calloc(n + 1, sizeof *fd);
+    fw = gck_calloc(n + 1, sizeof *fw);
+    if (fe == NULL || fd == NULL || fw == NULL ||
+        (lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)) {
         st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
-    gck_listed *bottom_ids = NULL;
-    if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)
-        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
+        goto done;
+    }
     size_t nf = 0;
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (plan[i].fe != NULL && plan[i].bottom == nlev - 1) {
             plan[i].bottom_cid = gck_listed_cid(bottom_ids, &lv[nlev - 1].e, names[i]);
             fe[nf] = plan[i].fe, fd[nf] = dsts[i], fw[nf] = plan[i].bottom_cid, nf++;
         }
     }
-    if (st == GCK_OK && nf > 0) {
+    if (nf > 0) {
         st = gck_st_read_into(lv[nlev - 1].full, fe, fd, fw, nf);
-        if (st != GCK_OK)
-            st = gck_fail(st, "version %" PRIu64 ": %s", lv[nlev - 1].e.pub.version, gck_last_error());
+        if (st != GCK_OK) {
+            st = gck_fail_ctx(st, "version %" PRIu64, lv[nlev - 1].e.pub.version);
+            goto done;
+        }
     }
     /* then each tensor's raw bottom and the levels above, in place */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         const gck_rplan *pl = &plan[i];
         if (pl->cache_data != NULL && sizes[i] > 0)
             memcpy(dsts[i], pl->cache_data, sizes[i]);
-        for (size_t l = pl->bottom + 1; l-- > 0 && st == GCK_OK;) {
+        for (size_t l = pl->bottom + 1; l-- > 0;) {
             const gck_delta_item *it = items[i * nlev + l];
-            if (it != NULL && (l < pl->bottom || it->enc == GCK_DELTA_RAW))
-                st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
-            if (st != GCK_OK)
-                st = gck_fail(st, "version %" PRIu64 " (%s): %s", lv[l].e.pub.version, lv[l].e.rec->file,
-                              gck_last_error());
+            if (it == NULL || (l == pl->bottom && it->enc != GCK_DELTA_RAW))
+                continue;
+            st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
+            if (st != GCK_OK) {
+                st = gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file);
+                goto done;
+            }
         }
-        if (st != GCK_OK)
-            break;
         char got[24];
         const char *have = pl->bottom_cid;
         if (pl->decoded) {
@@ -1509,23 +1533,24 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
             gck_content_id(dsts[i], sizes[i] / gck_dtype_size(top->dtype), top->dtype, got);
             have = got;
         }
-        if (have == NULL || strcmp(have, pl->want) != 0)
+        if (have == NULL || strcmp(have, pl->want) != 0) {
             st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id %s, the "
                           "manifest says %.40s", version, names[i], have ? have : "(none)", pl->want);
+            goto done;
+        }
     }
+    if (fields != NULL)
+        *fields = f;
+    f = NULL;
+done:
     for (size_t l = 0; lv != NULL && l < nlev; l++) {
         gck_delta_index_free(lv[l].index);
         gck_snapshot_destroy(lv[l].delta);
         gck_st_close(lv[l].full);
     }
     free(lv), free(items), free(plan), free(want), free(bottom_ids), free(fe), free(fd), free(fw);
-    if (st != GCK_OK) {
-        gck_snapshot_destroy(f);
-        return st;
-    }
-    if (fields != NULL)
-        *fields = f;
-    return GCK_OK;
+    gck_snapshot_destroy(f);
+    return st;
 }
 
 /* ---- restoring chosen tensors as a snapshot --------------------------------------- */

@@ -296,33 +296,36 @@ gck_status gck_manifest_write(const char *path, const gck_state *state, uint64_t
         memcpy(js + at, "\n]}\n", 5);
     }
     free(head);
-    gck_status st = js == NULL ? gck_fail_oom("store manifest text", hl + total + 8) : GCK_OK;
+    gck_status st = GCK_OK;
     gck_pending pd;
-    if (st == GCK_OK) {
-        gck_text t = {js, strlen(js)};
-        st = gck_pending_open(path, gck_fill_text, &t, &pd);
+    int fds_closed = 0; /* by gck_sync_together */
+    if (js == NULL) {
+        st = gck_fail_oom("store manifest text", hl + total + 8);
+        goto done;
     }
-    if (st != GCK_OK) {
-        for (size_t i = 0; i < n_sync; i++)
-            close(sync_fds[i]);
-    } else {
-        /* the files it names, and itself, durable before the rename */
-        const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
-        int in_place = 0;
-        st = gck_pending_commit(&pd, err, &in_place);
-        if (renamed != NULL)
-            *renamed = in_place;
-        if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */
-            for (size_t i = 0; i < cache->n; i++)
-                if (!cache->v[i].taken)
-                    free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
-            free(cache->v);
-            for (size_t i = 0; i < nv; i++)
-                texts[i].taken = 0;
-            cache->v = texts, cache->n = nv;
-            texts = NULL;
-        }
+    gck_text t = {js, strlen(js)};
+    if ((st = gck_pending_open(path, gck_fill_text, &t, &pd)) != GCK_OK)
+        goto done;
+    /* the files it names, and itself, durable before the rename */
+    const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
+    fds_closed = 1;
+    int in_place = 0;
+    st = gck_pending_commit(&pd, err, &in_place);
+    if (renamed != NULL)
+        *renamed = in_place;
+    if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */
+        for (size_t i = 0; i < cache->n; i++)
+            if (!cache->v[i].taken)
+                free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
+        free(cache->v);
+        for (size_t i = 0; i < nv; i++)
+            texts[i].taken = 0;
+        cache->v = texts, cache->n = nv;
+        texts = NULL;
     }
+done:
+    for (size_t i = 0; !fds_closed && i < n_sync; i++)
+        close(sync_fds[i]); /* nothing was written: closed unsynced */
     free(js);
     if (texts != NULL) { /* not committed: drop the new texts, give the borrowed back */
         gck_mtexts_free(texts, made, 1);
@@ -378,26 +381,36 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_state *state)
     const size_t nt = json_array_size(tags), nn = json_array_size(tensors);
     const char **tv = gck_calloc(nt + 1, sizeof *tv), **nv = gck_calloc(nn + 1, sizeof *nv),
                **cv = gck_calloc(nn + 1, sizeof *cv);
-    gck_status st = (tv && nv && cv) ? GCK_OK : gck_fail_oom("store manifest entry", (nt + 2 * nn + 3) * sizeof *tv);
-    for (size_t i = 0; st == GCK_OK && i < nt; i++)
-        if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL)
+    gck_status st = GCK_OK;
+    if (tv == NULL || nv == NULL || cv == NULL) {
+        st = gck_fail_oom("store manifest entry", (nt + 2 * nn + 3) * sizeof *tv);
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL) {
             st = gck_bad(path, "a tag is not a string");
-    for (size_t i = 0; st == GCK_OK && i < nn; i++) {
+            goto done;
+        }
+    for (size_t i = 0; i < nn; i++) {
         json_t *pair = json_array_get(tensors, i);
         nv[i] = json_string_value(json_array_get(pair, 0));
         cv[i] = json_string_value(json_array_get(pair, 1));
-        if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL)
+        if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL) {
             st = gck_bad(path, "a tensor entry is not [name, content id]");
+            goto done;
+        }
     }
-    gck_vrec *r = NULL;
-    if (st == GCK_OK && (r = gck_vrec_new(version, step, stored, file, cv, nn, digest)) == NULL)
+    gck_vrec *r = gck_vrec_new(version, step, stored, file, cv, nn, digest);
+    if (r == NULL) {
         st = GCK_ERR_NO_MEMORY;
-    if (st == GCK_OK) { /* the record first: a failed apply leaves no entry without one */
-        st = gck_state_put(state, r);
-        const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
-        if (st == GCK_OK)
-            st = gck_manager_apply(m, &p, nv, nn, full, ts, tv, nt);
+        goto done;
     }
+    /* the record first: a failed apply leaves no entry without one */
+    if ((st = gck_state_put(state, r)) != GCK_OK)
+        goto done;
+    const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
+    st = gck_manager_apply(m, &p, nv, nn, full, ts, tv, nt);
+done:
     free(tv), free(nv), free(cv);
     return st;
 }
@@ -446,30 +459,35 @@ gck_status gck_manifest_read(const char *path, gck_state *out, uint64_t *generat
              (ja != NULL && (!json_is_integer(ja) || json_integer_value(ja) < 0 || json_integer_value(ja) > 1024)))
         st = gck_bad(path, "bad coder, compress_full or async_threads");
     gck_state state = {0};
-    if (st == GCK_OK) {
-        p.max_checkpoints = (size_t)maxc;
-        st = gck_manager_create(&p, &state.m);
-    }
-    for (size_t i = 0; st == GCK_OK && i < json_array_size(versions); i++)
-        st = gck_read_entry(path, json_array_get(versions, i), &state);
-    const gck_entry *last = st == GCK_OK ? gck_manager_latest(state.m) : NULL;
-    if (st == GCK_OK && last != NULL && next <= last->version)
+    if (st != GCK_OK)
+        goto done;
+    p.max_checkpoints = (size_t)maxc;
+    if ((st = gck_manager_create(&p, &state.m)) != GCK_OK)
+        goto done;
+    for (size_t i = 0; i < json_array_size(versions); i++)
+        if ((st = gck_read_entry(path, json_array_get(versions, i), &state)) != GCK_OK)
+            goto done;
+    const gck_entry *last = gck_manager_latest(state.m);
+    if (last != NULL && next <= last->version) {
         st = gck_bad(path, "next_version is not past the last version");
-    if (st == GCK_OK && next == 0)
-        st = gck_bad(path, "next_version is 0");
-    if (st == GCK_OK) {
-        gck_manager_set_next_version(state.m, next);
-        *out = state;
-        *generation = gen;
-        cfg->policy = p;
-        cfg->zstd_level = (int)json_integer_value(jl);
-        cfg->zstd_max_entropy = json_number_value(je);
-        cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
-        cfg->compress_full = json_is_true(jf);
-        cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
-    } else {
-        gck_state_clear(&state);
+        goto done;
     }
+    if (next == 0) {
+        st = gck_bad(path, "next_version is 0");
+        goto done;
+    }
+    gck_manager_set_next_version(state.m, next);
+    *out = state;
+    state = (gck_state){0};
+    *generation = gen;
+    cfg->policy = p;
+    cfg->zstd_level = (int)json_integer_value(jl);
+    cfg->zstd_max_entropy = json_number_value(je);
+    cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
+    cfg->compress_full = json_is_true(jf);
+    cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
+done:
+    gck_state_clear(&state);
     json_decref(root);
     return st;
 }

@@ -363,10 +363,23 @@ typedef struct gck_ver {
     const gck_vrec *rec;
 } gck_ver;
 
-/* Version v of state m into *out; 0 when m does not retain it. */
+/* Version v of state m into *out; 0 when m does not retain it (a hidden
+ * base is not retained: it cannot be restored, listed or tagged). */
 static int gck_ver_of(const gck_state *m, uint64_t v, gck_ver *out)
 {
     const gck_entry *e = gck_manager_get(m->m, v);
+    const gck_vrec *r = gck_state_rec(m, v);
+    if (e == NULL || r == NULL)
+        return 0;
+    *out = (gck_ver){*e, r};
+    return 1;
+}
+
+/* The base v of a delta on a chain into *out: a retained version or a
+ * hidden base; 0 when m has neither. */
+static int gck_base_of(const gck_state *m, uint64_t v, gck_ver *out)
+{
+    const gck_entry *e = gck_state_entry(m, v);
     const gck_vrec *r = gck_state_rec(m, v);
     if (e == NULL || r == NULL)
         return 0;
@@ -493,7 +506,7 @@ static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, i
         if (!e.pub.is_delta)
             break;
         const uint64_t base = e.pub.delta_from;
-        if (!gck_ver_of(m, base, &e)) {
+        if (!gck_base_of(m, base, &e)) {
             st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
                           chain[n - 1].pub.version, base);
             goto done;
@@ -522,7 +535,9 @@ done:
  * writer never changes a data file (every file is new, under a name with a new
  * generation) and removes one only after committing a manifest that no longer
  * names it, so a file the handle finds is the right one; a file it does not
- * find was evicted or replaced by a rebase since the handle read its manifest. */
+ * find was dropped since the handle read its manifest: its version evicted
+ * (with the last version whose chain read it, for a hidden base), or, by a
+ * writer of a build that rebased on eviction, replaced. */
 
 /* How many newer manifests a read of one version follows before giving up
  * (each means a writer changed that version's chain again meanwhile). */
@@ -532,7 +547,7 @@ done:
 static const char *gck_chain_vanished(const gck_store *s, const gck_state *m, uint64_t v)
 {
     gck_ver e;
-    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_ver_of(m, e.pub.delta_from, &e)) {
+    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_base_of(m, e.pub.delta_from, &e)) {
         char p[PATH_MAX];
         struct stat sb;
         if (gck_path(p, s, e.rec->file) && stat(p, &sb) != 0 && errno == ENOENT)
@@ -551,8 +566,9 @@ static int gck_names_file(const gck_state *m, const char *file)
 
 /* After `st`, a failed read of version v as manager m names it: for a
  * read-only handle whose file of v's chain is gone, follows the current
- * manifest - v rebased: rebuilt (and checked) from the files that manifest
- * names; v evicted: GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
+ * manifest - v still retained (rebased by a writer of a build that did so):
+ * rebuilt (and checked) from the files that manifest names; v evicted (or
+ * become a hidden base): GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
  * own view (s->cur) stays as it is. */
 static gck_status gck_follow_writer(gck_store *s, const gck_state *m, uint64_t v, gck_status st,
                                     gck_snapshot **out)
@@ -614,7 +630,9 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
     for (size_t i = 0; i < s->cur.n; i++) {
         gck_ver e = {.rec = NULL};
         const uint64_t v = s->cur.recs[i]->version;
-        gck_ver_of(&s->cur, v, &e); /* every record's version is retained */
+        if (s->cur.recs[i]->hidden)
+            continue; /* checked as part of the chains that read it */
+        gck_ver_of(&s->cur, v, &e); /* every other record's version is retained */
         gck_snapshot *cur = NULL;
         if (e.pub.is_delta && prev != NULL && e.pub.delta_from == prev_v)
             st = gck_rebuild(s, &e, prev, &cur);
@@ -731,8 +749,10 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     return GCK_OK;
 }
 
-/* The base a dependent of `evicted` moves to: the evicted version's own base
- * when that is retained, else 0 (becomes full). */
+/* The base a save moves to when its planned base is the version it evicts:
+ * the evicted version's own base when that is retained, else 0 (full). A
+ * save never builds on the version it evicts: each such save would add one
+ * hidden base to an ever longer chain. */
 static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
 {
     if (evicted->is_delta && gck_manager_get(m, evicted->delta_from) != NULL)
@@ -740,45 +760,15 @@ static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
     return 0;
 }
 
-/* Rewrites the file of r's version against base version nb (0: full) and
- * puts its new record in next (r is released there: not read again). */
-static gck_status gck_rebase_one(gck_store *s, gck_state *next, const gck_vrec *r, uint64_t nb, gck_names *written)
+/* How many data files a restore of retained version v reads: v's, and
+ * its bases' down to a full version (hidden bases included). */
+static size_t gck_chain_files(const gck_state *m, uint64_t v)
 {
-    gck_snapshot *content = NULL, *base = NULL;
-    const char *name = NULL;
-    uint64_t bytes = 0;
-    gck_status st = gck_restore_in(s, &s->cur, r->version, 1, &content);
-    if (st != GCK_OK)
-        goto done;
-    if (nb != 0 && (st = gck_restore_in(s, &s->cur, nb, 1, &base)) != GCK_OK)
-        goto done;
-    if ((st = gck_write_version(s, r->version, content, base, nb, written, &name, &bytes)) != GCK_OK)
-        goto done;
-    gck_vrec *nr = gck_vrec_new(r->version, r->step, bytes, name, (const char *const *)r->cids, r->n_cids,
-                                r->fields_digest);
-    st = nr != NULL ? gck_state_put(next, nr) : GCK_ERR_NO_MEMORY;
-done:
-    gck_snapshot_destroy(content);
-    gck_snapshot_destroy(base);
-    return st;
-}
-
-/* Rebases every delta of `next` whose base is `evicted` (still present in
- * next). New files are added to `written`. */
-static gck_status gck_rebase_dependents(gck_store *s, gck_state *next, const gck_entry *evicted,
-                                        gck_names *written)
-{
-    const uint64_t nb = gck_new_base(next->m, evicted);
-    for (size_t i = 0; i < next->n; i++) {
-        const gck_vrec *r = next->recs[i];
-        const gck_entry *d = gck_manager_get(next->m, r->version);
-        if (!d->is_delta || d->delta_from != evicted->version)
-            continue;
-        GCK_TRY_CTX(gck_rebase_one(s, next, r, nb, written), "rebasing version %" PRIu64 " off evicted %" PRIu64,
-                    d->version, evicted->version);
-        gck_manager_set_base(next->m, d->version, nb);
-    }
-    return GCK_OK;
+    gck_ver e;
+    size_t n = 0;
+    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_base_of(m, e.pub.delta_from, &e))
+        n++;
+    return n;
 }
 
 /* Names and content ids of a snapshot as the manifest lists them (blobs as
@@ -860,14 +850,23 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
     gck_plan p;
     gck_manager_plan(s->cur.m, full_bytes, &p);
     const gck_entry *evicted = p.evict ? gck_manager_get(s->cur.m, p.evicted) : NULL;
-    /* a base this very save evicts is replaced as a dependent's would be */
+    /* a base this very save evicts is replaced (max_checkpoints 1 gives full versions) */
     if (p.is_delta && evicted != NULL && p.base == evicted->version) {
         p.base = gck_new_base(s->cur.m, evicted);
         p.is_delta = p.base != 0;
     }
+    /* A chain is at most max_checkpoints files long: the next version after
+     * one that long is full. That bounds the hidden bases without rewriting
+     * a file (keep_every_n <= max_checkpoints, the usual case, never gets
+     * here), and bounds what a restore reads. */
+    const size_t max_chain = gck_manager_policy(s->cur.m)->max_checkpoints;
+    if (p.is_delta && gck_chain_files(&s->cur, p.base) >= (max_chain > 1 ? max_chain : 1))
+        p.is_delta = 0;
     /* a snapshot that carries a delta description itself cannot be a delta */
     if (gck_snapshot_sysmeta(snap, GCK_DELTA_KEY) != NULL)
         p.is_delta = 0;
+    if (!p.is_delta)
+        p.base = 0; /* a packed full version's description names base 0 */
 
     gck_names written = {0}, replaced = {0};
     gck_state next = {0};
@@ -887,21 +886,13 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
     gck_snapshot_destroy(owned_base);
     if (st != GCK_OK || (st = gck_state_clone(&s->cur, &next)) != GCK_OK)
         goto done;
+    /* Eviction rewrites no file: the evicted version's record becomes a
+     * hidden base, kept below while a retained version's chain reads it. */
     if (evicted != NULL) {
-        if ((st = gck_rebase_dependents(s, &next, evicted, &written)) != GCK_OK)
+        gck_vrec *h = gck_vrec_hidden(gck_state_rec(&s->cur, evicted->version), evicted);
+        if (h == NULL || (st = gck_state_put(&next, h)) != GCK_OK) {
+            st = GCK_ERR_NO_MEMORY;
             goto done;
-        /* files the new state no longer needs, deleted after the commit */
-        for (size_t i = 0; i < s->cur.n; i++) {
-            const gck_vrec *old = s->cur.recs[i];
-            const gck_vrec *now = gck_state_rec(&next, old->version);
-            if (old->version != evicted->version && (now == NULL || strcmp(now->file, old->file) == 0))
-                continue;
-            char *f = gck_strdup(old->file);
-            if (f == NULL || !gck_names_add(&replaced, f, -1)) {
-                free(f);
-                st = gck_fail_oom("store: names of replaced files", replaced.cap * sizeof(char *));
-                goto done;
-            }
         }
     }
     if ((st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0)) !=
@@ -917,7 +908,22 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
         st = GCK_ERR_NO_MEMORY;
         goto done;
     }
-    gck_state_prune(&next); /* the evicted version's record */
+    /* the evicted version's record (unless a retained version's chain reads
+     * its file) and the hidden bases no chain reads any more */
+    gck_state_prune(&next);
+    /* their files, deleted after the commit (a file is never rewritten:
+     * each name stays with its version until the version is dropped) */
+    for (size_t i = 0; i < s->cur.n; i++) {
+        const gck_vrec *old = s->cur.recs[i];
+        if (gck_state_rec(&next, old->version) != NULL)
+            continue;
+        char *f = gck_strdup(old->file);
+        if (f == NULL || !gck_names_add(&replaced, f, -1)) {
+            free(f);
+            st = gck_fail_oom("store: names of dropped files", replaced.cap * sizeof(char *));
+            goto done;
+        }
+    }
     /* The commit: the manifest's temporary file is written and fsynced (so
      * the rename can never be durable ahead of the manifest's bytes: a power
      * loss would leave an empty manifest.json, an unreadable store), renamed
@@ -926,11 +932,13 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
      * data files created above in the same directory. Journaling file systems
      * (ext4, xfs, btrfs) commit a directory's changes in the order they were
      * made, so no crash keeps the rename without those earlier names. So a
-     * save costs three fsyncs (one more per version an eviction rebases):
-     * the data file, the manifest, the directory. The data files' fsyncs run
-     * together with the manifest's (none of them may be missing when the
-     * rename happens, and until then their order does not matter), so their
-     * device flushes overlap. */
+     * save costs three fsyncs, also when it evicts (an eviction writes no
+     * file, and the files it drops are unlinked after the commit without a
+     * fsync: an unlink lost to a crash leaves garbage the next open removes):
+     * the data file, the manifest, the directory. The data file's fsync runs
+     * together with the manifest's (neither may be missing when the rename
+     * happens, and until then their order does not matter), so their device
+     * flushes overlap. */
     st = gck_commit_with(s, &next, written.fd, written.n, &renamed);
     for (size_t i = 0; i < written.n; i++)
         written.fd[i] = -1; /* closed by the commit, whatever its outcome */
@@ -955,7 +963,8 @@ done:
      * buffers stay for a later save, marked as holding no version). */
     const gck_policy *pol = gck_manager_policy(s->cur.m);
     const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
-                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes;
+                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes ||
+                          gck_chain_files(&s->cur, p.version) >= pol->max_checkpoints;
     const gck_status cs =
         next_full ? GCK_OK : s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
     if (cs != GCK_OK) {
@@ -1153,7 +1162,7 @@ gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *ver
     GCK_CHECK_ARG(s != NULL && tag != NULL && version_out != NULL, "gck_store_find_tag: NULL argument");
     for (size_t i = s->cur.n; i-- > 0;) {
         const gck_entry *e = gck_manager_get(s->cur.m, s->cur.recs[i]->version);
-        for (size_t t = 0; t < e->n_tags; t++)
+        for (size_t t = 0; e != NULL && t < e->n_tags; t++) /* NULL: a hidden base */
             if (strcmp(e->tags[t], tag) == 0) {
                 *version_out = e->version;
                 return GCK_OK;
@@ -1197,8 +1206,12 @@ gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
     *out = (gck_store_stats){.versions = ms.total_checkpoints, .full_versions = ms.full_checkpoints,
                              .delta_versions = ms.delta_checkpoints, .logical_bytes = ms.total_bytes,
                              .disk_bytes = gck_file_size(s, GCK_MANIFEST_NAME)};
-    for (size_t i = 0; i < s->cur.n; i++)
-        out->disk_bytes += s->cur.recs[i]->stored_bytes;
+    for (size_t i = 0; i < s->cur.n; i++) {
+        const gck_vrec *r = s->cur.recs[i];
+        out->disk_bytes += r->stored_bytes;
+        out->hidden_bases += r->hidden != 0;
+        out->hidden_bytes += r->hidden ? r->stored_bytes : 0;
+    }
     return GCK_OK;
 }
 
@@ -1206,7 +1219,7 @@ uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
 {
     gck_quiesce(s);
     const gck_vrec *r = s != NULL ? gck_state_rec(&s->cur, version) : NULL;
-    return r != NULL ? r->stored_bytes : 0;
+    return r != NULL && !r->hidden ? r->stored_bytes : 0;
 }
 
 gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out)
@@ -1443,7 +1456,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
         if ((s->cache != NULL && x.pub.version == s->cache_version) || !x.pub.is_delta)
             break;
         const uint64_t b = x.pub.delta_from;
-        if (!gck_ver_of(&s->cur, b, &x))
+        if (!gck_base_of(&s->cur, b, &x))
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
                             x.pub.version, b);
     }
@@ -1464,7 +1477,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     for (size_t l = 0; l < nlev; l++) {
         lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
         if (l + 1 < nlev)
-            gck_ver_of(&s->cur, x.pub.delta_from, &x); /* checked above */
+            gck_base_of(&s->cur, x.pub.delta_from, &x); /* checked above */
     }
     /* every name, size and level checked before the first byte is written */
     for (size_t i = 0; i < n; i++) {

@@ -393,15 +393,16 @@ static int gck_is_coded(const gck_ver *e)
     return e->pub.is_delta || gck_store_packed_name(e->rec->file);
 }
 
-static gck_status gck_load_file(const gck_store *s, const gck_ver *e, gck_snapshot **out)
+/* check: the version is the one restored (not only a base on its way). */
+static gck_status gck_load_file(const gck_store *s, const gck_ver *e, int check, gck_snapshot **out)
 {
     char p[PATH_MAX];
     if (!gck_path(p, s, e->rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     /* mapped, not copied: a full version's bytes are all hashed and checked
-     * here; a delta's payloads are not, as every tensor rebuilt from them is
-     * checked against its recorded content id */
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
+     * here when it is the one restored; a delta's payloads are not, as every
+     * tensor rebuilt from them is checked against its recorded content id */
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, check && !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
@@ -450,15 +451,22 @@ static gck_status gck_check_against_entry(const gck_ver *e, const gck_snapshot *
     return gck_check_fields(e, snap);
 }
 
-/* Rebuilds e given its base's content (NULL for a full version). */
-static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot *base, gck_snapshot **out)
+/* Rebuilds e given its base's content (NULL for a full version). With
+ * `check` (e is the version restored) every tensor is hashed and checked
+ * against the manifest; without it (e is only the base of the next level
+ * of a chain) its bytes are not hashed: each tensor of the version restored
+ * on it is, and a wrong base byte it uses makes that id differ. The
+ * manifest's names, ids, step, timestamp and fields digest are compared
+ * with the file's in both cases. */
+static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot *base, int check,
+                              gck_snapshot **out)
 {
     gck_snapshot *file = NULL;
-    GCK_TRY(gck_load_file(s, e, &file));
+    GCK_TRY(gck_load_file(s, e, check, &file));
     gck_snapshot *r = file;
     if (gck_is_coded(e)) {
         r = NULL;
-        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL,
+        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL, check,
                                                e->pub.is_delta ? e->pub.delta_from : 0, &r);
         gck_snapshot_destroy(file);
         GCK_TRY_CTX(st, "version %" PRIu64 " (%s)", e->pub.version, e->rec->file);
@@ -516,7 +524,8 @@ static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, i
         goto done;
     while (n > 0) {
         gck_snapshot *next = NULL;
-        st = gck_rebuild(s, &chain[--n], cur, &next);
+        n--;
+        st = gck_rebuild(s, &chain[n], cur, n == 0, &next); /* only v itself hashed */
         gck_snapshot_destroy(cur);
         cur = next;
         if (st != GCK_OK)
@@ -635,7 +644,7 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
         gck_ver_of(&s->cur, v, &e); /* every other record's version is retained */
         gck_snapshot *cur = NULL;
         if (e.pub.is_delta && prev != NULL && e.pub.delta_from == prev_v)
-            st = gck_rebuild(s, &e, prev, &cur);
+            st = gck_rebuild(s, &e, prev, 1, &cur);
         else
             st = gck_restore_in(s, &s->cur, v, 0, &cur);
         if (st != GCK_OK)

@@ -254,7 +254,10 @@ GCK_API gck_status gck_store_wait(gck_store *s, uint64_t *version_out);
 /**
  * Rebuilds a retained version, bit-identical to what was saved (every
  * tensor's content id, and the step, timestamp and the digest of every other
- * field the manifest records, are checked on the way).
+ * field the manifest records, are checked on the way). The bases of a
+ * delta's chain are read and decoded but not hashed themselves: every
+ * tensor of the version restored is, so a damaged base byte it uses is
+ * found there (GCK_ERR_CORRUPT naming the version restored).
  * Ownership: *out is the caller's (gck_snapshot_destroy).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (not retained;
  *         on a read-only handle also "version N was evicted meanwhile"),

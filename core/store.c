@@ -480,10 +480,16 @@ static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot
     return GCK_OK;
 }
 
+static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out);
+
 /* Content of version v in state m (files as m names them); from the
- * cache when allowed and it holds v or a version on v's chain. */
+ * cache when allowed and it holds v or a version on v's chain, or (the
+ * committed state) backwards from the cache when v is on the cached
+ * version's chain nearer to it than to v's full version. */
 static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, int use_cache, gck_snapshot **out)
 {
+    if (use_cache && m == &s->cur && s->cache != NULL && s->cache_version > v && gck_restore_back(s, v, out) == GCK_OK)
+        return GCK_OK; /* else rebuilt forwards, which reports its own errors */
     /* the chain from v down to a full version (or the cached one) */
     size_t n = 0, cap = 8;
     gck_snapshot *cur = NULL;
@@ -1610,6 +1616,124 @@ static int gck_level_layout(const gck_store *s, const gck_rlevel *lv, const char
         return 0;
     *dt = it->dtype, *nbytes = it->nbytes, *shape = it->shape, *ndim = it->ndim;
     return 1;
+}
+
+/* The most deltas a restore undoes backwards from the cache. */
+#define GCK_BACK_MAX 64
+
+/* Version v rebuilt backwards from the cached (latest) version when v is on
+ * its chain and fewer deltas lie between them than files between v and its
+ * full version: on a copy of the cache, each delta above v is undone in
+ * place (an XOR item is its own inverse; a REF item is the base's bytes),
+ * and only v's own file is read besides those deltas (its fields and
+ * shapes). Every tensor is then hashed and checked against the manifest, as
+ * after a forward rebuild. Any failure - a tensor a delta stores raw or a
+ * level lacks, damage - is returned, and the caller rebuilds forwards
+ * (which reports its own errors). */
+static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+    gck_ver top, x, ups[GCK_BACK_MAX];
+    size_t k = 0;
+    if (!gck_ver_of(&s->cur, v, &top) || !gck_ver_of(&s->cur, s->cache_version, &x))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " or the cached one is not retained", v);
+    while (x.pub.version != v) { /* the deltas from the cached version down to v */
+        if (!x.pub.is_delta || k == GCK_BACK_MAX)
+            return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not on the cached version's chain", v);
+        ups[k++] = x; /* a delta to undo; x moves to its base */
+        if (!gck_base_of(&s->cur, x.pub.delta_from, &x) || x.pub.version < v)
+            return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not on the cached version's chain", v);
+    }
+    if (k >= gck_chain_files(&s->cur, v))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": a forward rebuild reads less", v);
+    const size_t n = top.pub.n_tensor_names;
+    gck_rlevel lv[GCK_BACK_MAX + 1];
+    memset(lv, 0, sizeof lv);
+    lv[0].e = top;
+    for (size_t i = 0; i < k; i++)
+        lv[i + 1].e = ups[i];
+    void **dst = gck_calloc(n + 1, sizeof *dst);
+    char **cid = gck_calloc(n + 1, sizeof *cid);
+    gck_dtype *dt = gck_calloc(n + 1, sizeof *dt);
+    size_t *nb = gck_calloc(n + 1, sizeof *nb);
+    gck_snapshot *r = NULL;
+    gck_status st = GCK_OK;
+    if (dst == NULL || cid == NULL || dt == NULL || nb == NULL) {
+        st = gck_fail_oom("restore from the cache: plan", (n + 1) * 4 * sizeof(void *));
+        goto done;
+    }
+    /* v's fields and layout from its own file */
+    if ((st = gck_open_level(s, &lv[0])) != GCK_OK)
+        goto done;
+    if (lv[0].full != NULL) {
+        if ((r = gck_st_take_fields(lv[0].full)) == NULL) {
+            st = gck_fail_oom("restore from the cache: fields", 0);
+            goto done;
+        }
+    } else if ((st = gck_snapshot_create(lv[0].delta->step, &r)) != GCK_OK ||
+               (st = gck_snapshot_copy_fields(r, lv[0].delta, GCK_DELTA_KEY)) != GCK_OK) {
+        goto done;
+    }
+    /* each tensor made to v's measure and filled from the cache */
+    for (size_t j = 0; j < n; j++) {
+        const char *name = top.pub.tensor_names[j], *ccid;
+        const int64_t *shape;
+        size_t ndim, cn;
+        gck_dtype cdt;
+        const void *src = gck_cache_find(s->cache, name, &cdt, &cn, &ccid);
+        if (!gck_level_layout(s, &lv[0], name, &dt[j], &shape, &ndim, &nb[j]) || src == NULL || cdt != dt[j] ||
+            cn != nb[j]) {
+            st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' differs in the cache", v, name);
+            goto done;
+        }
+        if (strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
+            gck_snap_blob *b = NULL;
+            if ((st = gck_snapshot_new_blob(r, name + plen, nb[j], &b)) != GCK_OK)
+                goto done;
+            dst[j] = b->data, cid[j] = b->cid;
+        } else {
+            gck_snap_tensor *t = NULL;
+            if ((st = gck_snapshot_new_tensor(r, name, dt[j], shape, ndim, nb[j], &t)) != GCK_OK)
+                goto done;
+            dst[j] = t->data, cid[j] = t->cid;
+        }
+        if (nb[j] > 0)
+            memcpy(dst[j], src, nb[j]);
+    }
+    /* the deltas undone, newest first */
+    for (size_t l = 1; l <= k; l++) {
+        if ((st = gck_open_level(s, &lv[l])) != GCK_OK)
+            goto done;
+        for (size_t j = 0; j < n; j++) {
+            const char *name = top.pub.tensor_names[j];
+            const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
+            const gck_delta_item *it = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
+            if (it == NULL || it->enc == GCK_DELTA_RAW || it->dtype != dt[j] || it->nbytes != nb[j]) {
+                st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' cannot be undone from %" PRIu64,
+                              v, name, lv[l].e.pub.version);
+                goto done;
+            }
+            if (it->enc == GCK_DELTA_XOR && (st = gck_delta_decode_into(s->codec, lv[l].index, it, dst[j])) != GCK_OK)
+                goto done;
+        }
+        gck_delta_index_free(lv[l].index), gck_snapshot_destroy(lv[l].delta); /* its pages no longer needed */
+        lv[l].index = NULL, lv[l].delta = NULL;
+    }
+    for (size_t j = 0; j < n; j++)
+        gck_content_id(dst[j], nb[j] / gck_dtype_size(dt[j]), dt[j], cid[j]);
+    if ((st = gck_check_against_entry(&top, r)) != GCK_OK)
+        goto done;
+    *out = r;
+    r = NULL;
+done:
+    for (size_t l = 0; l <= k; l++) {
+        gck_delta_index_free(lv[l].index);
+        gck_snapshot_destroy(lv[l].delta);
+        gck_st_close(lv[l].full);
+    }
+    gck_snapshot_destroy(r);
+    free(dst), free(cid), free(dt), free(nb);
+    return st;
 }
 
 gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,

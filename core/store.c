@@ -1622,8 +1622,8 @@ static int gck_level_layout(const gck_store *s, const gck_rlevel *lv, const char
 #define GCK_BACK_MAX 64
 
 /* Version v rebuilt backwards from the cached (latest) version when v is on
- * its chain and fewer deltas lie between them than files between v and its
- * full version: on a copy of the cache, each delta above v is undone in
+ * its chain and fewer deltas lie between them than between v and its full
+ * version: on a copy of the cache, each delta above v is undone in
  * place (an XOR item is its own inverse; a REF item is the base's bytes),
  * and only v's own file is read besides those deltas (its fields and
  * shapes). Every tensor is then hashed and checked against the manifest, as
@@ -1644,8 +1644,11 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
         if (!gck_base_of(&s->cur, x.pub.delta_from, &x) || x.pub.version < v)
             return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not on the cached version's chain", v);
     }
-    if (k >= gck_chain_files(&s->cur, v))
-        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": a forward rebuild reads less", v);
+    /* an undo costs what a forward delta decode does, and copying the cache
+     * about what reading the full version does: backwards only when it
+     * decodes fewer deltas */
+    if (k + 1 >= gck_chain_files(&s->cur, v))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": a forward rebuild decodes no more", v);
     const size_t n = top.pub.n_tensor_names;
     gck_rlevel lv[GCK_BACK_MAX + 1];
     memset(lv, 0, sizeof lv);

@@ -79,11 +79,13 @@ extern "C" {
  * next delta) and one buffer for a delta's planes, reused from save to save
  * (so saves take no page faults): together up to twice the size of a
  * snapshot. So a delta save reads nothing from disk, a restore of the latest
- * copies it, and a restore of a version on its chain nearer to it than to
- * that chain's full version undoes the deltas in between on a copy of it
- * (reading those deltas and the version's own file, not the lower part of
- * the chain; every content id is checked as for any restore). Encoding spreads tensors over
- * OpenMP threads; the files are the same bytes on any thread count.
+ * copies it, and a restore of a version on its chain with fewer deltas
+ * between it and the latest than between it and the chain's full version
+ * undoes the deltas in between on a copy of the latest (reading those
+ * deltas and the version's own file, not the lower part of the chain;
+ * every content id is checked as for any restore). Encoding spreads
+ * tensors over OpenMP threads; the files are the same bytes on any thread
+ * count.
  */
 typedef struct gck_store gck_store;
 

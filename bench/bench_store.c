@@ -323,7 +323,10 @@ void gck_bench_register_store(int threads)
  *                                        52 versions),
  *                               default (gck_store_config_init: every 5th
  *                                        version full, 10 kept, so every timed
- *                                        save also evicts and rebases).
+ *                                        save also evicts; the evicted version
+ *                                        stays as a hidden base while a
+ *                                        retained delta reads it, no file is
+ *                                        rewritten).
  * Divide each by raw_durable of the same run (bench/ratios.py does). The
  * directory is $GCK_BENCH_DISK_DIR, else the binary's directory (the build
  * tree); a directory on tmpfs is refused. disk_bytes: bytes written per save

@@ -363,10 +363,23 @@ typedef struct gck_ver {
     const gck_vrec *rec;
 } gck_ver;
 
-/* Version v of state m into *out; 0 when m does not retain it. */
+/* Version v of state m into *out; 0 when m does not retain it (a hidden
+ * base is not retained: it cannot be restored, listed or tagged). */
 static int gck_ver_of(const gck_state *m, uint64_t v, gck_ver *out)
 {
     const gck_entry *e = gck_manager_get(m->m, v);
+    const gck_vrec *r = gck_state_rec(m, v);
+    if (e == NULL || r == NULL)
+        return 0;
+    *out = (gck_ver){*e, r};
+    return 1;
+}
+
+/* The base v of a delta on a chain into *out: a retained version or a
+ * hidden base; 0 when m has neither. */
+static int gck_base_of(const gck_state *m, uint64_t v, gck_ver *out)
+{
+    const gck_entry *e = gck_state_entry(m, v);
     const gck_vrec *r = gck_state_rec(m, v);
     if (e == NULL || r == NULL)
         return 0;
@@ -380,15 +393,16 @@ static int gck_is_coded(const gck_ver *e)
     return e->pub.is_delta || gck_store_packed_name(e->rec->file);
 }
 
-static gck_status gck_load_file(const gck_store *s, const gck_ver *e, gck_snapshot **out)
+/* check: the version is the one restored (not only a base on its way). */
+static gck_status gck_load_file(const gck_store *s, const gck_ver *e, int check, gck_snapshot **out)
 {
     char p[PATH_MAX];
     if (!gck_path(p, s, e->rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
     /* mapped, not copied: a full version's bytes are all hashed and checked
-     * here; a delta's payloads are not, as every tensor rebuilt from them is
-     * checked against its recorded content id */
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
+     * here when it is the one restored; a delta's payloads are not, as every
+     * tensor rebuilt from them is checked against its recorded content id */
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, check && !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
@@ -437,15 +451,22 @@ static gck_status gck_check_against_entry(const gck_ver *e, const gck_snapshot *
     return gck_check_fields(e, snap);
 }
 
-/* Rebuilds e given its base's content (NULL for a full version). */
-static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot *base, gck_snapshot **out)
+/* Rebuilds e given its base's content (NULL for a full version). With
+ * `check` (e is the version restored) every tensor is hashed and checked
+ * against the manifest; without it (e is only the base of the next level
+ * of a chain) its bytes are not hashed: each tensor of the version restored
+ * on it is, and a wrong base byte it uses makes that id differ. The
+ * manifest's names, ids, step, timestamp and fields digest are compared
+ * with the file's in both cases. */
+static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot *base, int check,
+                              gck_snapshot **out)
 {
     gck_snapshot *file = NULL;
-    GCK_TRY(gck_load_file(s, e, &file));
+    GCK_TRY(gck_load_file(s, e, check, &file));
     gck_snapshot *r = file;
     if (gck_is_coded(e)) {
         r = NULL;
-        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL,
+        const gck_status st = gck_delta_decode(s->codec, file, e->pub.is_delta ? base : NULL, check,
                                                e->pub.is_delta ? e->pub.delta_from : 0, &r);
         gck_snapshot_destroy(file);
         GCK_TRY_CTX(st, "version %" PRIu64 " (%s)", e->pub.version, e->rec->file);
@@ -459,10 +480,16 @@ static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot
     return GCK_OK;
 }
 
+static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out);
+
 /* Content of version v in state m (files as m names them); from the
- * cache when allowed and it holds v or a version on v's chain. */
+ * cache when allowed and it holds v or a version on v's chain, or (the
+ * committed state) backwards from the cache when v is on the cached
+ * version's chain nearer to it than to v's full version. */
 static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, int use_cache, gck_snapshot **out)
 {
+    if (use_cache && m == &s->cur && s->cache != NULL && s->cache_version > v && gck_restore_back(s, v, out) == GCK_OK)
+        return GCK_OK; /* else rebuilt forwards, which reports its own errors */
     /* the chain from v down to a full version (or the cached one) */
     size_t n = 0, cap = 8;
     gck_snapshot *cur = NULL;
@@ -493,7 +520,7 @@ static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, i
         if (!e.pub.is_delta)
             break;
         const uint64_t base = e.pub.delta_from;
-        if (!gck_ver_of(m, base, &e)) {
+        if (!gck_base_of(m, base, &e)) {
             st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
                           chain[n - 1].pub.version, base);
             goto done;
@@ -503,7 +530,8 @@ static gck_status gck_restore_in(gck_store *s, const gck_state *m, uint64_t v, i
         goto done;
     while (n > 0) {
         gck_snapshot *next = NULL;
-        st = gck_rebuild(s, &chain[--n], cur, &next);
+        n--;
+        st = gck_rebuild(s, &chain[n], cur, n == 0, &next); /* only v itself hashed */
         gck_snapshot_destroy(cur);
         cur = next;
         if (st != GCK_OK)
@@ -522,7 +550,9 @@ done:
  * writer never changes a data file (every file is new, under a name with a new
  * generation) and removes one only after committing a manifest that no longer
  * names it, so a file the handle finds is the right one; a file it does not
- * find was evicted or replaced by a rebase since the handle read its manifest. */
+ * find was dropped since the handle read its manifest: its version evicted
+ * (with the last version whose chain read it, for a hidden base), or, by a
+ * writer of a build that rebased on eviction, replaced. */
 
 /* How many newer manifests a read of one version follows before giving up
  * (each means a writer changed that version's chain again meanwhile). */
@@ -532,7 +562,7 @@ done:
 static const char *gck_chain_vanished(const gck_store *s, const gck_state *m, uint64_t v)
 {
     gck_ver e;
-    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_ver_of(m, e.pub.delta_from, &e)) {
+    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_base_of(m, e.pub.delta_from, &e)) {
         char p[PATH_MAX];
         struct stat sb;
         if (gck_path(p, s, e.rec->file) && stat(p, &sb) != 0 && errno == ENOENT)
@@ -551,8 +581,9 @@ static int gck_names_file(const gck_state *m, const char *file)
 
 /* After `st`, a failed read of version v as manager m names it: for a
  * read-only handle whose file of v's chain is gone, follows the current
- * manifest - v rebased: rebuilt (and checked) from the files that manifest
- * names; v evicted: GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
+ * manifest - v still retained (rebased by a writer of a build that did so):
+ * rebuilt (and checked) from the files that manifest names; v evicted (or
+ * become a hidden base): GCK_ERR_NOT_FOUND "evicted meanwhile". The handle's
  * own view (s->cur) stays as it is. */
 static gck_status gck_follow_writer(gck_store *s, const gck_state *m, uint64_t v, gck_status st,
                                     gck_snapshot **out)
@@ -611,13 +642,15 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
     gck_status st = GCK_OK;
     gck_snapshot *prev = NULL; /* the previous version: usually the next one's base */
     uint64_t prev_v = 0;
-    for (size_t i = 0; i < s->cur.n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < s->cur.n; i++) {
         gck_ver e = {.rec = NULL};
         const uint64_t v = s->cur.recs[i]->version;
-        gck_ver_of(&s->cur, v, &e); /* every record's version is retained */
+        if (s->cur.recs[i]->hidden)
+            continue; /* checked as part of the chains that read it */
+        gck_ver_of(&s->cur, v, &e); /* every other record's version is retained */
         gck_snapshot *cur = NULL;
         if (e.pub.is_delta && prev != NULL && e.pub.delta_from == prev_v)
-            st = gck_rebuild(s, &e, prev, &cur);
+            st = gck_rebuild(s, &e, prev, 1, &cur);
         else
             st = gck_restore_in(s, &s->cur, v, 0, &cur);
         if (st != GCK_OK)
@@ -631,6 +664,8 @@ gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, void *ctx
             fn(ctx, v, st);
         if (evicted)
             st = GCK_OK, prev = NULL;
+        if (st != GCK_OK)
+            break;
     }
     gck_snapshot_destroy(prev);
     if (n_checked != NULL)
@@ -709,9 +744,8 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     int fd = -1;
     if (base != NULL || packed) {
         gck_snapshot *d = NULL;
-        st = gck_delta_encode(s->codec, content, base, base_v, &d);
-        if (st == GCK_OK)
-            st = gck_snapshot_write_unsynced(d, p, &fd);
+        GCK_TRY(gck_delta_encode(s->codec, content, base, base_v, &d));
+        st = gck_snapshot_write_unsynced(d, p, &fd);
         gck_snapshot_destroy(d);
     } else {
         st = gck_snapshot_write_unsynced(content, p, &fd);
@@ -730,8 +764,10 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     return GCK_OK;
 }
 
-/* The base a dependent of `evicted` moves to: the evicted version's own base
- * when that is retained, else 0 (becomes full). */
+/* The base a save moves to when its planned base is the version it evicts:
+ * the evicted version's own base when that is retained, else 0 (full). A
+ * save never builds on the version it evicts: each such save would add one
+ * hidden base to an ever longer chain. */
 static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
 {
     if (evicted->is_delta && gck_manager_get(m, evicted->delta_from) != NULL)
@@ -739,40 +775,15 @@ static uint64_t gck_new_base(const gck_manager *m, const gck_entry *evicted)
     return 0;
 }
 
-/* Rebases every delta of `next` whose base is `evicted` (still present in
- * next). New files are added to `written`. */
-static gck_status gck_rebase_dependents(gck_store *s, gck_state *next, const gck_entry *evicted,
-                                        gck_names *written)
+/* How many data files a restore of retained version v reads: v's, and
+ * its bases' down to a full version (hidden bases included). */
+static size_t gck_chain_files(const gck_state *m, uint64_t v)
 {
-    const uint64_t nb = gck_new_base(next->m, evicted);
-    for (size_t i = 0; i < next->n; i++) {
-        const gck_vrec *r = next->recs[i];
-        const gck_entry *d = gck_manager_get(next->m, r->version);
-        if (!d->is_delta || d->delta_from != evicted->version)
-            continue;
-        gck_snapshot *content = NULL, *base = NULL;
-        const char *name = NULL;
-        uint64_t bytes = 0;
-        gck_vrec *nr = NULL;
-        gck_status st = gck_restore_in(s, &s->cur, r->version, 1, &content);
-        if (st == GCK_OK && nb != 0)
-            st = gck_restore_in(s, &s->cur, nb, 1, &base);
-        if (st == GCK_OK)
-            st = gck_write_version(s, r->version, content, base, nb, written, &name, &bytes);
-        if (st == GCK_OK &&
-            (nr = gck_vrec_new(r->version, r->step, bytes, name, (const char *const *)r->cids, r->n_cids,
-                               r->fields_digest)) == NULL)
-            st = GCK_ERR_NO_MEMORY;
-        gck_snapshot_destroy(content);
-        gck_snapshot_destroy(base);
-        if (st == GCK_OK)
-            st = gck_state_put(next, nr); /* r is released here: not read again */
-        if (st != GCK_OK)
-            return gck_fail_ctx(st, "rebasing version %" PRIu64 " off evicted %" PRIu64, d->version,
-                                evicted->version);
-        gck_manager_set_base(next->m, d->version, nb);
-    }
-    return GCK_OK;
+    gck_ver e;
+    size_t n = 0;
+    for (int more = gck_ver_of(m, v, &e); more; more = e.pub.is_delta && gck_base_of(m, e.pub.delta_from, &e))
+        n++;
+    return n;
 }
 
 /* Names and content ids of a snapshot as the manifest lists them (blobs as
@@ -784,34 +795,40 @@ static gck_status gck_listing(const gck_snapshot *snap, char ***names, const cha
     char **nv = gck_calloc(nt + nb + 1, sizeof *nv);
     const char **cv = gck_calloc(nt + nb + 1, sizeof *cv);
     uint64_t bytes = 0;
-    gck_status st = nv && cv ? GCK_OK : gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
-    for (size_t i = 0; st == GCK_OK && i < nt; i++) {
+    gck_status st = GCK_OK;
+    if (nv == NULL || cv == NULL) {
+        st = gck_fail_oom("store: version listing", 2 * (nt + nb + 1) * sizeof *nv);
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++) {
         const gck_snap_tensor *t = snap->tensors.items[i];
         nv[i] = gck_strdup(t->name);
         cv[i] = t->cid;
         bytes += t->nbytes;
-        if (nv[i] == NULL)
+        if (nv[i] == NULL) {
             st = gck_fail_oom("store: a tensor name", strlen(t->name) + 1);
+            goto done;
+        }
     }
-    for (size_t i = 0; st == GCK_OK && i < nb; i++) {
+    for (size_t i = 0; i < nb; i++) {
         const gck_snap_blob *b = snap->blobs.items[i];
         const size_t len = strlen(GCK_OPTIMIZER_PREFIX) + strlen(b->name) + 1;
         nv[nt + i] = gck_malloc(len);
         cv[nt + i] = b->cid;
         bytes += b->len;
-        if (nv[nt + i] == NULL)
+        if (nv[nt + i] == NULL) {
             st = gck_fail_oom("store: an optimizer blob name", len);
-        else
-            snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
-    }
-    if (st != GCK_OK) {
-        for (size_t i = 0; nv && i < nt + nb; i++)
-            free(nv[i]);
-        free(nv), free(cv);
-        return st;
+            goto done;
+        }
+        snprintf(nv[nt + i], len, "%s%s", GCK_OPTIMIZER_PREFIX, b->name);
     }
     *names = nv, *cids = cv, *n = nt + nb, *full_bytes = bytes;
     return GCK_OK;
+done:
+    for (size_t i = 0; nv && i < nt + nb; i++)
+        free(nv[i]);
+    free(nv), free(cv);
+    return st;
 }
 
 /* Replaces the committed state with `next` (already written as the manifest). */
@@ -848,14 +865,23 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
     gck_plan p;
     gck_manager_plan(s->cur.m, full_bytes, &p);
     const gck_entry *evicted = p.evict ? gck_manager_get(s->cur.m, p.evicted) : NULL;
-    /* a base this very save evicts is replaced as a dependent's would be */
+    /* a base this very save evicts is replaced (max_checkpoints 1 gives full versions) */
     if (p.is_delta && evicted != NULL && p.base == evicted->version) {
         p.base = gck_new_base(s->cur.m, evicted);
         p.is_delta = p.base != 0;
     }
+    /* A chain is at most max_checkpoints files long: the next version after
+     * one that long is full. That bounds the hidden bases without rewriting
+     * a file (keep_every_n <= max_checkpoints, the usual case, never gets
+     * here), and bounds what a restore reads. */
+    const size_t max_chain = gck_manager_policy(s->cur.m)->max_checkpoints;
+    if (p.is_delta && gck_chain_files(&s->cur, p.base) >= (max_chain > 1 ? max_chain : 1))
+        p.is_delta = 0;
     /* a snapshot that carries a delta description itself cannot be a delta */
     if (gck_snapshot_sysmeta(snap, GCK_DELTA_KEY) != NULL)
         p.is_delta = 0;
+    if (!p.is_delta)
+        p.base = 0; /* a packed full version's description names base 0 */
 
     gck_names written = {0}, replaced = {0};
     gck_state next = {0};
@@ -875,28 +901,21 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
     gck_snapshot_destroy(owned_base);
     if (st != GCK_OK || (st = gck_state_clone(&s->cur, &next)) != GCK_OK)
         goto done;
+    /* Eviction rewrites no file: the evicted version's record becomes a
+     * hidden base, kept below while a retained version's chain reads it. */
     if (evicted != NULL) {
-        if ((st = gck_rebase_dependents(s, &next, evicted, &written)) != GCK_OK)
+        gck_vrec *h = gck_vrec_hidden(gck_state_rec(&s->cur, evicted->version), evicted);
+        if (h == NULL || (st = gck_state_put(&next, h)) != GCK_OK) {
+            st = GCK_ERR_NO_MEMORY;
             goto done;
-        /* files the new state no longer needs, deleted after the commit */
-        for (size_t i = 0; i < s->cur.n; i++) {
-            const gck_vrec *old = s->cur.recs[i];
-            const gck_vrec *now = gck_state_rec(&next, old->version);
-            if (old->version != evicted->version && (now == NULL || strcmp(now->file, old->file) == 0))
-                continue;
-            char *f = gck_strdup(old->file);
-            if (f == NULL || !gck_names_add(&replaced, f, -1)) {
-                free(f);
-                st = gck_fail_oom("store: names of replaced files", replaced.cap * sizeof(char *));
-                goto done;
-            }
         }
     }
-    st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0);
-    for (size_t i = 0; st == GCK_OK && i < n_tags; i++)
-        st = gck_manager_add_tag(next.m, p.version, tags[i], 1);
-    if (st != GCK_OK)
+    if ((st = gck_manager_apply(next.m, &p, (const char *const *)names, n, full_bytes, snap->timestamp, NULL, 0)) !=
+        GCK_OK)
         goto done;
+    for (size_t i = 0; i < n_tags; i++)
+        if ((st = gck_manager_add_tag(next.m, p.version, tags[i], 1)) != GCK_OK)
+            goto done;
     char digest[24];
     gck_snapshot_fields_digest(snap, GCK_DELTA_KEY, digest);
     gck_vrec *rec = gck_vrec_new(p.version, snap->step, bytes, written.v[0], cids, n, digest);
@@ -904,7 +923,22 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
         st = GCK_ERR_NO_MEMORY;
         goto done;
     }
-    gck_state_prune(&next); /* the evicted version's record */
+    /* the evicted version's record (unless a retained version's chain reads
+     * its file) and the hidden bases no chain reads any more */
+    gck_state_prune(&next);
+    /* their files, deleted after the commit (a file is never rewritten:
+     * each name stays with its version until the version is dropped) */
+    for (size_t i = 0; i < s->cur.n; i++) {
+        const gck_vrec *old = s->cur.recs[i];
+        if (gck_state_rec(&next, old->version) != NULL)
+            continue;
+        char *f = gck_strdup(old->file);
+        if (f == NULL || !gck_names_add(&replaced, f, -1)) {
+            free(f);
+            st = gck_fail_oom("store: names of dropped files", replaced.cap * sizeof(char *));
+            goto done;
+        }
+    }
     /* The commit: the manifest's temporary file is written and fsynced (so
      * the rename can never be durable ahead of the manifest's bytes: a power
      * loss would leave an empty manifest.json, an unreadable store), renamed
@@ -913,11 +947,13 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
      * data files created above in the same directory. Journaling file systems
      * (ext4, xfs, btrfs) commit a directory's changes in the order they were
      * made, so no crash keeps the rename without those earlier names. So a
-     * save costs three fsyncs (one more per version an eviction rebases):
-     * the data file, the manifest, the directory. The data files' fsyncs run
-     * together with the manifest's (none of them may be missing when the
-     * rename happens, and until then their order does not matter), so their
-     * device flushes overlap. */
+     * save costs three fsyncs, also when it evicts (an eviction writes no
+     * file, and the files it drops are unlinked after the commit without a
+     * fsync: an unlink lost to a crash leaves garbage the next open removes):
+     * the data file, the manifest, the directory. The data file's fsync runs
+     * together with the manifest's (neither may be missing when the rename
+     * happens, and until then their order does not matter), so their device
+     * flushes overlap. */
     st = gck_commit_with(s, &next, written.fd, written.n, &renamed);
     for (size_t i = 0; i < written.n; i++)
         written.fd[i] = -1; /* closed by the commit, whatever its outcome */
@@ -942,7 +978,8 @@ done:
      * buffers stay for a later save, marked as holding no version). */
     const gck_policy *pol = gck_manager_policy(s->cur.m);
     const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
-                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes;
+                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes ||
+                          gck_chain_files(&s->cur, p.version) >= pol->max_checkpoints;
     const gck_status cs =
         next_full ? GCK_OK : s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
     if (cs != GCK_OK) {
@@ -1109,19 +1146,19 @@ static gck_status gck_retag(gck_store *s, uint64_t version, const char *tag, int
     gck_state next = {0};
     GCK_TRY(gck_state_clone(&s->cur, &next));
     gck_status st = GCK_OK;
-    if (add)
-        st = gck_manager_add_tag(next.m, version, tag, 1);
-    else
-        gck_manager_remove_tag(next.m, version, tag);
     int renamed = 0;
-    if (st == GCK_OK)
-        st = gck_commit(s, &next, &renamed);
+    if (add && (st = gck_manager_add_tag(next.m, version, tag, 1)) != GCK_OK)
+        goto done;
+    if (!add)
+        gck_manager_remove_tag(next.m, version, tag);
+    st = gck_commit(s, &next, &renamed);
+done:
     if (st != GCK_OK && !renamed) {
         gck_state_clear(&next);
         return st;
     }
     gck_switch(s, &next);
-    return st;
+    return st; /* an error here: committed, but the directory fsync failed */
 }
 
 gck_status gck_store_tag(gck_store *s, uint64_t version, const char *tag)
@@ -1140,7 +1177,7 @@ gck_status gck_store_find_tag(const gck_store *s, const char *tag, uint64_t *ver
     GCK_CHECK_ARG(s != NULL && tag != NULL && version_out != NULL, "gck_store_find_tag: NULL argument");
     for (size_t i = s->cur.n; i-- > 0;) {
         const gck_entry *e = gck_manager_get(s->cur.m, s->cur.recs[i]->version);
-        for (size_t t = 0; t < e->n_tags; t++)
+        for (size_t t = 0; e != NULL && t < e->n_tags; t++) /* NULL: a hidden base */
             if (strcmp(e->tags[t], tag) == 0) {
                 *version_out = e->version;
                 return GCK_OK;
@@ -1184,8 +1221,12 @@ gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out)
     *out = (gck_store_stats){.versions = ms.total_checkpoints, .full_versions = ms.full_checkpoints,
                              .delta_versions = ms.delta_checkpoints, .logical_bytes = ms.total_bytes,
                              .disk_bytes = gck_file_size(s, GCK_MANIFEST_NAME)};
-    for (size_t i = 0; i < s->cur.n; i++)
-        out->disk_bytes += s->cur.recs[i]->stored_bytes;
+    for (size_t i = 0; i < s->cur.n; i++) {
+        const gck_vrec *r = s->cur.recs[i];
+        out->disk_bytes += r->stored_bytes;
+        out->hidden_bases += r->hidden != 0;
+        out->hidden_bytes += r->hidden ? r->stored_bytes : 0;
+    }
     return GCK_OK;
 }
 
@@ -1193,7 +1234,7 @@ uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version)
 {
     gck_quiesce(s);
     const gck_vrec *r = s != NULL ? gck_state_rec(&s->cur, version) : NULL;
-    return r != NULL ? r->stored_bytes : 0;
+    return r != NULL && !r->hidden ? r->stored_bytes : 0;
 }
 
 gck_status gck_store_version_info(const gck_store *s, uint64_t version, gck_version_info *out)
@@ -1271,16 +1312,15 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
     char p[PATH_MAX];
     if (!gck_path(p, s, lv->e.rec->file))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "store path too long");
-    gck_status st;
-    if (gck_is_coded(&lv->e)) {
-        st = gck_snapshot_load_mmap(p, 0, &lv->delta); /* payloads are read as they are decoded */
-        if (st == GCK_OK)
-            st = gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index);
-    } else {
-        st = gck_st_open(p, &lv->full);
+    /* the caller's cleanup closes what was opened, also when a later step fails */
+    if (!gck_is_coded(&lv->e)) {
+        GCK_TRY_CTX(gck_st_open(p, &lv->full), "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+        return GCK_OK;
     }
-    if (st != GCK_OK)
-        return gck_fail(st, "version %" PRIu64 " (%s): %s", lv->e.pub.version, lv->e.rec->file, gck_last_error());
+    GCK_TRY_CTX(gck_snapshot_load_mmap(p, 0, &lv->delta), /* payloads are read as they are decoded */
+                "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+    GCK_TRY_CTX(gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index),
+                "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
     return GCK_OK;
 }
 
@@ -1371,9 +1411,10 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
                                             void *const *dsts, const size_t *sizes, size_t n, gck_status st,
                                             gck_snapshot **fields)
 {
-    gck_snapshot *snap = NULL;
-    st = gck_follow_writer(s, &s->cur, version, st, &snap);
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    gck_snapshot *snap = NULL, *f = NULL;
+    if ((st = gck_follow_writer(s, &s->cur, version, st, &snap)) != GCK_OK)
+        goto done;
+    for (size_t i = 0; i < n; i++) {
         gck_tensor_info ti;
         const void *blob = NULL;
         size_t blen = 0;
@@ -1381,20 +1422,24 @@ static gck_status gck_restore_into_followed(gck_store *s, uint64_t version, cons
             gck_snapshot_find_optimizer_state(snap, names[i] + strlen(GCK_OPTIMIZER_PREFIX), &blob, &blen) == GCK_OK)
             ti = (gck_tensor_info){.data = blob, .nbytes = blen};
         else if ((st = gck_snapshot_find_tensor(snap, names[i], &ti)) != GCK_OK)
-            break;
-        if (ti.nbytes != sizes[i])
+            goto done;
+        if (ti.nbytes != sizes[i]) {
             st = gck_fail(GCK_ERR_DIMENSION_MISMATCH, "version %" PRIu64 ": tensor '%.200s' has %zu bytes, not %zu",
                           version, names[i], ti.nbytes, sizes[i]);
-        else if (sizes[i] > 0)
+            goto done;
+        }
+        if (sizes[i] > 0)
             memcpy(dsts[i], ti.data, sizes[i]);
     }
-    if (st == GCK_OK && fields != NULL) {
-        st = gck_snapshot_create(gck_snapshot_step(snap), fields);
-        if (st == GCK_OK && (st = gck_snapshot_copy_fields(*fields, snap, NULL)) != GCK_OK) {
-            gck_snapshot_destroy(*fields);
-            *fields = NULL;
-        }
+    if (fields != NULL) {
+        if ((st = gck_snapshot_create(gck_snapshot_step(snap), &f)) != GCK_OK ||
+            (st = gck_snapshot_copy_fields(f, snap, NULL)) != GCK_OK)
+            goto done;
+        *fields = f;
+        f = NULL;
     }
+done:
+    gck_snapshot_destroy(f);
     gck_snapshot_destroy(snap);
     return st;
 }
@@ -1426,82 +1471,89 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
         if ((s->cache != NULL && x.pub.version == s->cache_version) || !x.pub.is_delta)
             break;
         const uint64_t b = x.pub.delta_from;
-        if (!gck_ver_of(&s->cur, b, &x))
+        if (!gck_base_of(&s->cur, b, &x))
             return gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": its base %" PRIu64 " is not retained",
                             x.pub.version, b);
     }
     gck_rlevel *lv = gck_calloc(nlev, sizeof *lv);
     const gck_delta_item **items = gck_calloc(n * nlev + 1, sizeof *items); /* [tensor][level] */
     gck_rplan *plan = gck_calloc(n + 1, sizeof *plan);
-    gck_listed *want = gck_listing_of(e);
-    gck_status st = lv && items && plan && want ? GCK_OK
-                                                : gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
-    if (st == GCK_OK) {
-        x = ev;
-        for (size_t l = 0; l < nlev; l++) {
-            lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
-            if (l + 1 < nlev)
-                gck_ver_of(&s->cur, x.pub.delta_from, &x); /* checked above */
-        }
+    gck_listed *want = gck_listing_of(e), *bottom_ids = NULL;
+    gck_snapshot *f = NULL;
+    const gck_st_entry **fe = NULL;
+    void **fd = NULL;
+    const char **fw = NULL;
+    gck_status st = GCK_OK;
+    if (lv == NULL || items == NULL || plan == NULL || want == NULL) {
+        st = gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
+        goto done;
+    }
+    x = ev;
+    for (size_t l = 0; l < nlev; l++) {
+        lv[l] = (gck_rlevel){.e = x, .cached = s->cache != NULL && x.pub.version == s->cache_version};
+        if (l + 1 < nlev)
+            gck_base_of(&s->cur, x.pub.delta_from, &x); /* checked above */
     }
     /* every name, size and level checked before the first byte is written */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         plan[i].want = gck_listed_cid(want, e, names[i]);
-        if (plan[i].want == NULL)
+        if (plan[i].want == NULL) {
             st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " has no tensor '%.200s'", version, names[i]);
-        else
-            st = gck_plan_tensor(s, lv, nlev, names[i], sizes[i], &items[i * nlev], &plan[i]);
+            goto done;
+        }
+        if ((st = gck_plan_tensor(s, lv, nlev, names[i], sizes[i], &items[i * nlev], &plan[i])) != GCK_OK)
+            goto done;
     }
     /* the fields of the version, from its own file (or the cache) */
-    gck_snapshot *f = NULL;
-    if (st == GCK_OK && fields != NULL) {
-        st = gck_open_level(s, &lv[0]);
+    if (fields != NULL) {
+        if ((st = gck_open_level(s, &lv[0])) != GCK_OK)
+            goto done;
         const gck_snapshot *from = lv[0].cached ? s->cache : lv[0].delta;
-        if (st == GCK_OK && from != NULL) {
-            st = gck_snapshot_create(from->step, &f);
-            if (st == GCK_OK)
-                st = gck_snapshot_copy_fields(f, from, GCK_DELTA_KEY);
-        } else if (st == GCK_OK) {
+        if (from == NULL)
             f = gck_st_take_fields(lv[0].full);
-        }
+        else if ((st = gck_snapshot_create(from->step, &f)) != GCK_OK ||
+                 (st = gck_snapshot_copy_fields(f, from, GCK_DELTA_KEY)) != GCK_OK)
+            goto done;
     }
     /* the bottoms: full files read straight into the destinations (each
      * checked against its own version's id), cached tensors copied */
-    const gck_st_entry **fe = st == GCK_OK ? gck_calloc(n + 1, sizeof *fe) : NULL;
-    void **fd = st == GCK_OK ? gck_calloc(n + 1, sizeof *fd) : NULL;
-    const char **fw = st == GCK_OK ? gck_calloc(n + 1, sizeof *fw) : NULL;
-    if (st == GCK_OK && (fe == NULL || fd == NULL || fw == NULL))
+    fe = gck_calloc(n + 1, sizeof *fe);
+    fd = gck_calloc(n + 1, sizeof *fd);
+    fw = gck_calloc(n + 1, sizeof *fw);
+    if (fe == NULL || fd == NULL || fw == NULL ||
+        (lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)) {
         st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
-    gck_listed *bottom_ids = NULL;
-    if (st == GCK_OK && lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)
-        st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
+        goto done;
+    }
     size_t nf = 0;
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (plan[i].fe != NULL && plan[i].bottom == nlev - 1) {
             plan[i].bottom_cid = gck_listed_cid(bottom_ids, &lv[nlev - 1].e, names[i]);
             fe[nf] = plan[i].fe, fd[nf] = dsts[i], fw[nf] = plan[i].bottom_cid, nf++;
         }
     }
-    if (st == GCK_OK && nf > 0) {
+    if (nf > 0) {
         st = gck_st_read_into(lv[nlev - 1].full, fe, fd, fw, nf);
-        if (st != GCK_OK)
-            st = gck_fail(st, "version %" PRIu64 ": %s", lv[nlev - 1].e.pub.version, gck_last_error());
+        if (st != GCK_OK) {
+            st = gck_fail_ctx(st, "version %" PRIu64, lv[nlev - 1].e.pub.version);
+            goto done;
+        }
     }
     /* then each tensor's raw bottom and the levels above, in place */
-    for (size_t i = 0; i < n && st == GCK_OK; i++) {
+    for (size_t i = 0; i < n; i++) {
         const gck_rplan *pl = &plan[i];
         if (pl->cache_data != NULL && sizes[i] > 0)
             memcpy(dsts[i], pl->cache_data, sizes[i]);
-        for (size_t l = pl->bottom + 1; l-- > 0 && st == GCK_OK;) {
+        for (size_t l = pl->bottom + 1; l-- > 0;) {
             const gck_delta_item *it = items[i * nlev + l];
-            if (it != NULL && (l < pl->bottom || it->enc == GCK_DELTA_RAW))
-                st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
-            if (st != GCK_OK)
-                st = gck_fail(st, "version %" PRIu64 " (%s): %s", lv[l].e.pub.version, lv[l].e.rec->file,
-                              gck_last_error());
+            if (it == NULL || (l == pl->bottom && it->enc != GCK_DELTA_RAW))
+                continue;
+            st = gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
+            if (st != GCK_OK) {
+                st = gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file);
+                goto done;
+            }
         }
-        if (st != GCK_OK)
-            break;
         char got[24];
         const char *have = pl->bottom_cid;
         if (pl->decoded) {
@@ -1509,23 +1561,24 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
             gck_content_id(dsts[i], sizes[i] / gck_dtype_size(top->dtype), top->dtype, got);
             have = got;
         }
-        if (have == NULL || strcmp(have, pl->want) != 0)
+        if (have == NULL || strcmp(have, pl->want) != 0) {
             st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id %s, the "
                           "manifest says %.40s", version, names[i], have ? have : "(none)", pl->want);
+            goto done;
+        }
     }
+    if (fields != NULL)
+        *fields = f;
+    f = NULL;
+done:
     for (size_t l = 0; lv != NULL && l < nlev; l++) {
         gck_delta_index_free(lv[l].index);
         gck_snapshot_destroy(lv[l].delta);
         gck_st_close(lv[l].full);
     }
     free(lv), free(items), free(plan), free(want), free(bottom_ids), free(fe), free(fd), free(fw);
-    if (st != GCK_OK) {
-        gck_snapshot_destroy(f);
-        return st;
-    }
-    if (fields != NULL)
-        *fields = f;
-    return GCK_OK;
+    gck_snapshot_destroy(f);
+    return st;
 }
 
 /* ---- restoring chosen tensors as a snapshot --------------------------------------- */
@@ -1563,6 +1616,127 @@ static int gck_level_layout(const gck_store *s, const gck_rlevel *lv, const char
         return 0;
     *dt = it->dtype, *nbytes = it->nbytes, *shape = it->shape, *ndim = it->ndim;
     return 1;
+}
+
+/* The most deltas a restore undoes backwards from the cache. */
+#define GCK_BACK_MAX 64
+
+/* Version v rebuilt backwards from the cached (latest) version when v is on
+ * its chain and fewer deltas lie between them than between v and its full
+ * version: on a copy of the cache, each delta above v is undone in
+ * place (an XOR item is its own inverse; a REF item is the base's bytes),
+ * and only v's own file is read besides those deltas (its fields and
+ * shapes). Every tensor is then hashed and checked against the manifest, as
+ * after a forward rebuild. Any failure - a tensor a delta stores raw or a
+ * level lacks, damage - is returned, and the caller rebuilds forwards
+ * (which reports its own errors). */
+static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
+{
+    const size_t plen = strlen(GCK_OPTIMIZER_PREFIX);
+    gck_ver top, x, ups[GCK_BACK_MAX];
+    size_t k = 0;
+    if (!gck_ver_of(&s->cur, v, &top) || !gck_ver_of(&s->cur, s->cache_version, &x))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " or the cached one is not retained", v);
+    while (x.pub.version != v) { /* the deltas from the cached version down to v */
+        if (!x.pub.is_delta || k == GCK_BACK_MAX)
+            return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not on the cached version's chain", v);
+        ups[k++] = x; /* a delta to undo; x moves to its base */
+        if (!gck_base_of(&s->cur, x.pub.delta_from, &x) || x.pub.version < v)
+            return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 " is not on the cached version's chain", v);
+    }
+    /* an undo costs what a forward delta decode does, and copying the cache
+     * about what reading the full version does: backwards only when it
+     * decodes fewer deltas */
+    if (k + 1 >= gck_chain_files(&s->cur, v))
+        return gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": a forward rebuild decodes no more", v);
+    const size_t n = top.pub.n_tensor_names;
+    gck_rlevel lv[GCK_BACK_MAX + 1];
+    memset(lv, 0, sizeof lv);
+    lv[0].e = top;
+    for (size_t i = 0; i < k; i++)
+        lv[i + 1].e = ups[i];
+    void **dst = gck_calloc(n + 1, sizeof *dst);
+    char **cid = gck_calloc(n + 1, sizeof *cid);
+    gck_dtype *dt = gck_calloc(n + 1, sizeof *dt);
+    size_t *nb = gck_calloc(n + 1, sizeof *nb);
+    gck_snapshot *r = NULL;
+    gck_status st = GCK_OK;
+    if (dst == NULL || cid == NULL || dt == NULL || nb == NULL) {
+        st = gck_fail_oom("restore from the cache: plan", (n + 1) * 4 * sizeof(void *));
+        goto done;
+    }
+    /* v's fields and layout from its own file */
+    if ((st = gck_open_level(s, &lv[0])) != GCK_OK)
+        goto done;
+    if (lv[0].full != NULL) {
+        if ((r = gck_st_take_fields(lv[0].full)) == NULL) {
+            st = gck_fail_oom("restore from the cache: fields", 0);
+            goto done;
+        }
+    } else if ((st = gck_snapshot_create(lv[0].delta->step, &r)) != GCK_OK ||
+               (st = gck_snapshot_copy_fields(r, lv[0].delta, GCK_DELTA_KEY)) != GCK_OK) {
+        goto done;
+    }
+    /* each tensor made to v's measure and filled from the cache */
+    for (size_t j = 0; j < n; j++) {
+        const char *name = top.pub.tensor_names[j], *ccid;
+        const int64_t *shape;
+        size_t ndim, cn;
+        gck_dtype cdt;
+        const void *src = gck_cache_find(s->cache, name, &cdt, &cn, &ccid);
+        if (!gck_level_layout(s, &lv[0], name, &dt[j], &shape, &ndim, &nb[j]) || src == NULL || cdt != dt[j] ||
+            cn != nb[j]) {
+            st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' differs in the cache", v, name);
+            goto done;
+        }
+        if (strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0) {
+            gck_snap_blob *b = NULL;
+            if ((st = gck_snapshot_new_blob(r, name + plen, nb[j], &b)) != GCK_OK)
+                goto done;
+            dst[j] = b->data, cid[j] = b->cid;
+        } else {
+            gck_snap_tensor *t = NULL;
+            if ((st = gck_snapshot_new_tensor(r, name, dt[j], shape, ndim, nb[j], &t)) != GCK_OK)
+                goto done;
+            dst[j] = t->data, cid[j] = t->cid;
+        }
+        if (nb[j] > 0)
+            memcpy(dst[j], src, nb[j]);
+    }
+    /* the deltas undone, newest first */
+    for (size_t l = 1; l <= k; l++) {
+        if ((st = gck_open_level(s, &lv[l])) != GCK_OK)
+            goto done;
+        for (size_t j = 0; j < n; j++) {
+            const char *name = top.pub.tensor_names[j];
+            const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
+            const gck_delta_item *it = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
+            if (it == NULL || it->enc == GCK_DELTA_RAW || it->dtype != dt[j] || it->nbytes != nb[j]) {
+                st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' cannot be undone from %" PRIu64,
+                              v, name, lv[l].e.pub.version);
+                goto done;
+            }
+            if (it->enc == GCK_DELTA_XOR && (st = gck_delta_decode_into(s->codec, lv[l].index, it, dst[j])) != GCK_OK)
+                goto done;
+        }
+        gck_delta_index_free(lv[l].index), gck_snapshot_destroy(lv[l].delta); /* its pages no longer needed */
+        lv[l].index = NULL, lv[l].delta = NULL;
+    }
+    for (size_t j = 0; j < n; j++)
+        gck_content_id(dst[j], nb[j] / gck_dtype_size(dt[j]), dt[j], cid[j]);
+    if ((st = gck_check_against_entry(&top, r)) != GCK_OK)
+        goto done;
+    *out = r;
+    r = NULL;
+done:
+    for (size_t l = 0; l <= k; l++) {
+        gck_delta_index_free(lv[l].index);
+        gck_snapshot_destroy(lv[l].delta);
+        gck_st_close(lv[l].full);
+    }
+    gck_snapshot_destroy(r);
+    free(dst), free(cid), free(dt), free(nb);
+    return st;
 }
 
 gck_status gck_store_restore_select(gck_store *s, uint64_t version, const char *const *names, size_t n,

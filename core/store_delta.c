@@ -662,31 +662,39 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
         gck_run_job(c, z, &jobs[i]);
     }
     gck_snapshot *d = NULL;
-    gck_status st = gck_snapshot_create(target->step, &d);
-    json_t *items = st == GCK_OK ? json_array() : NULL;
-    if (st == GCK_OK)
-        st = items ? gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY) : gck_fail_oom("delta description", sizeof(json_t));
-    for (size_t i = 0; st == GCK_OK && i < m; i++)
-        st = jobs[i].st != GCK_OK ? gck_fail(jobs[i].st, "%s", jobs[i].msg) : gck_emit_job(&jobs[i], i, d, items);
-    free(jobs);
+    json_t *items = NULL;
     char *js = NULL;
-    if (st == GCK_OK) {
-        char bv[32];
-        snprintf(bv, sizeof bv, "%" PRIu64, base_version);
-        json_t *root = json_pack("{s:i, s:s, s:i, s:O}", "format", GCK_DELTA_FORMAT, "base", bv, "chunk",
-                                 GCK_DELTA_CHUNK, "items", items);
-        js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        json_decref(root);
-        st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail_oom("delta description text", 0);
+    gck_status st = gck_snapshot_create(target->step, &d);
+    if (st != GCK_OK)
+        goto done;
+    if ((items = json_array()) == NULL) {
+        st = gck_fail_oom("delta description", sizeof(json_t));
+        goto done;
     }
+    if ((st = gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY)) != GCK_OK)
+        goto done;
+    for (size_t i = 0; i < m; i++) {
+        st = jobs[i].st != GCK_OK ? gck_fail(jobs[i].st, "%s", jobs[i].msg) : gck_emit_job(&jobs[i], i, d, items);
+        if (st != GCK_OK)
+            goto done;
+    }
+    char bv[32];
+    snprintf(bv, sizeof bv, "%" PRIu64, base_version);
+    json_t *root = json_pack("{s:i, s:s, s:i, s:O}", "format", GCK_DELTA_FORMAT, "base", bv, "chunk",
+                             GCK_DELTA_CHUNK, "items", items);
+    js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(root);
+    st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail_oom("delta description text", 0);
+    if (st != GCK_OK)
+        goto done;
+    *out = d;
+    d = NULL;
+done:
+    free(jobs);
     free(js);
     json_decref(items);
-    if (st != GCK_OK) {
-        gck_snapshot_destroy(d);
-        return st;
-    }
-    *out = d;
-    return GCK_OK;
+    gck_snapshot_destroy(d);
+    return st;
 }
 
 /* ---- decode ---------------------------------------------------------------------- */
@@ -793,9 +801,9 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
     return GCK_OK;
 }
 
-/* Rebuilds item `o` into `out`. */
+/* Rebuilds item `o` into `out`, its content id checked when `check` (else the recorded one taken). */
 static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, json_t *o,
-                                  const gck_snapshot *delta, const gck_snapshot *base, gck_snapshot *out)
+                                  const gck_snapshot *delta, const gck_snapshot *base, int check, gck_snapshot *out)
 {
     gck_ditem d;
     GCK_TRY(gck_parse_item(o, delta, format, &d));
@@ -831,6 +839,10 @@ static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, 
         st = gck_decode_planes(c, chunk, d.pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
         if (st != GCK_OK)
             return gck_fail(st, "item '%.200s': %s", name, gck_last_error());
+    }
+    if (!check) {
+        snprintf(dcid, 24, "%s", d.pub.cid);
+        return GCK_OK;
     }
     gck_content_id(dst, nbytes / esz, dt, dcid);
     if (strcmp(dcid, d.pub.cid) != 0)
@@ -918,23 +930,26 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
     const size_t n = json_array_size(dd.items);
     gck_delta_index *x = gck_calloc(1, sizeof *x);
     gck_ditem *v = gck_calloc(n ? n : 1, sizeof *v);
-    st = x && v ? GCK_OK : gck_fail_oom("delta index", sizeof *x + (n ? n : 1) * sizeof *v);
-    for (size_t i = 0; st == GCK_OK && i < n; i++)
-        st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i]);
-    if (st == GCK_OK) {
-        qsort(v, n, sizeof *v, gck_ditem_cmp);
-        for (size_t i = 1; st == GCK_OK && i < n; i++)
-            if (gck_ditem_cmp(&v[i - 1], &v[i]) == 0)
-                st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s' is repeated in the delta description", v[i].pub.name);
+    if (x == NULL || v == NULL) {
+        st = gck_fail_oom("delta index", sizeof *x + (n ? n : 1) * sizeof *v);
+        goto done;
     }
-    if (st != GCK_OK) {
-        json_decref(dd.root);
-        free(x), free(v);
-        return st;
-    }
+    for (size_t i = 0; i < n; i++)
+        if ((st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i])) != GCK_OK)
+            goto done;
+    qsort(v, n, sizeof *v, gck_ditem_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (gck_ditem_cmp(&v[i - 1], &v[i]) == 0) {
+            st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s' is repeated in the delta description", v[i].pub.name);
+            goto done;
+        }
     *x = (gck_delta_index){.root = dd.root, .chunk = dd.chunk, .items = v, .n = n};
     *out = x;
     return GCK_OK;
+done:
+    json_decref(dd.root);
+    free(x), free(v);
+    return st;
 }
 
 const gck_delta_item *gck_delta_index_find(const gck_delta_index *x, int blob, const char *name)
@@ -958,21 +973,21 @@ gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, c
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
 }
 
-gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
+gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base, int check,
                             uint64_t base_version, gck_snapshot **out)
 {
     gck_delta_desc dd;
     gck_status st = gck_delta_desc_of(delta, base_version, &dd);
     if (st != GCK_OK)
         return st;
-    json_t *root = dd.root, *items = dd.items; /* root is freed below */
+    json_t *items = dd.items; /* dd.root is freed below */
     gck_snapshot *s = NULL;
-    st = gck_snapshot_create(delta->step, &s);
-    if (st == GCK_OK)
-        st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY);
+    if ((st = gck_snapshot_create(delta->step, &s)) != GCK_OK ||
+        (st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY)) != GCK_OK)
+        goto done;
     /* all tensors in one buffer; the sizes are claims checked item by item */
     size_t total = 0;
-    for (size_t i = 0; st == GCK_OK && i < json_array_size(items); i++) {
+    for (size_t i = 0; i < json_array_size(items); i++) {
         json_t *o = json_array_get(items, i), *jshape = json_object_get(o, "shape");
         gck_dtype dt;
         size_t count = 1;
@@ -995,15 +1010,15 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     limit = limit > SIZE_MAX / 1024 ? SIZE_MAX / 2 : limit * 1024;
     for (size_t i = 0; base != NULL && i < base->tensors.n && limit < SIZE_MAX / 2; i++)
         limit += ((const gck_snap_tensor *)base->tensors.items[i])->nbytes;
-    if (st == GCK_OK && total <= limit)
+    if (total <= limit)
         (void)gck_snapshot_reserve(s, total); /* failing it only means one allocation per tensor */
-    for (size_t i = 0; st == GCK_OK && i < json_array_size(items); i++)
-        st = gck_decode_item(c, dd.chunk, dd.format, json_array_get(items, i), delta, base, s);
-    json_decref(root);
-    if (st != GCK_OK) {
-        gck_snapshot_destroy(s);
-        return st;
-    }
+    for (size_t i = 0; i < json_array_size(items); i++)
+        if ((st = gck_decode_item(c, dd.chunk, dd.format, json_array_get(items, i), delta, base, check, s)) != GCK_OK)
+            goto done;
     *out = s;
-    return GCK_OK;
+    s = NULL;
+done:
+    json_decref(dd.root);
+    gck_snapshot_destroy(s);
+    return st;
 }

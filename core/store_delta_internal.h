@@ -57,9 +57,13 @@ GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot 
 
 /* Rebuilds the target from a loaded delta and its base, the content of
  * version base_version (NULL only when the delta has no ref/xor items).
- * GCK_ERR_CORRUPT when the delta records another base, its description is
- * malformed, or any rebuilt tensor's content id differs from the recorded one. */
-GCK_INTERNAL gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base,
+ * With `check` every rebuilt tensor is hashed and GCK_ERR_CORRUPT when its
+ * content id differs from the recorded one; without it the recorded ids are
+ * taken unchecked (for a base rebuilt only to rebuild a checked version on
+ * it: each of that version's tensors is hashed, so a wrong byte of the base
+ * it uses is found there). GCK_ERR_CORRUPT also when the delta records
+ * another base or its description is malformed. */
+GCK_INTERNAL gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base, int check,
                                          uint64_t base_version, gck_snapshot **out);
 
 /* ---- one item at a time, into the caller's memory ---- */

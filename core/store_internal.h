@@ -13,7 +13,8 @@
 /* The store's record of one version: its data file and what a rebuild is
  * checked against. The manager holds only the seed's bookkeeping (names,
  * tags, sizes, bases); this is the rest. A record never changes once made
- * (a rebase makes a new one), so states share records, counted. */
+ * (an evicted version kept as a hidden base gets a new one), so states
+ * share records, counted. */
 typedef struct gck_vrec {
     uint64_t version;
     uint64_t step;          /* the snapshot's step */
@@ -22,11 +23,17 @@ typedef struct gck_vrec {
     char **cids;            /* content id per name of the version's entry, in its order */
     size_t n_cids;
     char fields_digest[24]; /* gck_snapshot_fields_digest; "" when the manifest predates it */
+    /* A hidden base: an evicted version (the manager no longer holds it)
+     * whose file the chain of a retained version still reads. Its entry is
+     * kept here (no tags); a listed version's record has hidden 0. */
+    int hidden;
+    gck_entry hpub;
+    char **hnames;          /* hpub.tensor_names */
     unsigned refs;
 } gck_vrec;
 
 /* A state of the store: the manager and the records of the versions it
- * retains (ascending). The committed state is what manifest.json says; a
+ * retains and of the hidden bases their chains read (ascending). The committed state is what manifest.json says; a
  * change builds the next one from a clone and switches only once it is
  * committed. */
 typedef struct gck_state {
@@ -39,6 +46,10 @@ typedef struct gck_state {
  * NULL when out of memory (the message set). */
 GCK_INTERNAL gck_vrec *gck_vrec_new(uint64_t version, uint64_t step, uint64_t stored_bytes, const char *file,
                                     const char *const *cids, size_t n_cids, const char *digest);
+/* A hidden base's record: r's data file and ids with e's entry (the
+ * version's, as the manager held it; its tags are not kept); NULL when out
+ * of memory (the message set). */
+GCK_INTERNAL gck_vrec *gck_vrec_hidden(const gck_vrec *r, const gck_entry *e);
 /* Drops one reference; the last frees it. NULL is fine. */
 GCK_INTERNAL void gck_vrec_release(gck_vrec *r);
 /* The record of `version`, or NULL. */
@@ -46,7 +57,12 @@ GCK_INTERNAL const gck_vrec *gck_state_rec(const gck_state *s, uint64_t version)
 /* Adds r (the state takes its reference, also on error), replacing the
  * record of its version if there is one. */
 GCK_INTERNAL gck_status gck_state_put(gck_state *s, gck_vrec *r);
-/* Drops the records of versions the manager no longer retains (evicted). */
+/* The entry of `version`: the manager's for a retained version, the kept
+ * one for a hidden base; NULL for neither. */
+GCK_INTERNAL const gck_entry *gck_state_entry(const gck_state *s, uint64_t version);
+/* Drops the records of versions the manager no longer retains (evicted),
+ * except the hidden bases some retained version's chain reads. Allocates
+ * nothing (it runs where nothing may fail). */
 GCK_INTERNAL void gck_state_prune(gck_state *s);
 /* A copy of s in *out: a clone of the manager, the records shared. */
 GCK_INTERNAL gck_status gck_state_clone(const gck_state *s, gck_state *out);

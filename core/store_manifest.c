@@ -18,8 +18,10 @@
 
 #define GCK_MANIFEST_FORMAT "gradckpt-store"
 /* 2: names ".packed.safetensors" files (full versions with coded planes),
- * which readers of 1 do not know; a manifest without them is written as 1. */
-#define GCK_MANIFEST_VERSION 2
+ * which readers of 1 do not know; 3: lists hidden bases ("hidden": true),
+ * which a reader of 2 would take for retained versions. A manifest is
+ * written with the lowest format that has what it names. */
+#define GCK_MANIFEST_VERSION 3
 
 /* u64 as a decimal string: JSON numbers are not safe past 2^53 in many readers. */
 static json_t *gck_ju64(uint64_t v)
@@ -71,6 +73,8 @@ static json_t *gck_entry_json(const gck_entry *e, const gck_vrec *r)
                           "tags", tags, "tensors", tensors);
     if (o != NULL && e->is_delta && json_object_set_new(o, "delta_from", gck_ju64(e->delta_from)) != 0)
         json_decref(o), o = NULL;
+    if (o != NULL && r->hidden && json_object_set_new(o, "hidden", json_true()) != 0)
+        json_decref(o), o = NULL;
     /* optional (readers before it ignore it): checked on restore and verify */
     if (o != NULL && r->fields_digest[0] != '\0' &&
         json_object_set_new(o, "fields_digest", json_string(r->fields_digest)) != 0)
@@ -90,13 +94,13 @@ static int gck_fill_text(int fd, void *ctx)
 }
 
 /* One version's JSON text, and what it was made from: the fields a
- * committed version can still change (tags, and a rebase's file, size and
- * base) plus its identity. Everything else of a committed version never
+ * committed version can still change (tags, becoming a hidden base; file,
+ * size and base are kept for safety) plus its identity. Everything else of a committed version never
  * changes, so equal fields mean the text is still exact. A field that can
  * change after a commit must be added here. */
 typedef struct gck_mtext {
     uint64_t version, step, timestamp, full_bytes, stored_bytes, delta_from;
-    int is_delta;
+    int is_delta, hidden;
     size_t n_names;
     char *file, *tags; /* tags joined with NUL separators, n_tags of them */
     size_t n_tags, tags_len;
@@ -138,7 +142,7 @@ static int gck_mtext_key(const gck_entry *e, const gck_vrec *r, gck_mtext *k)
     *k = (gck_mtext){.version = e->version, .step = r->step, .timestamp = e->timestamp_secs,
                      .full_bytes = e->full_bytes, .stored_bytes = r->stored_bytes,
                      .delta_from = e->is_delta ? e->delta_from : 0, .is_delta = e->is_delta,
-                     .n_names = e->n_tensor_names, .n_tags = e->n_tags, .tags_len = len};
+                     .hidden = r->hidden, .n_names = e->n_tensor_names, .n_tags = e->n_tags, .tags_len = len};
     k->file = gck_strdup(r->file);
     k->tags = gck_malloc(len ? len : 1);
     if (k->file == NULL || k->tags == NULL) {
@@ -157,7 +161,7 @@ static int gck_mtext_same(const gck_mtext *a, const gck_mtext *b)
 {
     return a->version == b->version && a->step == b->step && a->timestamp == b->timestamp &&
            a->full_bytes == b->full_bytes && a->stored_bytes == b->stored_bytes && a->delta_from == b->delta_from &&
-           a->is_delta == b->is_delta && a->n_names == b->n_names && a->n_tags == b->n_tags &&
+           a->is_delta == b->is_delta && a->hidden == b->hidden && a->n_names == b->n_names && a->n_tags == b->n_tags &&
            a->tags_len == b->tags_len && strcmp(a->file, b->file) == 0 && memcmp(a->tags, b->tags, a->tags_len) == 0;
 }
 
@@ -238,13 +242,13 @@ gck_status gck_manifest_write(const char *path, const gck_state *state, uint64_t
      * all of them (which for ten versions of a few dozen tensors cost more
      * CPU than the rest of a small save). */
     const gck_manager *m = state->m;
-    const size_t nv = state->n; /* the records are of exactly the manager's versions */
+    const size_t nv = state->n; /* the records are of the manager's versions and the hidden bases */
     gck_mtext *texts = gck_calloc(nv ? nv : 1, sizeof *texts);
     int bad = texts == NULL;
     size_t total = 0, made = 0;
     for (size_t i = 0; i < nv && !bad; i++, made++) {
         const gck_vrec *r = state->recs[i];
-        const gck_entry *e = gck_manager_get(m, r->version);
+        const gck_entry *e = gck_state_entry(state, r->version);
         if (!gck_mtext_key(e, r, &texts[i])) {
             bad = 1;
             break;
@@ -268,9 +272,12 @@ gck_status gck_manifest_write(const char *path, const gck_state *state, uint64_t
                                "keep_every_n", gck_ju64(pol->keep_every_n), "delta_threshold_bytes",
                                gck_ju64(pol->delta_threshold_bytes));
     int fv = 1;
-    for (size_t i = 0; i < nv; i++)
-        if (gck_store_packed_name(state->recs[i]->file))
+    for (size_t i = 0; i < nv; i++) {
+        if (gck_store_packed_name(state->recs[i]->file) && fv < 2)
             fv = 2;
+        if (state->recs[i]->hidden)
+            fv = 3;
+    }
     json_t *root = json_pack("{s:s, s:i, s:o, s:o, s:i, s:f, s:s, s:b, s:i, s:o, s:o}", "format", GCK_MANIFEST_FORMAT,
                              "format_version", fv, "generation", gck_ju64(generation), "next_version",
                              gck_ju64(gck_manager_next_version(m)), "zstd_level", cfg->zstd_level, "zstd_max_entropy",
@@ -296,33 +303,36 @@ gck_status gck_manifest_write(const char *path, const gck_state *state, uint64_t
         memcpy(js + at, "\n]}\n", 5);
     }
     free(head);
-    gck_status st = js == NULL ? gck_fail_oom("store manifest text", hl + total + 8) : GCK_OK;
+    gck_status st = GCK_OK;
     gck_pending pd;
-    if (st == GCK_OK) {
-        gck_text t = {js, strlen(js)};
-        st = gck_pending_open(path, gck_fill_text, &t, &pd);
+    int fds_closed = 0; /* by gck_sync_together */
+    if (js == NULL) {
+        st = gck_fail_oom("store manifest text", hl + total + 8);
+        goto done;
     }
-    if (st != GCK_OK) {
-        for (size_t i = 0; i < n_sync; i++)
-            close(sync_fds[i]);
-    } else {
-        /* the files it names, and itself, durable before the rename */
-        const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
-        int in_place = 0;
-        st = gck_pending_commit(&pd, err, &in_place);
-        if (renamed != NULL)
-            *renamed = in_place;
-        if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */
-            for (size_t i = 0; i < cache->n; i++)
-                if (!cache->v[i].taken)
-                    free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
-            free(cache->v);
-            for (size_t i = 0; i < nv; i++)
-                texts[i].taken = 0;
-            cache->v = texts, cache->n = nv;
-            texts = NULL;
-        }
+    gck_text t = {js, strlen(js)};
+    if ((st = gck_pending_open(path, gck_fill_text, &t, &pd)) != GCK_OK)
+        goto done;
+    /* the files it names, and itself, durable before the rename */
+    const int err = gck_sync_together(sync_fds, n_sync, pd.fd);
+    fds_closed = 1;
+    int in_place = 0;
+    st = gck_pending_commit(&pd, err, &in_place);
+    if (renamed != NULL)
+        *renamed = in_place;
+    if (in_place && cache != NULL) { /* this manifest is the committed one now: its texts replace the old */
+        for (size_t i = 0; i < cache->n; i++)
+            if (!cache->v[i].taken)
+                free(cache->v[i].file), free(cache->v[i].tags), free(cache->v[i].text);
+        free(cache->v);
+        for (size_t i = 0; i < nv; i++)
+            texts[i].taken = 0;
+        cache->v = texts, cache->n = nv;
+        texts = NULL;
     }
+done:
+    for (size_t i = 0; !fds_closed && i < n_sync; i++)
+        close(sync_fds[i]); /* nothing was written: closed unsynced */
     free(js);
     if (texts != NULL) { /* not committed: drop the new texts, give the borrowed back */
         gck_mtexts_free(texts, made, 1);
@@ -354,7 +364,7 @@ static int gck_digest_ok(const char *d)
 static gck_status gck_read_entry(const char *path, json_t *o, gck_state *state)
 {
     gck_manager *m = state->m;
-    const gck_entry *last = gck_manager_latest(m);
+    const uint64_t last = state->n > 0 ? state->recs[state->n - 1]->version : 0;
     uint64_t version, step, ts, full, stored, base = 0;
     json_t *tags = json_object_get(o, "tags"), *tensors = json_object_get(o, "tensors");
     const char *file = json_string_value(json_object_get(o, "file"));
@@ -371,33 +381,57 @@ static gck_status gck_read_entry(const char *path, json_t *o, gck_state *state)
     const int is_delta = json_object_get(o, "delta_from") != NULL;
     if (is_delta && !gck_get_u64(o, "delta_from", &base))
         return gck_bad(path, "bad delta_from");
-    if (version == 0 || (last != NULL && version <= last->version))
+    json_t *jhidden = json_object_get(o, "hidden");
+    if (jhidden != NULL && !json_is_boolean(jhidden))
+        return gck_bad(path, "a version's hidden is not true or false");
+    const int hidden = json_is_true(jhidden);
+    if (hidden && json_array_size(tags) > 0)
+        return gck_bad(path, "a hidden base has tags");
+    if (version == 0 || version <= last)
         return gck_bad(path, "versions are not in ascending order");
-    if (is_delta && (base >= version || gck_manager_get(m, base) == NULL))
-        return gck_bad(path, "a delta's base is not a retained earlier version");
+    if (is_delta && (base >= version || gck_state_rec(state, base) == NULL))
+        return gck_bad(path, "a delta's base is not a retained earlier version or hidden base");
     const size_t nt = json_array_size(tags), nn = json_array_size(tensors);
     const char **tv = gck_calloc(nt + 1, sizeof *tv), **nv = gck_calloc(nn + 1, sizeof *nv),
                **cv = gck_calloc(nn + 1, sizeof *cv);
-    gck_status st = (tv && nv && cv) ? GCK_OK : gck_fail_oom("store manifest entry", (nt + 2 * nn + 3) * sizeof *tv);
-    for (size_t i = 0; st == GCK_OK && i < nt; i++)
-        if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL)
+    gck_status st = GCK_OK;
+    if (tv == NULL || nv == NULL || cv == NULL) {
+        st = gck_fail_oom("store manifest entry", (nt + 2 * nn + 3) * sizeof *tv);
+        goto done;
+    }
+    for (size_t i = 0; i < nt; i++)
+        if ((tv[i] = json_string_value(json_array_get(tags, i))) == NULL) {
             st = gck_bad(path, "a tag is not a string");
-    for (size_t i = 0; st == GCK_OK && i < nn; i++) {
+            goto done;
+        }
+    for (size_t i = 0; i < nn; i++) {
         json_t *pair = json_array_get(tensors, i);
         nv[i] = json_string_value(json_array_get(pair, 0));
         cv[i] = json_string_value(json_array_get(pair, 1));
-        if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL)
+        if (json_array_size(pair) != 2 || nv[i] == NULL || cv[i] == NULL) {
             st = gck_bad(path, "a tensor entry is not [name, content id]");
+            goto done;
+        }
     }
-    gck_vrec *r = NULL;
-    if (st == GCK_OK && (r = gck_vrec_new(version, step, stored, file, cv, nn, digest)) == NULL)
+    gck_vrec *r = gck_vrec_new(version, step, stored, file, cv, nn, digest);
+    if (r == NULL) {
         st = GCK_ERR_NO_MEMORY;
-    if (st == GCK_OK) { /* the record first: a failed apply leaves no entry without one */
-        st = gck_state_put(state, r);
-        const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
-        if (st == GCK_OK)
-            st = gck_manager_apply(m, &p, nv, nn, full, ts, tv, nt);
+        goto done;
     }
+    if (hidden) { /* no manager entry: the record keeps it */
+        const gck_entry e = {.version = version, .timestamp_secs = ts, .full_bytes = full, .is_delta = is_delta,
+                             .delta_from = base, .tensor_names = nv, .n_tensor_names = nn};
+        gck_vrec *h = gck_vrec_hidden(r, &e);
+        gck_vrec_release(r);
+        st = h != NULL ? gck_state_put(state, h) : GCK_ERR_NO_MEMORY;
+        goto done;
+    }
+    /* the record first: a failed apply leaves no entry without one */
+    if ((st = gck_state_put(state, r)) != GCK_OK)
+        goto done;
+    const gck_plan p = {.version = version, .is_delta = is_delta, .base = base};
+    st = gck_manager_apply(m, &p, nv, nn, full, ts, tv, nt);
+done:
     free(tv), free(nv), free(cv);
     return st;
 }
@@ -446,30 +480,34 @@ gck_status gck_manifest_read(const char *path, gck_state *out, uint64_t *generat
              (ja != NULL && (!json_is_integer(ja) || json_integer_value(ja) < 0 || json_integer_value(ja) > 1024)))
         st = gck_bad(path, "bad coder, compress_full or async_threads");
     gck_state state = {0};
-    if (st == GCK_OK) {
-        p.max_checkpoints = (size_t)maxc;
-        st = gck_manager_create(&p, &state.m);
-    }
-    for (size_t i = 0; st == GCK_OK && i < json_array_size(versions); i++)
-        st = gck_read_entry(path, json_array_get(versions, i), &state);
-    const gck_entry *last = st == GCK_OK ? gck_manager_latest(state.m) : NULL;
-    if (st == GCK_OK && last != NULL && next <= last->version)
+    if (st != GCK_OK)
+        goto done;
+    p.max_checkpoints = (size_t)maxc;
+    if ((st = gck_manager_create(&p, &state.m)) != GCK_OK)
+        goto done;
+    for (size_t i = 0; i < json_array_size(versions); i++)
+        if ((st = gck_read_entry(path, json_array_get(versions, i), &state)) != GCK_OK)
+            goto done;
+    if (state.n > 0 && next <= state.recs[state.n - 1]->version) {
         st = gck_bad(path, "next_version is not past the last version");
-    if (st == GCK_OK && next == 0)
-        st = gck_bad(path, "next_version is 0");
-    if (st == GCK_OK) {
-        gck_manager_set_next_version(state.m, next);
-        *out = state;
-        *generation = gen;
-        cfg->policy = p;
-        cfg->zstd_level = (int)json_integer_value(jl);
-        cfg->zstd_max_entropy = json_number_value(je);
-        cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
-        cfg->compress_full = json_is_true(jf);
-        cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
-    } else {
-        gck_state_clear(&state);
+        goto done;
     }
+    if (next == 0) {
+        st = gck_bad(path, "next_version is 0");
+        goto done;
+    }
+    gck_manager_set_next_version(state.m, next);
+    *out = state;
+    state = (gck_state){0};
+    *generation = gen;
+    cfg->policy = p;
+    cfg->zstd_level = (int)json_integer_value(jl);
+    cfg->zstd_max_entropy = json_number_value(je);
+    cfg->coder = strcmp(coder, "auto") == 0 ? GCK_STORE_CODER_AUTO : GCK_STORE_CODER_ZSTD;
+    cfg->compress_full = json_is_true(jf);
+    cfg->async_threads = ja ? (int)json_integer_value(ja) : 1;
+done:
+    gck_state_clear(&state);
     json_decref(root);
     return st;
 }

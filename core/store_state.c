@@ -30,10 +30,37 @@ gck_vrec *gck_vrec_new(uint64_t version, uint64_t step, uint64_t stored_bytes, c
     return r;
 }
 
+gck_vrec *gck_vrec_hidden(const gck_vrec *r, const gck_entry *e)
+{
+    gck_vrec *h = gck_vrec_new(r->version, r->step, r->stored_bytes, r->file, (const char *const *)r->cids, r->n_cids,
+                               r->fields_digest);
+    if (h == NULL)
+        return NULL;
+    const size_t n = e->n_tensor_names;
+    h->hidden = 1;
+    h->hpub = (gck_entry){.version = e->version, .timestamp_secs = e->timestamp_secs, .full_bytes = e->full_bytes,
+                          .is_delta = e->is_delta, .delta_from = e->is_delta ? e->delta_from : 0,
+                          .n_tensor_names = n};
+    h->hnames = gck_calloc(n ? n : 1, sizeof *h->hnames);
+    int ok = h->hnames != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (h->hnames[i] = gck_strdup(e->tensor_names[i])) != NULL;
+    if (!ok) {
+        gck_vrec_release(h);
+        gck_fail_oom("store hidden base record (tensor names)", n * sizeof *h->hnames);
+        return NULL;
+    }
+    h->hpub.tensor_names = (const char *const *)h->hnames;
+    return h;
+}
+
 void gck_vrec_release(gck_vrec *r)
 {
     if (r == NULL || --r->refs > 0)
         return;
+    for (size_t i = 0; r->hnames != NULL && i < r->hpub.n_tensor_names; i++)
+        free(r->hnames[i]);
+    free(r->hnames);
     for (size_t i = 0; r->cids != NULL && i < r->n_cids; i++)
         free(r->cids[i]);
     free(r->cids);
@@ -84,16 +111,37 @@ gck_status gck_state_put(gck_state *s, gck_vrec *r)
     return GCK_OK;
 }
 
+const gck_entry *gck_state_entry(const gck_state *s, uint64_t version)
+{
+    const gck_entry *e = gck_manager_get(s->m, version);
+    if (e != NULL)
+        return e;
+    const gck_vrec *r = gck_state_rec(s, version);
+    return r != NULL && r->hidden ? &r->hpub : NULL;
+}
+
 void gck_state_prune(gck_state *s)
 {
-    size_t k = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (gck_manager_get(s->m, s->recs[i]->version) != NULL)
-            s->recs[k++] = s->recs[i];
+    /* newest first, the kept records gathered at the end: a base is older
+     * than its delta, so when a record is reached every record whose chain
+     * could read it has been decided */
+    size_t k = s->n;
+    for (size_t i = s->n; i-- > 0;) {
+        gck_vrec *r = s->recs[i];
+        int keep = !r->hidden && gck_manager_get(s->m, r->version) != NULL;
+        for (size_t j = k; r->hidden && !keep && j < s->n; j++) {
+            /* not gck_state_entry: it searches recs, which holds released records between i and k */
+            const gck_vrec *dr = s->recs[j];
+            const gck_entry *d = dr->hidden ? &dr->hpub : gck_manager_get(s->m, dr->version);
+            keep = d != NULL && d->is_delta && d->delta_from == r->version;
+        }
+        if (keep)
+            s->recs[--k] = r;
         else
-            gck_vrec_release(s->recs[i]);
+            gck_vrec_release(r);
     }
-    s->n = k;
+    memmove(s->recs, s->recs + k, (s->n - k) * sizeof *s->recs);
+    s->n = s->n - k;
 }
 
 gck_status gck_state_clone(const gck_state *s, gck_state *out)

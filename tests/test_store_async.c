@@ -269,8 +269,8 @@ static void test_async_args(void **state)
     assert_int_equal(gck_store_close(NULL), GCK_OK);
 }
 
-/* Every I/O step and every allocation of a background save (with eviction
- * and rebase) failing in turn: the error comes back from gck_store_wait,
+/* Every I/O step and every allocation of a background save (with an
+ * eviction that keeps a hidden base) failing in turn: the error comes back from gck_store_wait,
  * and the store is unchanged, in memory and on disk. */
 static void test_async_faults(void **state)
 {
@@ -311,6 +311,7 @@ static void test_async_faults(void **state)
         }
         assert_true(failures > 5);
         assert_all_restore(st);
+        assert_int_equal(count_data_files(dir), 4); /* 2-4 and 1, the hidden base of 2 */
         assert_int_equal(gck_store_close(st), GCK_OK);
     }
 }

@@ -75,6 +75,8 @@ static int ls_json(const cli_command *c, const char *dir, gck_store *s, const ui
     cli_jset(tot, "delta", cli_ju64(st->delta_versions), &bad);
     cli_jset(tot, "logical_bytes", cli_ju64(st->logical_bytes), &bad);
     cli_jset(tot, "disk_bytes", cli_ju64(st->disk_bytes), &bad);
+    cli_jset(tot, "hidden_bases", cli_ju64(st->hidden_bases), &bad);
+    cli_jset(tot, "hidden_bytes", cli_ju64(st->hidden_bytes), &bad);
     cli_jset(tot, "disk_ratio",
              st->logical_bytes ? cli_jreal((double)st->disk_bytes / (double)st->logical_bytes) : json_null(), &bad);
     cli_jset(root, "totals", tot, &bad);
@@ -117,6 +119,12 @@ static void ls_text(const char *dir, gck_store *s, const uint64_t *vs, size_t nv
         fputc('\n', stdout);
     }
     char lb[32], db[32];
+    if (st->hidden_bases > 0) {
+        cli_format_bytes(db, sizeof db, st->hidden_bytes);
+        printf("hidden bases: %zu evicted version%s whose file%s retained deltas read, %" PRIu64 " bytes (%s)\n",
+               st->hidden_bases, st->hidden_bases == 1 ? "" : "s", st->hidden_bases == 1 ? "" : "s",
+               st->hidden_bytes, db);
+    }
     cli_format_bytes(lb, sizeof lb, st->logical_bytes);
     cli_format_bytes(db, sizeof db, st->disk_bytes);
     printf("total: %" PRIu64 " logical bytes (%s), %" PRIu64 " bytes on disk with the manifest (%s)", st->logical_bytes,
@@ -303,15 +311,18 @@ const cli_command cli_cmd_store_ls = {
     "DIR [--json]",
     "List a store's versions and its space on disk.",
     "Per version: number, full or delta (and its base), step, timestamp, logical\n"
-    "bytes (the snapshot's size), bytes on disk, tags; then the totals: logical\n"
-    "bytes against bytes on disk (data files plus the manifest).\n"
+    "bytes (the snapshot's size), bytes on disk, tags; then the hidden bases, if\n"
+    "any (evicted versions whose files retained deltas still read: not versions,\n"
+    "but on disk), and the totals: logical bytes against bytes on disk (data\n"
+    "files, hidden bases' included, plus the manifest).\n"
     "DIR must hold a store (manifest.json). It is opened read-only: no lock, nothing\n"
     "written, so it works while a training job saves to the store (one manifest is\n"
     "read: the listing is one consistent state) and on a read-only file system.\n"
     "\n"
     "  --json   one JSON object: store, versions [version, kind, base, step,\n"
     "           timestamp, tags, logical_bytes, disk_bytes], totals [versions, full,\n"
-    "           delta, logical_bytes, disk_bytes, disk_ratio = disk / logical].\n",
+    "           delta, logical_bytes, disk_bytes, hidden_bases, hidden_bytes,\n"
+    "           disk_ratio = disk / logical].\n",
     ls_run,
 };
 
@@ -324,7 +335,7 @@ const cli_command cli_cmd_store_restore = {
     "reading only their bytes from each file of the version's chain.\n"
     "OUT is replaced atomically. The store is opened read-only (as for store ls):\n"
     "a version that a running writer evicts meanwhile fails with \"version N was\n"
-    "evicted meanwhile\"; one it rebases is rebuilt from its new files.\n",
+    "evicted meanwhile\".\n",
     restore_run,
 };
 

@@ -42,20 +42,32 @@ extern "C" {
  *   replaces the manifest atomically and durably, so after a crash at any
  *   point the store reopens in the old or the new state; files the manifest
  *   does not name are removed when a writer opens the store (or by gck_store_gc).
- *   A save costs three fsyncs: the new data file (written under its final
- *   name) and the manifest's temporary file, fsynced together, then after the
- *   rename over manifest.json one fsync of the directory, which makes both
- *   names durable (an eviction that rebases a version adds that file's
- *   fsync). This relies on the file system committing a directory's entries
- *   in the order they were made, as Linux's journaling file systems do.
+ *   A save costs three fsyncs, also one that evicts: the new data file
+ *   (written under its final name) and the manifest's temporary file,
+ *   fsynced together, then after the rename over manifest.json one fsync of
+ *   the directory, which makes both names durable. This relies on the file
+ *   system committing a directory's entries in the order they were made, as
+ *   Linux's journaling file systems do.
  *
- * Eviction never leaves a version unrestorable: when the version to evict is
- * the base of a retained delta, that delta is rebased first - re-encoded
- * against the evicted version's own base if that is retained (a tagged
- * version), otherwise rewritten as a full version - and the new manifest
- * switches to it atomically. A save whose chosen base is evicted by that same
- * save is handled the same way (max_checkpoints = 1 gives full versions).
- * Tagged versions are never evicted.
+ * Eviction never rewrites a file and never leaves a version unrestorable.
+ * An evicted version whose data file the chain of a retained version still
+ * reads (a delta's base, or a base of that base) stays on disk as a *hidden
+ * base*: the manifest records it (so a reopened store, read-only handles,
+ * verify, gc and the cleanup at open keep its file), but it is not a
+ * version any more - gck_store_versions, get, latest, find_tag and the
+ * version counts of gck_store_stats_get leave it out, and restoring it is
+ * GCK_ERR_NOT_FOUND as for any evicted version - while its file's size
+ * counts in disk_bytes (and hidden_bytes). It is dropped, and its file
+ * deleted after that commit, by the commit that drops the last retained
+ * version whose chain reads it. A chain holds at most max_checkpoints files
+ * (the version after a chain that long is full), which bounds the hidden
+ * bases: without tags at most min(keep_every_n, max_checkpoints) - 1 (with
+ * keep_every_n 0: max_checkpoints - 1), so at most 4 with the default policy
+ * (the full version and the deltas below the oldest retained version of
+ * its chain); each tagged delta keeps at most as many of its own chain. A
+ * save never takes as its base the version it evicts: its base becomes that
+ * version's retained base, or it is full (max_checkpoints = 1 gives full
+ * versions). Tagged versions are never evicted.
  *
  * One writer at a time: gck_store_open takes an exclusive lock on
  * `<dir>/lock` (flock) and refuses a store that is open elsewhere, also in
@@ -64,10 +76,16 @@ extern "C" {
  * store object is not thread-safe.
  *
  * The store keeps an in-memory copy of the latest version (the base of the
- * next delta), so a delta save reads nothing from disk, and one buffer for a
- * delta's planes, reused from save to save (so saves take no page faults):
- * together up to twice the size of a snapshot. Encoding spreads tensors over
- * OpenMP threads; the files are the same bytes on any thread count.
+ * next delta) and one buffer for a delta's planes, reused from save to save
+ * (so saves take no page faults): together up to twice the size of a
+ * snapshot. So a delta save reads nothing from disk, a restore of the latest
+ * copies it, and a restore of a version on its chain with fewer deltas
+ * between it and the latest than between it and the chain's full version
+ * undoes the deltas in between on a copy of the latest (reading those
+ * deltas and the version's own file, not the lower part of the chain;
+ * every content id is checked as for any restore). Encoding spreads
+ * tensors over OpenMP threads; the files are the same bytes on any thread
+ * count.
  */
 typedef struct gck_store gck_store;
 
@@ -136,8 +154,9 @@ GCK_API gck_status gck_store_open(const char *dir, const gck_store_config *cfg, 
  *   committing a manifest that no longer names it, so what a reader finds is
  *   what was saved. When a file of a version's chain has gone since the
  *   view was read, the current manifest decides: a version the writer
- *   rebased is rebuilt from its new files (same content, every check made);
- *   a version the writer evicted is GCK_ERR_NOT_FOUND with the message
+ *   still retains (rebased by a writer of an older build) is rebuilt from
+ *   its new files (same content, every check made); a version the writer
+ *   evicted is GCK_ERR_NOT_FOUND with the message
  *   "version N was evicted meanwhile (...)". A file still named by the
  *   current manifest but missing is damage: GCK_ERR_IO, as for a writer;
  * - gck_store_save, tag, untag and gc are refused with
@@ -174,8 +193,7 @@ GCK_API gck_status gck_store_close(gck_store *s);
  *
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL s/snap, tags NULL with n_tags > 0,
  *         a NULL or empty tag, a read-only handle); GCK_ERR_IO (the message names the file);
- *         GCK_ERR_CORRUPT (a base needed for the delta or a rebase fails its
- *         check); GCK_ERR_NO_MEMORY. On error the store is unchanged: the
+ *         GCK_ERR_CORRUPT (a base needed for the delta fails its check); GCK_ERR_NO_MEMORY. On error the store is unchanged: the
  *         manifest was not replaced and the files written for it are removed
  *         - except a GCK_ERR_IO whose message says "saved, but cannot sync":
  *         then only the final directory fsync failed and the version is saved
@@ -242,7 +260,10 @@ GCK_API gck_status gck_store_wait(gck_store *s, uint64_t *version_out);
 /**
  * Rebuilds a retained version, bit-identical to what was saved (every
  * tensor's content id, and the step, timestamp and the digest of every other
- * field the manifest records, are checked on the way).
+ * field the manifest records, are checked on the way). The bases of a
+ * delta's chain are read and decoded but not hashed themselves: every
+ * tensor of the version restored is, so a damaged base byte it uses is
+ * found there (GCK_ERR_CORRUPT naming the version restored).
  * Ownership: *out is the caller's (gck_snapshot_destroy).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL), GCK_ERR_NOT_FOUND (not retained;
  *         on a read-only handle also "version N was evicted meanwhile"),
@@ -369,17 +390,20 @@ GCK_API gck_status gck_store_config_get(const gck_store *s, gck_store_config *ou
 typedef struct gck_store_stats {
     size_t versions, full_versions, delta_versions;
     uint64_t logical_bytes; /**< sum of the retained versions' full_bytes */
-    uint64_t disk_bytes;    /**< their data files' sizes plus the manifest's */
+    uint64_t disk_bytes;    /**< their data files' sizes, the hidden bases' and the manifest's */
+    size_t hidden_bases;    /**< evicted versions kept as bases of retained ones (policy, above) */
+    uint64_t hidden_bytes;  /**< their data files' sizes (part of disk_bytes) */
 } gck_store_stats;
 
 /**
  * Counts and sizes of the retained versions into *out (disk_bytes from the
- * sizes the manifest records, plus the manifest's own size).
+ * sizes the manifest records, plus the hidden bases' and the manifest's own
+ * size; hidden bases are not counted as versions).
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL).
  */
 GCK_API gck_status gck_store_stats_get(const gck_store *s, gck_store_stats *out);
 
-/** On-disk size of one retained version's data file (0 if not retained, or s NULL). */
+/** On-disk size of one retained version's data file (0 if not retained - a hidden base is not -, or s NULL). */
 GCK_API uint64_t gck_store_version_disk_bytes(const gck_store *s, uint64_t version);
 
 /**
@@ -451,7 +475,8 @@ GCK_API gck_status gck_store_verify_each(gck_store *s, gck_store_verify_fn fn, v
 /**
  * Removes files in the directory that the manifest does not name (left by a
  * crash: half-written temporaries, data files of an uncommitted save, files
- * replaced by a rebase). bytes_freed may be NULL. Files that do not look
+ * of dropped versions whose unlink was lost). The hidden bases' files are
+ * named: kept. bytes_freed may be NULL. Files that do not look
  * like the store's own are never touched.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL, a read-only handle), GCK_ERR_IO.
  * Thread-safety: the store's one thread (the writer's lock keeps other

@@ -398,7 +398,7 @@ fails "verify finds a changed dtype" "gradckpt verify: badshape" verify badshape
 fails "restore refuses a changed dtype" "gradckpt store restore: " store restore badshape 3 badshape.safetensors
 
 # ---- readers beside a writer ----------------------------------------------------------
-# A writer saves (and evicts, rebases, moves a tag) in a loop while the reading
+# A writer saves (and evicts, keeps hidden bases, moves a tag) in a loop while the reading
 # commands run: each succeeds or fails only with "evicted meanwhile", and every
 # restored version is bit for bit what was saved.
 "$FIX" writer live live.stop &
@@ -434,6 +434,16 @@ if wait "$writer"; then ok; else bad "the writer failed"; fi
 if [ "$rebuilt" -gt 0 ]; then ok; else bad "no version was restored beside the writer"; fi
 run verify live
 expect "verify the store after the writer stopped" 0
+# 3 kept and chains of up to 3 files: evicted versions are often kept as hidden
+# bases; store ls counts them in the totals and names them when there are any
+run store ls --json live
+expect "store ls --json after the writer stopped" 0
+contains "store ls --json hidden bases" out.txt '"hidden_bases"'
+hidden=$(grep -o '"hidden_bases": *"*[0-9]*' out.txt | grep -o '[0-9]*$')
+run store ls live
+if [ "${hidden:-0}" -gt 0 ]; then
+  contains "store ls hidden bases" out.txt "hidden bases: $hidden evicted version"
+elif grep -q "hidden bases:" out.txt; then bad "store ls: a hidden bases line without hidden bases"; else ok; fi
 echo "readers beside a writer: $reads reads, $rebuilt restores compared, $evicted versions evicted meanwhile"
 
 # ---- read-only directory and file system --------------------------------------------

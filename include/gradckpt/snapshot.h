@@ -387,7 +387,7 @@ GCK_API gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path
  * Ownership: *out is a new reference the caller releases.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_IO; GCK_ERR_CORRUPT (any
  *         snapshot rule, missing checkpoint keys, layers that are not 1-D
- *         F32/F64 of one dtype, a checksum mismatch); GCK_ERR_NO_MEMORY.
+ *         F32/F64/BF16 of one dtype, a checksum mismatch); GCK_ERR_NO_MEMORY.
  * Thread-safety: safe from any thread.
  */
 GCK_API gck_status gck_checkpoint_load(const char *path, gck_checkpoint **out);

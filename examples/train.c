@@ -782,9 +782,9 @@ int main(int argc, char **argv)
         printf("gradient path: trainer (gck_tensors_* in place on the run's buffers; clip %g, eps %g)\n", o.clip,
                o.clip_eps);
     else
-        printf("gradient path: checkpointer (gck_accumulate_many_f32 + gck_flush_into, a checkpoint per step; "
+        printf("gradient path: checkpointer (gck_accumulate_many_%s + gck_flush_into, a checkpoint per step; "
                "clip %g)\n",
-               o.clip);
+               g_grad_dtype_name[o.grad_bf16], o.clip);
     if (o.grad_bf16)
         printf("gradient dtype: bf16 (each micro-batch's gradient rounded to bf16, accumulated in f32; weights and "
                "AdamW state f32)\n");

@@ -88,7 +88,16 @@ double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sums
 {
     if (gck_l2_sum_ok(sumsq))
         return sqrt(sumsq);
-    return dtype == GCK_DTYPE_F32 ? gck_l2norm_f32(values, n) : gck_l2norm_f64(values, n);
+    return dtype == GCK_DTYPE_F32    ? gck_l2norm_f32(values, n)
+           : dtype == GCK_DTYPE_BF16 ? gck_l2norm_bf16(values, n)
+                                     : gck_l2norm_f64(values, n);
+}
+
+double gck_values_sumsq(const void *values, size_t n, gck_dtype dtype)
+{
+    return dtype == GCK_DTYPE_F32    ? gck_sumsq_f32(values, n)
+           : dtype == GCK_DTYPE_BF16 ? gck_sumsq_bf16(values, n)
+                                     : gck_sumsq_f64(values, n);
 }
 
 double gck_global_norm_of(const gck_ckpt_layer *layers, size_t n)
@@ -220,6 +229,22 @@ gck_status gck_checkpoint_find(const gck_checkpoint *c, const char *layer_id, gc
     return GCK_OK;
 }
 
+/* Values [i, i + k) of a layer widened to f64 (k <= 1024). */
+static void gck_widen(double *buf, const void *values, gck_dtype dt, size_t i, size_t k)
+{
+    if (dt == GCK_DTYPE_F64) {
+        memcpy(buf, (const double *)values + i, k * sizeof *buf);
+        return;
+    }
+    float f[1024];
+    if (dt == GCK_DTYPE_BF16)
+        gck_convert_bf16_to_f32(f, (const uint16_t *)values + i, k);
+    else
+        memcpy(f, (const float *)values + i, k * sizeof *f);
+    for (size_t j = 0; j < k; j++)
+        buf[j] = (double)f[j];
+}
+
 /* Squared distance between two layers, the shorter padded with zeros. */
 static double gck_layer_dist2(const gck_checkpoint *ca, const gck_ckpt_layer *a, const gck_checkpoint *cb,
                               const gck_ckpt_layer *b)
@@ -229,25 +254,23 @@ static double gck_layer_dist2(const gck_checkpoint *ca, const gck_ckpt_layer *a,
     const gck_dtype ldt = a->n > b->n ? ca->dtype : cb->dtype;
     double d2;
     if (ca->dtype == cb->dtype) {
-        d2 = ca->dtype == GCK_DTYPE_F32 ? gck_dist2_f32(a->values, b->values, common)
-                                        : gck_dist2_f64(a->values, b->values, common);
+        d2 = ca->dtype == GCK_DTYPE_F32    ? gck_dist2_f32(a->values, b->values, common)
+             : ca->dtype == GCK_DTYPE_BF16 ? gck_dist2_bf16(a->values, b->values, common)
+                                           : gck_dist2_f64(a->values, b->values, common);
     } else {
-        /* mixed dtypes: widen the f32 side in chunks and compare in f64 */
-        const float *f = ca->dtype == GCK_DTYPE_F32 ? a->values : b->values;
-        const double *g = ca->dtype == GCK_DTYPE_F32 ? b->values : a->values;
-        double buf[1024];
+        /* mixed dtypes: widen both sides (exactly) in chunks and compare in f64 */
+        double x[1024], y[1024];
         d2 = 0.0;
         for (size_t i = 0; i < common; i += 1024) {
             const size_t k = common - i < 1024 ? common - i : 1024;
-            for (size_t j = 0; j < k; j++)
-                buf[j] = (double)f[i + j];
-            d2 = d2 + gck_dist2_f64(buf, g + i, k);
+            gck_widen(x, a->values, ca->dtype, i, k);
+            gck_widen(y, b->values, cb->dtype, i, k);
+            d2 = d2 + gck_dist2_f64(x, y, k);
         }
     }
     const size_t tail = longer->n - common;
     const size_t esz = gck_dtype_size(ldt);
-    const void *tv = (const char *)longer->values + common * esz;
-    return d2 + (ldt == GCK_DTYPE_F32 ? gck_sumsq_f32(tv, tail) : gck_sumsq_f64(tv, tail));
+    return d2 + gck_values_sumsq((const char *)longer->values + common * esz, tail, ldt);
 }
 
 gck_status gck_checkpoint_diff(const gck_checkpoint *a, const gck_checkpoint *b, gck_layer_distance **out,

@@ -57,6 +57,8 @@ GCK_INTERNAL void gck_checkpoint_take_arena(gck_checkpoint *c);
  * range, else the rescaled gck_l2norm of the values (an extra pass, only for
  * sums that overflowed or lost precision to underflow). */
 GCK_INTERNAL double gck_layer_norm(const void *values, size_t n, gck_dtype dtype, double sumsq);
+/* gck_sumsq_* of n values of dtype (F64, F32 or BF16). */
+GCK_INTERNAL double gck_values_sumsq(const void *values, size_t n, gck_dtype dtype);
 
 /* The global norm of layers with these sums of squares and norms: sqrt of
  * the left-to-right sum of sumsq, or, when that overflows or underflows with

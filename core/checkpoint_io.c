@@ -110,8 +110,8 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
         const gck_snap_tensor *t = s->tensors.items[i];
         if (i == 0)
             dt = t->dtype;
-        if (t->ndim != 1 || t->dtype != dt || (dt != GCK_DTYPE_F64 && dt != GCK_DTYPE_F32))
-            return GCK_CK_CORRUPT("%.300s: layer '%.200s' is not a 1-D tensor of the file's F32/F64 dtype", path,
+        if (t->ndim != 1 || t->dtype != dt || (dt != GCK_DTYPE_F64 && dt != GCK_DTYPE_F32 && dt != GCK_DTYPE_BF16))
+            return GCK_CK_CORRUPT("%.300s: layer '%.200s' is not a 1-D tensor of the file's F32/F64/BF16 dtype", path,
                                   t->name);
     }
     const size_t list_bytes = (n ? n : 1) * (sizeof(const char *) + sizeof(size_t));
@@ -144,7 +144,7 @@ static gck_status gck_checkpoint_from(const char *path, const gck_snapshot *s, g
         }
         if (t->nbytes)
             memcpy(l->values, t->data, t->nbytes);
-        l->sumsq = dt == GCK_DTYPE_F32 ? gck_sumsq_f32(l->values, l->n) : gck_sumsq_f64(l->values, l->n);
+        l->sumsq = gck_values_sumsq(l->values, l->n, dt);
         l->norm = gck_layer_norm(l->values, l->n, dt, l->sumsq);
     }
     c->global_norm = gck_global_norm_of(c->layers, n);

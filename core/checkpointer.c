@@ -10,7 +10,8 @@
  * checkpoint or the caller's buffers (one fused pass: divide or copy, and sum
  * the squares), scales them in place only when clipping triggers, then
  * checksums what it records: the accumulation buffers are never modified by
- * a flush, so a failing flush changes nothing. */
+ * a flush, so a failing flush changes nothing. BF16 storage accumulates in
+ * f32 and finishes through staging copies (gck_flush_bf16). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,8 @@ struct gck_checkpointer {
     size_t scratch_bytes;
     void *spare;          /* gck_flush_into's staging arena (error_if_nonfinite), kept for reuse */
     size_t spare_bytes;
+    void *stage;          /* BF16 storage: a flush's f32 and bf16 copies of the values, kept for reuse */
+    size_t stage_bytes;
     gck_layer **hint;     /* list calls: the layer entry i named last time (or NULL) */
     size_t hint_cap;
     int clip_expected;    /* clipping fired in the last flush window (or none yet) */
@@ -111,8 +114,9 @@ static gck_status gck_config_check(const gck_config *c)
     GCK_CHECK_ARG((unsigned)c->reduction <= GCK_REDUCE_TREE, "invalid config: unknown reduction %d",
                   (int)c->reduction);
     GCK_CHECK_ARG((unsigned)c->dtype < GCK_DTYPE_COUNT, "invalid config: unknown dtype %d", (int)c->dtype);
-    if (c->dtype != GCK_DTYPE_F64 && c->dtype != GCK_DTYPE_F32)
-        return gck_fail(GCK_ERR_UNSUPPORTED, "the checkpointer stores F64 or F32, not %s", gck_dtype_name(c->dtype));
+    if (c->dtype != GCK_DTYPE_F64 && c->dtype != GCK_DTYPE_F32 && c->dtype != GCK_DTYPE_BF16)
+        return gck_fail(GCK_ERR_UNSUPPORTED, "the checkpointer stores F64, F32 or BF16, not %s",
+                        gck_dtype_name(c->dtype));
     return GCK_OK;
 }
 
@@ -165,6 +169,7 @@ void gck_checkpointer_destroy(gck_checkpointer *cp)
     free(cp->weights);
     free(cp->scratch);
     free(cp->spare);
+    free(cp->stage);
     free(cp->hint);
     free(cp);
 }
@@ -238,9 +243,16 @@ static gck_layer *gck_layer_lookup(gck_checkpointer *cp, const char *id, size_t 
     return h;
 }
 
-static size_t gck_storage_size(const gck_checkpointer *cp)
+/* The dtype of the accumulation buffers (and of every value a flush
+ * finishes before storing): the storage dtype, f32 for BF16 storage. */
+static gck_dtype gck_acc_dtype(const gck_checkpointer *cp)
 {
-    return gck_dtype_size(cp->cfg.dtype);
+    return cp->cfg.dtype == GCK_DTYPE_BF16 ? GCK_DTYPE_F32 : cp->cfg.dtype;
+}
+
+static size_t gck_acc_size(const gck_checkpointer *cp)
+{
+    return gck_dtype_size(gck_acc_dtype(cp));
 }
 
 /* ---- OpenMP over layers ------------------------------------------------------ */
@@ -397,7 +409,7 @@ static gck_status gck_check_entry(const char *id, const void *values, size_t n, 
 static gck_status gck_layer_oom(const gck_checkpointer *cp, const char *id, size_t n)
 {
     size_t bytes;
-    if (!gck_mul_size(n, gck_storage_size(cp), &bytes))
+    if (!gck_mul_size(n, gck_acc_size(cp), &bytes))
         return gck_fail(GCK_ERR_NO_MEMORY, "layer '%.200s': %zu values do not fit in memory", id, n);
     return gck_fail_ctx(gck_fail_oom("accumulation buffer", bytes), "layer '%.200s'", id);
 }
@@ -410,7 +422,7 @@ static gck_status gck_layer_resolve(gck_checkpointer *cp, const char *id, size_t
 {
     size_t at = 0;
     gck_layer *l = gck_layer_lookup(cp, id, slot, &at);
-    const size_t esz = gck_storage_size(cp);
+    const size_t esz = gck_acc_size(cp);
     size_t bytes;
     if (l != NULL) {
         if (l->mark != cp->serial) {
@@ -500,7 +512,7 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const double w = gck_weight(cp, j);
     const int first = j == 0;
     if (cp->cfg.reduction == GCK_REDUCE_TREE) {
-        gck_tree_add_piece(&l->tree, l->buf, cp->cfg.dtype, j, values, in_dtype, lo, n, weighted, w);
+        gck_tree_add_piece(&l->tree, l->buf, gck_acc_dtype(cp), j, values, in_dtype, lo, n, weighted, w);
         return;
     }
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
@@ -585,7 +597,7 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
     }
     for (size_t i = 0; cp->cfg.reduction == GCK_REDUCE_TREE && i < count; i++) {
         const gck_status st = gck_tree_reserve(&ent[i]->tree, gck_tree_levels_for(ent[i]->count + round[i]),
-                                               lens[i], gck_storage_size(cp), ids[i]);
+                                               lens[i], gck_acc_size(cp), ids[i]);
         if (st != GCK_OK) {
             gck_drop_created(cp);
             return st;
@@ -809,7 +821,7 @@ static gck_status gck_fin_set(gck_checkpointer *cp, gck_layer *l, const gck_redu
     if (red != NULL)
         sum = red->data;
     else if (cp->cfg.reduction == GCK_REDUCE_TREE)
-        GCK_TRY(gck_tree_fold(&l->tree, l->buf, cp->cfg.dtype, l->count, l->n, l->id, &sum, &l->fin_wsum));
+        GCK_TRY(gck_tree_fold(&l->tree, l->buf, gck_acc_dtype(cp), l->count, l->n, l->id, &sum, &l->fin_wsum));
     l->fin_src = sum;
     return GCK_OK;
 }
@@ -853,7 +865,7 @@ static gck_status gck_pending_collect(gck_checkpointer *cp, gck_pending *p, cons
  * clipping. */
 static double gck_finish_all(const gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L)
 {
-    const gck_dtype dt = cp->cfg.dtype;
+    const gck_dtype dt = gck_acc_dtype(cp);
     GCK_FOR_EACH_LAYER(p->np, L[i].n, {
         const gck_finish f = gck_finish_of(cp, p->layers[i]);
         L[i].sumsq = gck_finish_layer(dt, L[i].values, &f, L[i].n);
@@ -873,7 +885,7 @@ static double gck_clip_all(const gck_checkpointer *cp, gck_ckpt_layer *L, size_t
     *after = norms ? norm : NAN;
     if (!(cp->cfg.clip_enabled && norm > cp->cfg.clip_norm && norm > 0.0))
         return 1.0;
-    const gck_dtype dt = cp->cfg.dtype;
+    const gck_dtype dt = gck_acc_dtype(cp);
     const double s = cp->cfg.clip_norm / norm;
     if (!norms) {
         if (dt == GCK_DTYPE_F64)
@@ -909,7 +921,7 @@ static int gck_finish_kind(const gck_checkpointer *cp, const gck_pending *p, dou
     int kind = GCK_FIN_COPY;
     for (size_t k = 0; k < p->np; k++) {
         const gck_finish f = gck_finish_of(cp, p->layers[k]);
-        const int copy = !f.divide || (cp->cfg.dtype == GCK_DTYPE_F64 ? f.d == 1.0 : (float)f.d == 1.0f);
+        const int copy = !f.divide || (gck_acc_dtype(cp) == GCK_DTYPE_F64 ? f.d == 1.0 : (float)f.d == 1.0f);
         if (copy && kind == GCK_FIN_COPY)
             continue;
         if (copy || !f.divide || (kind == GCK_FIN_COMMON && f.d != *d) || (kind == GCK_FIN_COPY && k > 0))
@@ -941,7 +953,7 @@ static int gck_finish_kind(const gck_checkpointer *cp, const gck_pending *p, dou
 static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gck_ckpt_layer *L, int norms, int check,
                                   double *norm, double *coef, double *after, const char *fn)
 {
-    const gck_dtype dt = cp->cfg.dtype;
+    const gck_dtype dt = gck_acc_dtype(cp);
     const size_t np = p->np;
     double d = 1.0;
     const int kind = cp->cfg.clip_enabled && cp->clip_expected ? gck_finish_kind(cp, p, &d) : GCK_FIN_OTHER;
@@ -967,7 +979,7 @@ static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gc
         return gck_nonfinite(*norm, fn);
     const int clips = *norm > cp->cfg.clip_norm && *norm > 0.0;
     const double s = clips ? cp->cfg.clip_norm / *norm : 1.0;
-    const size_t esz = gck_storage_size(cp);
+    const size_t esz = gck_acc_size(cp);
     *after = NAN;
     if (clips && norms) {
         /* the checkpoint records the clipped values' sums: per layer */
@@ -1042,6 +1054,127 @@ static void gck_record(gck_checkpointer *cp, gck_checkpoint *c, uint64_t now, gc
         *out = gck_checkpoint_retain(c);
 }
 
+/* ---- BF16 storage --------------------------------------------------------------
+ *
+ * The buffers are f32 (as for F32 storage). A flush finishes each layer in
+ * f32 exactly as F32 storage does, into a staging copy, and rounds it to
+ * bf16 once (gck_convert_f32_to_bf16). Clipping is decided on the norm of
+ * those rounded values, so every norm the checkpoint records describes bf16
+ * values: the pre-clip norm is the norm of what would have been stored
+ * unclipped. When clipping fires, the f32 values are scaled by (float) of
+ * the factor and rounded again from f32 (each stored value is rounded once
+ * from its f32 value, never from a bf16 one). */
+
+/* The staging copies for the pending layers: f[k] (f32) and h[k] (bf16),
+ * on memory the checkpointer keeps for later flushes. */
+static gck_status gck_bf16_stage(gck_checkpointer *cp, const gck_pending *p, float ***f, uint16_t ***h,
+                                 const char *fn)
+{
+    size_t total = 0;
+    for (size_t k = 0; k < p->np; k++)
+        total += p->lens[k]; /* each has an f32 buffer: no overflow below */
+    const size_t ptrs = (p->np ? p->np : 1) * (sizeof **f + sizeof **h);
+    const size_t fat = (ptrs + 63) / 64 * 64, hat = fat + (total * sizeof(float) + 63) / 64 * 64;
+    const size_t bytes = hat + total * sizeof(uint16_t);
+    if (bytes > cp->stage_bytes) {
+        void *m = gck_aligned_alloc(bytes);
+        if (m == NULL)
+            return gck_fail_ctx(gck_fail_oom("bf16 staging copy", bytes), "%s", fn);
+        free(cp->stage);
+        cp->stage = m;
+        cp->stage_bytes = bytes;
+    }
+    char *m = cp->stage;
+    *f = (float **)(void *)m;
+    *h = (uint16_t **)(void *)(m + (p->np ? p->np : 1) * sizeof **f);
+    for (size_t k = 0, at = 0; k < p->np; at += p->lens[k], k++) {
+        (*f)[k] = (float *)(void *)(m + fat) + at;
+        (*h)[k] = (uint16_t *)(void *)(m + hat) + at;
+    }
+    return GCK_OK;
+}
+
+/* Finishes the pending layers into the staging copies: h[k] receives the
+ * values to store, L[k] (values = h[k], n set) their sum of squares and
+ * norm; *norm is the global norm before clipping, *coef the clip factor,
+ * *after the global norm of the stored values. With `check`, a non-finite
+ * norm fails with GCK_ERR_NONFINITE. Writes nothing but the staging copies
+ * and L. */
+static gck_status gck_finish_bf16(gck_checkpointer *cp, const gck_pending *p, float *const *f, uint16_t *const *h,
+                                  gck_ckpt_layer *L, int check, double *norm, double *coef, double *after,
+                                  const char *fn)
+{
+    const size_t np = p->np;
+    GCK_FOR_EACH_LAYER(np, L[i].n, {
+        const gck_finish fin = gck_finish_of(cp, p->layers[i]);
+        (void)gck_finish_layer(GCK_DTYPE_F32, f[i], &fin, L[i].n);
+        gck_convert_f32_to_bf16(h[i], f[i], L[i].n);
+        L[i].sumsq = gck_sumsq_bf16(h[i], L[i].n);
+    });
+    gck_set_norms(L, np, GCK_DTYPE_BF16);
+    *norm = *after = gck_global_norm_of(L, np);
+    *coef = 1.0;
+    if (check && !isfinite(*norm))
+        return gck_nonfinite(*norm, fn);
+    if (!(cp->cfg.clip_enabled && *norm > cp->cfg.clip_norm && *norm > 0.0))
+        return GCK_OK;
+    const double s = cp->cfg.clip_norm / *norm;
+    GCK_FOR_EACH_LAYER(np, L[i].n, {
+        gck_scale_f32(f[i], (float)s, L[i].n);
+        gck_convert_f32_to_bf16(h[i], f[i], L[i].n);
+        L[i].sumsq = gck_sumsq_bf16(h[i], L[i].n);
+    });
+    gck_set_norms(L, np, GCK_DTYPE_BF16);
+    *after = gck_global_norm_of(L, np);
+    *coef = s;
+    return GCK_OK;
+}
+
+/* gck_flush or gck_flush_reduced (the checkpoint's step given), or with
+ * `into` gck_flush_into (out NULL: record nothing), for BF16 storage. Everything that can fail
+ * happens before the checkpointer, dst or the recycled memory is written. */
+static gck_status gck_flush_bf16(gck_checkpointer *cp, uint64_t now, uint64_t step, gck_pending *p, int into,
+                                 gck_clip_info *info, gck_checkpoint **out, const char *fn)
+{
+    float **f = NULL;
+    uint16_t **h = NULL;
+    GCK_TRY(gck_bf16_stage(cp, p, &f, &h, fn));
+    gck_checkpoint *c = NULL;
+    if (!into || out != NULL) {
+        c = gck_new_for(cp, p->np, p->ids, p->lens, gck_recyclable(cp));
+        if (c == NULL)
+            return gck_pending_oom(cp, p, "checkpoint", fn);
+    }
+    for (size_t k = 0; k < p->np; k++)
+        p->L[k] = (gck_ckpt_layer){.id = p->ids[k], .values = h[k], .n = p->lens[k], .step = p->layers[k]->fin_step};
+    double norm, coef, after;
+    const gck_status st =
+        gck_finish_bf16(cp, p, f, h, p->L, cp->cfg.error_if_nonfinite, &norm, &coef, &after, fn);
+    if (st != GCK_OK) {
+        if (st == GCK_ERR_NONFINITE)
+            gck_set_info(info, norm, 1.0);
+        gck_checkpoint_release(c);
+        return st;
+    }
+    gck_set_info(info, norm, coef);
+    if (into)
+        GCK_FOR_EACH_PIECE(p->np, p->lens[i], memcpy((uint16_t *)p->dst[i] + lo, h[i] + lo, len * sizeof(uint16_t)));
+    if (c != NULL) {
+        gck_checkpoint_fill_seal(c, (const void *const *)h, cp->cfg.checksum);
+        for (size_t k = 0; k < p->np; k++) {
+            c->layers[k].step = p->L[k].step;
+            c->layers[k].sumsq = p->L[k].sumsq;
+            c->layers[k].norm = p->L[k].norm;
+        }
+        c->global_norm = after;
+        c->norm_before_clip = norm;
+        c->clip_coef = coef;
+        gck_record(cp, c, now, out);
+        c->step = step;
+    }
+    return GCK_OK;
+}
+
 /* Ends the flush window: pending state cleared (buffers kept), one more window counted. */
 static void gck_close_window(gck_checkpointer *cp)
 {
@@ -1057,6 +1190,11 @@ static gck_status gck_flush_window(gck_checkpointer *cp, uint64_t now, const gck
         return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "flush: no gradients accumulated since the last flush");
     gck_pending p;
     GCK_TRY(gck_pending_collect(cp, &p, "flush", red));
+    if (cp->cfg.dtype == GCK_DTYPE_BF16) {
+        GCK_TRY(gck_flush_bf16(cp, now, step, &p, 0, NULL, out, "flush"));
+        gck_close_window(cp);
+        return GCK_OK;
+    }
     gck_checkpoint *c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
     if (c == NULL)
         return gck_pending_oom(cp, &p, "checkpoint", "flush");
@@ -1209,7 +1347,7 @@ static gck_status gck_flush_into_staged(gck_checkpointer *cp, uint64_t now, gck_
         gck_checkpoint_release(c);
         return st;
     }
-    const size_t esz = gck_storage_size(cp);
+    const size_t esz = gck_acc_size(cp);
     GCK_FOR_EACH_PIECE(p->np, c->layers[i].n,
                        memcpy((char *)p->dst[i] + lo * esz, (const char *)c->layers[i].values + lo * esz, len * esz));
     if (out != NULL) {
@@ -1232,6 +1370,11 @@ gck_status gck_flush_into(gck_checkpointer *cp, uint64_t now, const gck_flush_ds
     gck_pending p;
     GCK_TRY(gck_pending_collect(cp, &p, "gck_flush_into", NULL));
     GCK_TRY(gck_dst_map(cp, dst, &p));
+    if (cp->cfg.dtype == GCK_DTYPE_BF16) {
+        GCK_TRY(gck_flush_bf16(cp, now, cp->global_step, &p, 1, info, out, "gck_flush_into"));
+        gck_close_window(cp);
+        return GCK_OK;
+    }
     if (cp->cfg.error_if_nonfinite) {
         GCK_TRY(gck_flush_into_staged(cp, now, &p, info, out));
         gck_close_window(cp);

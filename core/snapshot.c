@@ -519,6 +519,7 @@ gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_snapshot *src, 
 
 gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out)
 {
+    GCK_CHECK_ARG(s != NULL && out != NULL, "gck_snapshot_clone: NULL %s", s ? "out" : "snapshot");
     gck_snapshot *c = NULL;
     GCK_TRY(gck_snapshot_create(s->step, &c));
     gck_status st = gck_snapshot_copy_fields(c, s, NULL);
@@ -548,6 +549,46 @@ gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out)
     return GCK_OK;
 fail:
     gck_snapshot_destroy(c);
+    return st;
+}
+
+gck_status gck_snapshot_own(gck_snapshot *s)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_snapshot_own: NULL snapshot");
+    /* all buffers first, so a failure changes nothing; then copy and swap */
+    void **fresh = NULL;
+    gck_status st = GCK_OK;
+    size_t nb = 0;
+    for (size_t i = 0; i < s->tensors.n; i++)
+        nb += ((const gck_snap_tensor *)s->tensors.items[i])->borrowed;
+    if (nb == 0)
+        return GCK_OK;
+    fresh = gck_calloc(nb, sizeof *fresh);
+    if (fresh == NULL)
+        return gck_fail_ctx(gck_fail_oom("buffer list", nb * sizeof *fresh), "gck_snapshot_own");
+    for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
+        const gck_snap_tensor *t = s->tensors.items[i];
+        if (!t->borrowed)
+            continue;
+        if ((fresh[j++] = gck_aligned_alloc(t->nbytes ? t->nbytes : 1)) == NULL) {
+            st = gck_fail_ctx(gck_fail_oom("tensor values", t->nbytes), "gck_snapshot_own: tensor '%.200s'",
+                              t->name);
+            goto done;
+        }
+    }
+    for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
+        gck_snap_tensor *t = s->tensors.items[i];
+        if (!t->borrowed)
+            continue;
+        if (t->nbytes)
+            memcpy(fresh[j], t->data, t->nbytes);
+        t->data = fresh[j], fresh[j++] = NULL;
+        t->borrowed = 0; /* the content id stays: the bytes are the same */
+    }
+done:
+    for (size_t j = 0; j < nb; j++)
+        free(fresh[j]);
+    free(fresh);
     return st;
 }
 

@@ -112,8 +112,7 @@ GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const
  * they differ; any other error leaves dst's fields partly copied. */
 GCK_INTERNAL gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src);
 
-/* Deep copy, content ids included (no rehashing). */
-GCK_INTERNAL gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out);
+/* gck_snapshot_clone (public, snapshot.h): deep copy, content ids included. */
 
 /* ---- chosen tensors of a file, read straight into the caller's memory ---- */
 

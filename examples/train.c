@@ -23,8 +23,14 @@
  *   the ranks share their losses to sum them in one order. Rank 0 alone opens the store for
  *   writing and saves; on --resume the others read the same version read-only beside it
  *   (gck_store_open_readonly), so the rank count may change between runs.
- * Snapshots borrow the blocks (gck_snapshot_add_tensor_ref) and resuming restores straight into
- * them (gck_store_restore_into); step, learning rate and data position are typed metadata. */
+ * --grad-dtype bf16: the backward pass rounds each micro-batch's gradient to bf16 (one more block), and
+ * both paths accumulate it widened to f32 (gck_axpy_init/axpy_bf16_to_f32 over the whole block, or
+ * gck_accumulate_many_bf16); the finished gradient, the weights and AdamW's state stay f32.
+ * Snapshots are built by reference to the blocks (gck_snapshot_add_tensor_ref), made to own a copy
+ * (gck_snapshot_own) and saved on the store's thread (gck_store_save_async) while training goes on;
+ * the save is waited for before the next one and before the run ends (--sync-save: gck_store_save
+ * straight from the blocks). Resuming restores straight into them (gck_store_restore_into); step,
+ * learning rate, data position and gradient dtype are metadata. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -59,10 +65,12 @@ typedef struct options {
     uint64_t seed;
     int threads;
     int path;
-    int path_set, clip_eps_set; /* given on the command line */
+    int path_set, clip_eps_set, grad_dtype_set; /* given on the command line */
     int tree, tree_set;         /* checkpointer path: GCK_REDUCE_TREE (--reduce tree; always with --dist) */
     int dist;                   /* --dist: data-parallel over MPI ranks (train_dist.h) */
     int mb_first, mb_count;     /* this process's micro-batches of each step: all of them unless --dist */
+    int grad_bf16;              /* --grad-dtype bf16 */
+    int sync_save;              /* --sync-save: gck_store_save instead of gck_store_save_async */
     const char *plot;
     int quiet;
 } options;
@@ -98,8 +106,14 @@ static void usage(FILE *f)
             "  --path P           trainer (default): gradients accumulated, averaged and clipped in\n"
             "                     the run's own buffer with gck_tensors_*; checkpointer:\n"
             "                     gck_accumulate_many_f32 + gck_flush_into, recording checkpoints\n"
+            "  --grad-dtype D     f32 (default) or bf16: the backward pass rounds each micro-batch's\n"
+            "                     gradient to bf16, accumulated in f32 (gck_axpy_*_bf16_to_f32, or\n"
+            "                     gck_accumulate_many_bf16); weights and AdamW state stay f32\n"
             "  --steps N          total optimizer steps (default 600)\n"
-            "  --save-every N     steps between snapshots (default 20)\n"
+            "  --save-every N     steps between snapshots (default 20; 0: no snapshots at all)\n"
+            "  --sync-save        save in the training thread (gck_store_save); by default snapshots\n"
+            "                     are saved on the store's thread (gck_store_save_async) while\n"
+            "                     training goes on\n"
             "  --dims A,B,...     layer widths, inputs first (default 64,2048,1024,16: 2.2 M params)\n"
             "  --batch N          samples per step (default 128)\n"
             "  --micro N          micro-batches per step, of unequal sizes (default 4)\n"
@@ -176,6 +190,16 @@ static int parse_reduce(const char *s, int *tree)
     return -1;
 }
 
+static const char *const g_grad_dtype_name[2] = {"f32", "bf16"};
+
+static int parse_grad_dtype(const char *s, int *bf16)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(s, g_grad_dtype_name[i]) == 0)
+            return *bf16 = i, 0;
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     *o = (options){.dir = "train-run", .steps = 600, .save_every = 20, .batch = 128, .micro = 4, .lr = 1e-3,
@@ -194,6 +218,9 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--dist") == 0) {
             o->dist = 1;
             continue;
+        } else if (strcmp(a, "--sync-save") == 0) {
+            o->sync_save = 1;
+            continue;
         } else if (v == NULL) {
             fprintf(stderr, "train: %s needs a value (see --help)\n", a);
             return -1;
@@ -203,10 +230,12 @@ static int parse_args(int argc, char **argv, options *o)
             o->dir = v, o->resume = 1;
         } else if (strcmp(a, "--path") == 0) {
             bad = parse_path(v, &o->path), o->path_set = 1;
+        } else if (strcmp(a, "--grad-dtype") == 0) {
+            bad = parse_grad_dtype(v, &o->grad_bf16), o->grad_dtype_set = 1;
         } else if (strcmp(a, "--steps") == 0) {
             bad = parse_u64(v, &o->steps) || o->steps == 0;
         } else if (strcmp(a, "--save-every") == 0) {
-            bad = parse_u64(v, &o->save_every) || o->save_every == 0;
+            bad = parse_u64(v, &o->save_every);
         } else if (strcmp(a, "--dims") == 0) {
             bad = parse_dims(v, &o->shape);
         } else if (strcmp(a, "--batch") == 0) {
@@ -324,7 +353,26 @@ typedef struct grad_path {
     gck_flush_dst dst;
     const train_dist *dist;               /* --dist: the flush is gck_mpi_flush over the ranks */
     int mb_first;                         /* --dist: this rank's first micro-batch of a step */
+    /* --grad-dtype bf16: the micro-batch gradient rounded to bf16 (one block, cut as the f32 one) */
+    size_t count;                         /* values in a block */
+    float *acc_block;
+    const float *mb_block;
+    uint16_t *mb_bf16;
+    const uint16_t *mb_bf16_at[MAX_TENSORS];
 } grad_path;
+
+/* --grad-dtype bf16: the bf16 copy of the micro-batch gradient block, its tensors at the f32 block's
+ * offsets (the gradient stays contiguous, so the single-tensor kernels cover it in one call). */
+static int grad_bf16_init(grad_path *g, const train_params *acc, const train_params *mb)
+{
+    g->count = mb->count, g->acc_block = acc->block, g->mb_block = mb->block;
+    g->mb_bf16 = malloc((g->count ? g->count : 1) * sizeof *g->mb_bf16);
+    if (g->mb_bf16 == NULL)
+        return -1;
+    for (int k = 0; k < g->n; k++)
+        g->mb_bf16_at[k] = g->mb_bf16 + (tensor_at(mb, k) - mb->block);
+    return 0;
+}
 
 static int grad_path_init(grad_path *g, const options *o, const train_params *acc, const train_params *mb,
                           const int *rows, const train_dist *dist)
@@ -344,6 +392,8 @@ static int grad_path_init(grad_path *g, const options *o, const train_params *ac
     }
     g->acc = (gck_tensor_list){.count = (size_t)g->n, .data = g->acc_data, .lens = g->lens, .dtype = GCK_DTYPE_F32};
     g->mb = (gck_tensor_list){.count = (size_t)g->n, .data = g->mb_data, .lens = g->lens, .dtype = GCK_DTYPE_F32};
+    if (o->grad_bf16 && grad_bf16_init(g, acc, mb) != 0)
+        return -1;
     if (g->path != PATH_CHECKPOINTER)
         return 0;
     double weights[MAX_MICRO];
@@ -366,11 +416,35 @@ static void grad_path_free(grad_path *g)
 {
     gck_checkpointer_destroy(g->cp);
     g->cp = NULL;
+    free(g->mb_bf16);
+    g->mb_bf16 = NULL;
+}
+
+/* The end of the backward pass of a bf16-gradient model: the micro-batch's gradient rounded to bf16
+ * (round to nearest even), as a bf16 trainer hands it over. Nothing for f32 gradients. */
+static void grad_round(grad_path *g)
+{
+    if (g->mb_bf16 != NULL)
+        gck_convert_f32_to_bf16(g->mb_bf16, g->mb_block, g->count);
+}
+
+/* grad_add for bf16 gradients: the same weighted accumulation, each value widened exactly to f32. */
+static gck_status grad_add_bf16(grad_path *g, int mb, double w, uint64_t step)
+{
+    if (g->path == PATH_CHECKPOINTER)
+        return gck_accumulate_many_bf16(g->cp, g->id_ptr, g->mb_bf16_at, g->lens, (size_t)g->n, step);
+    if (mb == 0)
+        gck_axpy_init_bf16_to_f32(g->acc_block, (float)w, g->mb_bf16, g->count);
+    else
+        gck_axpy_bf16_to_f32(g->acc_block, (float)w, g->mb_bf16, g->count);
+    return GCK_OK;
 }
 
 /* Adds micro-batch `mb` (weight w, its rows) of optimizer step `step`. */
 static gck_status grad_add(grad_path *g, int mb, double w, uint64_t step)
 {
+    if (g->mb_bf16 != NULL)
+        return grad_add_bf16(g, mb, w, step);
     if (g->path == PATH_CHECKPOINTER)
         return gck_accumulate_many_f32(g->cp, g->id_ptr, g->mb_values, g->lens, (size_t)g->n, step);
     /* acc = 0 + mb * w for the first micro-batch (no zeroing pass), acc += mb * w after: exactly the
@@ -433,6 +507,7 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
     ok = ok && gck_snapshot_set_metadata(s, "train.dims", dims) == GCK_OK &&
          gck_snapshot_set_metadata(s, "train.path", g_path_name[o->path]) == GCK_OK &&
          gck_snapshot_set_metadata(s, "train.reduce", o->tree ? "tree" : "sequential") == GCK_OK &&
+         gck_snapshot_set_metadata(s, "train.grad_dtype", g_grad_dtype_name[o->grad_bf16]) == GCK_OK &&
          gck_snapshot_set_metadata_u64(s, "train.batch", (uint64_t)o->batch) == GCK_OK &&
          gck_snapshot_set_metadata_u64(s, "train.micro", (uint64_t)o->micro) == GCK_OK &&
          gck_snapshot_set_metadata_f64(s, "train.lr", o->lr) == GCK_OK &&
@@ -450,6 +525,22 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
         return NULL;
     }
     return s;
+}
+
+/* The run's gradient dtype as recorded (snapshots of runs older than --grad-dtype have none: f32). */
+static int read_grad_dtype(const gck_snapshot *s, options *o)
+{
+    const char *gd = gck_snapshot_metadata(s, "train.grad_dtype");
+    int bf16 = 0;
+    if (gd != NULL && parse_grad_dtype(gd, &bf16) != 0) {
+        fprintf(stderr, "train: the latest version's gradient dtype '%s' is unknown\n", gd);
+        return -1;
+    }
+    if (o->grad_dtype_set && o->grad_bf16 != bf16)
+        fprintf(stderr, "train: the run in '%s' has %s gradients: --grad-dtype %s ignored\n", o->dir,
+                g_grad_dtype_name[bf16], g_grad_dtype_name[o->grad_bf16]);
+    o->grad_bf16 = bf16;
+    return 0;
 }
 
 /* The run's configuration and position as recorded in a snapshot (they win over the command line). */
@@ -496,7 +587,7 @@ static int read_config(const gck_snapshot *s, options *o, uint64_t *step, double
                 tree ? "tree" : "sequential");
     o->path = path_id, o->tree = tree;
     o->batch = (int)batch, o->micro = (int)micro;
-    return 0;
+    return read_grad_dtype(s, o);
 }
 
 static int state_alloc(run_state *st, const train_shape *sh, uint64_t steps)
@@ -617,27 +708,66 @@ static void draw_plot(const char *png, const run_state *st)
         printf("plot: %s\n", png);
 }
 
-/* Saves the run (tagging it 'best' when its loss is the lowest so far); returns -1 on failure. */
-static int save_state(gck_store *store, const options *o, run_state *st, double loss, char *note, size_t cap)
+/* What an asynchronous save leaves to do once it is acknowledged: the previous 'best' version's tag to
+ * remove (only after the new best is safely saved, so a crash never leaves the run without one). */
+typedef struct saver {
+    uint64_t untag; /* 0: none */
+} saver;
+
+/* Waits for the save in flight (nothing to wait for after a synchronous one), reports its failure,
+ * then does what it left to do. Called before the next save and before the run ends. */
+static int save_settle(gck_store *store, saver *sv)
 {
+    if (gck_store_wait(store, NULL) != GCK_OK) {
+        fprintf(stderr, "\ntrain: a snapshot was not saved: %s\n", gck_last_error());
+        return -1;
+    }
+    if (sv->untag != 0 && gck_store_get(store, sv->untag) != NULL)
+        (void)gck_store_untag(store, sv->untag, "best"); /* the tag moves; the old version may go */
+    sv->untag = 0;
+    return 0;
+}
+
+/* Saves the run (tagging it 'best' when its loss is the lowest so far); returns -1 on failure. By
+ * default the snapshot is handed to the store's thread (gck_store_save_async): it is built by
+ * reference to the run's blocks, then owns a copy of them (gck_snapshot_own), since the next step
+ * changes them while the save runs. */
+static int save_state(gck_store *store, const options *o, run_state *st, double loss, saver *sv, char *note,
+                      size_t cap)
+{
+    if (save_settle(store, sv) != 0)
+        return -1;
+    const gck_entry *latest = gck_store_latest(store);
+    const uint64_t next = latest ? latest->version + 1 : 1; /* the version this save becomes */
     const int best = loss < st->best_loss;
     const uint64_t old_best = st->best_version;
     if (best)
-        st->best_loss = loss, st->best_version = gck_store_latest(store) ? gck_store_latest(store)->version + 1
-                                                                         : 1; /* the version this save becomes */
+        st->best_loss = loss, st->best_version = next;
     gck_snapshot *s = state_snapshot(o, st);
     const char *tags[] = {"best"};
-    uint64_t v = 0;
-    int rc = 0;
-    if (s == NULL || gck_store_save(store, s, tags, best ? 1 : 0, &v) != GCK_OK) {
-        fprintf(stderr, "\ntrain: cannot save step %llu: %s\n", (unsigned long long)st->step, gck_last_error());
-        rc = -1;
-    } else if (best && old_best != 0 && gck_store_get(store, old_best) != NULL) {
-        (void)gck_store_untag(store, old_best, "best"); /* the tag moves; the old version may go */
+    uint64_t v = next;
+    gck_status rc = s == NULL ? GCK_ERR_NO_MEMORY : GCK_OK;
+    if (rc == GCK_OK && o->sync_save) {
+        rc = gck_store_save(store, s, tags, best ? 1 : 0, &v);
+        gck_snapshot_destroy(s); /* the borrowed blocks may change again from here */
+        if (rc == GCK_OK && best && old_best != 0 && gck_store_get(store, old_best) != NULL)
+            (void)gck_store_untag(store, old_best, "best");
+    } else if (rc == GCK_OK) {
+        rc = gck_snapshot_own(s);
+        if (rc != GCK_OK)
+            gck_snapshot_destroy(s);
+        else
+            rc = gck_store_save_async(store, s, tags, best ? 1 : 0); /* s is the store's from here */
+        if (rc == GCK_OK && best && old_best != 0)
+            sv->untag = old_best;
     }
-    gck_snapshot_destroy(s); /* the borrowed blocks may change again from here */
-    snprintf(note, cap, "saved v%llu%s", (unsigned long long)v, best ? " (best)" : "");
-    return rc;
+    if (rc != GCK_OK) {
+        fprintf(stderr, "\ntrain: cannot save step %llu: %s\n", (unsigned long long)st->step, gck_last_error());
+        return -1;
+    }
+    snprintf(note, cap, "%s v%llu%s", o->sync_save ? "saved" : "saving", (unsigned long long)v,
+             best ? " (best)" : "");
+    return 0;
 }
 
 /* ---- --dist: ranks, the store, the split ------------------------------------------- */
@@ -776,18 +906,25 @@ int main(int argc, char **argv)
     printf("gradckpt demo: %zu parameters (dims ", st.w.count);
     for (int i = 0; i <= o.shape.nlayers; i++)
         printf("%s%d", i ? "," : "", o.shape.dims[i]);
-    printf("), batch %d in %d micro-batches, %llu steps, snapshot every %llu into '%s'%s\n", o.batch, o.micro,
-           (unsigned long long)o.steps, (unsigned long long)o.save_every, o.dir, o.resume ? " (resumed)" : "");
+    printf("), batch %d in %d micro-batches, %llu steps, snapshot every %llu (%s) into '%s'%s\n", o.batch, o.micro,
+           (unsigned long long)o.steps, (unsigned long long)o.save_every,
+           o.save_every == 0 ? "never" : o.sync_save ? "synchronous" : "asynchronous", o.dir,
+           o.resume ? " (resumed)" : "");
     if (o.path == PATH_TRAINER)
         printf("gradient path: trainer (gck_tensors_* in place on the run's buffers; clip %g, eps %g)\n", o.clip,
                o.clip_eps);
     else
-        printf("gradient path: checkpointer (gck_accumulate_many_f32 + %s, a checkpoint per step; clip %g)\n",
-               dist.on ? "gck_mpi_flush" : "gck_flush_into", o.clip);
+        printf("gradient path: checkpointer (gck_accumulate_many_%s + %s, a checkpoint per step; clip %g)\n",
+               g_grad_dtype_name[o.grad_bf16], dist.on ? "gck_mpi_flush" : "gck_flush_into", o.clip);
     if (o.tree)
         printf("summation order: tree (GCK_REDUCE_TREE)\n");
     if (dist.on)
         dist_describe(&o, &dist);
+    if (o.grad_bf16)
+        printf("gradient dtype: bf16 (each micro-batch's gradient rounded to bf16, accumulated in f32; weights and "
+               "AdamW state f32)\n");
+    else
+        printf("gradient dtype: f32\n");
     if (o.resume)
         printf("resumed at step %llu from version %llu\n", (unsigned long long)st.step,
                (unsigned long long)resumed_from);
@@ -797,6 +934,7 @@ int main(int argc, char **argv)
     train_progress_init(&pr, stdout, st.step, o.steps, o.quiet);
     int rc = 0, stop = 0;
     double loss = NAN;
+    saver sv = {0};
     while (st.step < o.steps && !stop) {
         const uint64_t step = st.step + 1;
         double t0 = train_now(), wsum = 0.0, mb_losses[MAX_MICRO];
@@ -808,6 +946,7 @@ int main(int argc, char **argv)
             train_make_batch(&work, &o.shape, &teacher, o.seed, step, first, rows[mb]);
             double mb_loss = 0.0;
             train_forward_backward(&work, &o.shape, &st.w, &mb_grads, &mb_loss);
+            grad_round(&gp);
             mb_losses[mb] = mb_loss;
             train_phase(&pr, PHASE_COMPUTE, &t0);
             rc = grad_add(&gp, mb, rows[mb], step) != GCK_OK;
@@ -837,8 +976,8 @@ int main(int argc, char **argv)
         const char *note = NULL;
         char notebuf[64];
         stop = train_dist_any(&dist, g_stop); /* --dist: every rank stops after the same step */
-        if (step % o.save_every == 0 || step == o.steps || stop) {
-            rc = lead ? save_state(store, &o, &st, loss, notebuf, sizeof notebuf) != 0 : 0;
+        if (o.save_every != 0 && (step % o.save_every == 0 || step == o.steps || stop)) {
+            rc = lead ? save_state(store, &o, &st, loss, &sv, notebuf, sizeof notebuf) != 0 : 0;
             rc = train_dist_any(&dist, rc);
             note = notebuf;
             train_phase(&pr, PHASE_SAVE, &t0);
@@ -848,6 +987,9 @@ int main(int argc, char **argv)
             break;
     }
     train_progress_end(&pr);
+    if (lead && save_settle(store, &sv) != 0) /* every save acknowledged before the run reports */
+        rc = 1;
+    rc = train_dist_any(&dist, rc); /* --dist: the ranks go on together */
 
     if (rc == 0) {
         char phases[512];
@@ -861,7 +1003,8 @@ int main(int argc, char **argv)
             rc = 1;
         }
         if (stop)
-            printf("interrupted at step %llu (saved): continue with --resume %s\n", (unsigned long long)st.step, o.dir);
+            printf("interrupted at step %llu (%s): continue with --resume %s\n", (unsigned long long)st.step,
+                   o.save_every ? "saved" : "not saved: --save-every 0", o.dir);
         printf("done: step %llu/%llu, final loss %.6g, best %.6g (version %llu, tagged 'best')\n",
                (unsigned long long)st.step, (unsigned long long)o.steps,
                st.step ? (double)st.loss_history[st.step - 1] : NAN, st.best_loss,

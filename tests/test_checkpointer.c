@@ -1,7 +1,9 @@
 /* tests/test_checkpointer.c - the checkpointer's behaviour (SPEC 1.3; the seed's unit tests in spirit). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -583,6 +585,263 @@ static void test_half_input_errors(void **state)
     gck_checkpointer_destroy(cp);
 }
 
+
+/* ---- BF16 storage -------------------------------------------------------------- */
+
+/* A BF16 checkpointer fed f64, f32, bf16 and f16 tensors (mean of 2 for
+ * "w", weighted nothing), clipping at clip (0: off). */
+static gck_checkpointer *bf16_make(double clip, int nonfinite)
+{
+    gck_config cfg;
+    gck_config_init(&cfg);
+    cfg.dtype = GCK_DTYPE_BF16;
+    cfg.accumulation_mode = GCK_ACCUM_MEAN;
+    cfg.max_checkpoints = 2;
+    cfg.clip_enabled = clip > 0, cfg.clip_norm = clip > 0 ? clip : 1.0;
+    cfg.error_if_nonfinite = nonfinite;
+    gck_checkpointer *cp = NULL;
+    assert_int_equal(gck_checkpointer_create(&cfg, &cp), GCK_OK);
+    return cp;
+}
+
+static const double g_b64[3] = {1.0 + 0x1p-30, -3.0, 1e-3};
+static const float g_w32[5] = {0.1f, -2.5f, 3.0f, 1e30f, -0.0f};
+static const uint16_t g_w16[5] = {0x3f80, 0xc000, 0x0001, 0x4000, 0x8000}; /* bf16: 1, -2, tiny, 2, -0 */
+static const uint16_t g_h16[2] = {0x3c00, 0xbc00};                          /* f16: 1, -1 */
+
+static void bf16_feed(gck_checkpointer *cp)
+{
+    assert_int_equal(gck_accumulate_f64(cp, "b", g_b64, 3, 1), GCK_OK);
+    assert_int_equal(gck_accumulate_f32(cp, "w", g_w32, 5, 1), GCK_OK);
+    assert_int_equal(gck_accumulate_bf16(cp, "w", g_w16, 5, 2), GCK_OK);
+    assert_int_equal(gck_accumulate_f16(cp, "h", g_h16, 2, 2), GCK_OK);
+}
+
+static uint16_t bf16_of(float x)
+{
+    uint16_t r;
+    gck_convert_f32_to_bf16(&r, &x, 1);
+    return r;
+}
+
+/* The values, checksum (little-endian bytes of the bf16 bits), accessors,
+ * norms, save and load, diff and flush_into of BF16 storage. */
+static void test_bf16_storage(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = bf16_make(0, 0);
+    bf16_feed(cp);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 5, &c), GCK_OK);
+    assert_int_equal(gck_checkpoint_dtype(c), GCK_DTYPE_BF16);
+    /* f32 finished values: f64 inputs rounded to float on arrival, bf16/f16 widened, mean in f32 */
+    uint16_t want_b[3], want_h[2], want_w[5];
+    for (int i = 0; i < 3; i++)
+        want_b[i] = bf16_of((float)g_b64[i]);
+    float hw[2], ww[5];
+    gck_convert_f16_to_f32(hw, g_h16, 2);
+    gck_convert_bf16_to_f32(ww, g_w16, 5);
+    for (int i = 0; i < 2; i++)
+        want_h[i] = bf16_of(hw[i]);
+    for (int i = 0; i < 5; i++)
+        want_w[i] = bf16_of(((0.0f + g_w32[i]) + ww[i]) / 2.0f); /* the first term is 0 + t */
+    gck_tensor_view v;
+    assert_int_equal(gck_checkpoint_find(c, "b", &v), GCK_OK);
+    assert_int_equal(v.dtype, GCK_DTYPE_BF16);
+    assert_memory_equal(v.values, want_b, sizeof want_b);
+    gck_assert_same_f64(sqrt(gck_sumsq_bf16(want_b, 3)), v.norm, "layer b norm");
+    assert_int_equal(gck_checkpoint_find(c, "h", &v), GCK_OK);
+    assert_memory_equal(v.values, want_h, sizeof want_h);
+    assert_int_equal(gck_checkpoint_find(c, "w", &v), GCK_OK);
+    assert_memory_equal(v.values, want_w, sizeof want_w);
+    assert_int_equal(gck_checkpoint_num_values(c), 10);
+    assert_int_equal(gck_checkpoint_compressed_size(c), 20); /* 2 bytes a value */
+    /* the checksum covers the stored bits, little-endian, layers in id order */
+    unsigned char bytes[20];
+    const uint16_t *all[3] = {want_b, want_h, want_w};
+    const int lens[3] = {3, 2, 5};
+    for (int l = 0, at = 0; l < 3; l++)
+        for (int i = 0; i < lens[l]; i++, at += 2)
+            bytes[at] = (unsigned char)(all[l][i] & 0xff), bytes[at + 1] = (unsigned char)(all[l][i] >> 8);
+    assert_true(gck_checkpoint_checksum(c) == gck_fnv1a64(bytes, 20, GCK_FNV1A64_INIT));
+    assert_true(gck_checkpoint_compute_checksum(c, GCK_CHECKSUM_XXH3_64) == XXH3_64bits(bytes, 20));
+    /* not clipped: the pre-clip norm is the stored values' norm */
+    gck_assert_same_f64(gck_checkpoint_global_norm(c), gck_checkpoint_norm_before_clip(c), "norms");
+    assert_true(gck_checkpoint_clip_coef(c) == 1.0);
+
+    /* save and load: a BF16 safetensors file, the same checkpoint back */
+    char dir[] = "/tmp/gck_bf16_XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.safetensors", dir);
+    assert_int_equal(gck_checkpoint_save(c, path), GCK_OK);
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_load(path, &s), GCK_OK);
+    gck_tensor_info ti;
+    assert_int_equal(gck_snapshot_find_tensor(s, "w", &ti), GCK_OK);
+    assert_int_equal(ti.dtype, GCK_DTYPE_BF16);
+    assert_int_equal(ti.nbytes, 10);
+    gck_snapshot_destroy(s);
+    gck_checkpoint *l = NULL;
+    assert_int_equal(gck_checkpoint_load(path, &l), GCK_OK);
+    assert_int_equal(gck_checkpoint_dtype(l), GCK_DTYPE_BF16);
+    assert_true(gck_checkpoint_checksum(l) == gck_checkpoint_checksum(c));
+    gck_assert_same_f64(gck_checkpoint_global_norm(c), gck_checkpoint_global_norm(l), "loaded norm");
+    gck_tensor_view lv;
+    assert_int_equal(gck_checkpoint_find(l, "w", &lv), GCK_OK);
+    assert_memory_equal(lv.values, want_w, sizeof want_w);
+    remove(path);
+    rmdir(dir);
+
+    /* diff: bf16 against bf16 (itself: 0) and against an F32 checkpoint (widened) */
+    gck_layer_distance *d = NULL;
+    size_t nd = 0;
+    assert_int_equal(gck_checkpoint_diff(c, l, &d, &nd), GCK_OK);
+    assert_int_equal(nd, 3);
+    for (size_t i = 0; i < nd; i++)
+        assert_true(d[i].distance == 0.0);
+    gck_free(d);
+    gck_checkpointer *f32 = make(GCK_ACCUM_SUM, GCK_DTYPE_F32, 1);
+    const float wf[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+    assert_int_equal(gck_accumulate_f32(f32, "w", wf, 4, 0), GCK_OK); /* shorter than c's "w" */
+    assert_int_equal(gck_flush(f32, 0, NULL), GCK_OK);
+    assert_int_equal(gck_checkpoint_diff(c, gck_latest_checkpoint(f32), &d, &nd), GCK_OK);
+    assert_int_equal(nd, 3);
+    double d2 = 0.0;
+    for (int i = 0; i < 5; i++) {
+        float x;
+        gck_convert_bf16_to_f32(&x, &want_w[i], 1);
+        const double e = (double)x - (i < 4 ? 1.0 : 0.0);
+        d2 += e * e;
+    }
+    assert_string_equal(d[2].layer_id, "w");
+    assert_true(fabs(d[2].distance - sqrt(d2)) <= 1e-12 * sqrt(d2));
+    gck_free(d);
+    gck_checkpointer_destroy(f32);
+    gck_checkpoint_release(l);
+
+    /* flush_into: bf16 buffers receive the same bits, and are the only dtype taken */
+    bf16_feed(cp);
+    uint16_t ob[3], oh[2], ow[5];
+    void *data[3] = {ob, oh, ow};
+    size_t lens_z[3] = {3, 2, 5};
+    gck_flush_dst dst = {.tensors = {.count = 3, .data = data, .lens = lens_z, .dtype = GCK_DTYPE_F32}};
+    assert_int_equal(gck_flush_into(cp, 6, &dst, NULL, NULL), GCK_ERR_UNSUPPORTED);
+    assert_non_null(strstr(gck_last_error(), "stores BF16"));
+    dst.tensors.dtype = GCK_DTYPE_BF16;
+    gck_checkpoint *c2 = NULL;
+    gck_clip_info info;
+    assert_int_equal(gck_flush_into(cp, 6, &dst, &info, &c2), GCK_OK);
+    assert_memory_equal(ob, want_b, sizeof ob);
+    assert_memory_equal(oh, want_h, sizeof oh);
+    assert_memory_equal(ow, want_w, sizeof ow);
+    assert_true(gck_checkpoint_checksum(c2) == gck_checkpoint_checksum(c));
+    gck_assert_same_f64(gck_checkpoint_global_norm(c), info.total_norm, "flush_into norm");
+    assert_int_equal(gck_checkpoint_id(c2), 1);
+    assert_int_equal(gck_checkpoint_step(c2), 8);
+    bf16_feed(cp);
+    assert_int_equal(gck_flush_into(cp, 7, &dst, NULL, NULL), GCK_OK); /* nothing recorded */
+    assert_int_equal(gck_checkpoint_id(gck_latest_checkpoint(cp)), 1);
+    gck_checkpoint_release(c2);
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+}
+
+/* Clipping is decided on the norm of the rounded values; the clipped f32
+ * values are rounded once; every recorded norm is one of bf16 values. */
+static void test_bf16_clipping_and_nonfinite(void **state)
+{
+    (void)state;
+    gck_checkpointer *cp = bf16_make(0.5, 0);
+    const float x[3] = {3.0f, 4.00390625f, 0.3f}; /* 4.0039 is not a bf16: rounds to 4 */
+    assert_int_equal(gck_accumulate_f32(cp, "a", x, 3, 0), GCK_OK);
+    gck_checkpoint *c = NULL;
+    assert_int_equal(gck_flush(cp, 0, &c), GCK_OK);
+    uint16_t r[3];
+    gck_convert_f32_to_bf16(r, x, 3);
+    const double pre = sqrt(gck_sumsq_bf16(r, 3));
+    gck_assert_same_f64(pre, gck_checkpoint_norm_before_clip(c), "pre-clip norm of the rounded values");
+    const double s = 0.5 / pre;
+    gck_assert_same_f64(s, gck_checkpoint_clip_coef(c), "clip coef");
+    float y[3];
+    for (int i = 0; i < 3; i++)
+        y[i] = x[i] * (float)s;
+    gck_convert_f32_to_bf16(r, y, 3);
+    gck_tensor_view v;
+    assert_int_equal(gck_checkpoint_find(c, "a", &v), GCK_OK);
+    assert_memory_equal(v.values, r, sizeof r);
+    gck_assert_same_f64(sqrt(gck_sumsq_bf16(r, 3)), gck_checkpoint_global_norm(c), "stored norm");
+    gck_checkpoint_release(c);
+    gck_checkpointer_destroy(cp);
+
+    /* error_if_nonfinite: flush and flush_into fail, the pending state and dst stay */
+    cp = bf16_make(0, 1);
+    const float bad[2] = {1.0f, INFINITY};
+    assert_int_equal(gck_accumulate_f32(cp, "a", bad, 2, 0), GCK_OK);
+    assert_int_equal(gck_flush(cp, 0, NULL), GCK_ERR_NONFINITE);
+    uint16_t out[2] = {0x1234, 0x5678};
+    void *data[1] = {out};
+    size_t n[1] = {2};
+    const gck_flush_dst dst = {.tensors = {.count = 1, .data = data, .lens = n, .dtype = GCK_DTYPE_BF16}};
+    gck_clip_info info;
+    assert_int_equal(gck_flush_into(cp, 0, &dst, &info, NULL), GCK_ERR_NONFINITE);
+    assert_true(isinf(info.total_norm));
+    assert_true(out[0] == 0x1234 && out[1] == 0x5678);
+    assert_int_equal(gck_pending_count(cp), 1);
+    assert_int_equal(gck_checkpointer_discard_pending(cp), GCK_OK);
+    gck_checkpointer_destroy(cp);
+}
+
+/* Every allocation failure of a BF16 flush and flush_into (its staging copy
+ * included) changes nothing: after it, the same flush gives what a flush
+ * that never failed gives. */
+static void test_bf16_allocation_failures(void **state)
+{
+    (void)state;
+    gck_checkpointer *ref = bf16_make(0.75, 0);
+    bf16_feed(ref);
+    gck_checkpoint *want = NULL;
+    assert_int_equal(gck_flush(ref, 3, &want), GCK_OK);
+    for (int into = 0; into < 2; into++) {
+        int done = 0;
+        for (long k = 0; k < 64 && !done; k++) {
+            gck_checkpointer *cp = bf16_make(0.75, 0);
+            bf16_feed(cp);
+            uint16_t ob[3] = {7, 7, 7}, oh[2] = {7, 7}, ow[5] = {7, 7, 7, 7, 7};
+            void *data[3] = {ob, oh, ow};
+            size_t lens[3] = {3, 2, 5};
+            const gck_flush_dst dst = {.tensors = {.count = 3, .data = data, .lens = lens, .dtype = GCK_DTYPE_BF16}};
+            gck_checkpoint *got = NULL;
+            gck_alloc_fail_after(k);
+            gck_status s = into ? gck_flush_into(cp, 3, &dst, NULL, &got) : gck_flush(cp, 3, &got);
+            gck_alloc_fail_after(-1);
+            if (s == GCK_OK) {
+                assert_true(k > 0);
+                done = 1;
+            } else {
+                assert_int_equal(s, GCK_ERR_NO_MEMORY);
+                const char *m = gck_last_error();
+                if (strstr(m, "out of memory: ") == NULL || strstr(m, into ? "gck_flush_into" : "flush") == NULL)
+                    fail_msg("allocation %ld: '%s'", k, m);
+                assert_null(got);
+                assert_int_equal(gck_pending_count(cp), 4);
+                assert_null(gck_latest_checkpoint(cp));
+                assert_int_equal(ow[0], 7);
+                s = into ? gck_flush_into(cp, 3, &dst, NULL, &got) : gck_flush(cp, 3, &got);
+                assert_int_equal(s, GCK_OK);
+            }
+            assert_true(gck_checkpoint_checksum(got) == gck_checkpoint_checksum(want));
+            gck_assert_same_f64(gck_checkpoint_norm_before_clip(want), gck_checkpoint_norm_before_clip(got), "pre");
+            gck_assert_same_f64(gck_checkpoint_global_norm(want), gck_checkpoint_global_norm(got), "norm");
+            assert_true(gck_checkpoint_clip_coef(got) < 1.0); /* the case clips */
+            gck_checkpoint_release(got);
+            gck_checkpointer_destroy(cp);
+        }
+        assert_true(done);
+    }
+    gck_checkpoint_release(want);
+    gck_checkpointer_destroy(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -599,6 +858,9 @@ int main(void)
         cmocka_unit_test(test_checksums),
         cmocka_unit_test(test_half_inputs_match_widened),
         cmocka_unit_test(test_half_input_errors),
+        cmocka_unit_test(test_bf16_storage),
+        cmocka_unit_test(test_bf16_clipping_and_nonfinite),
+        cmocka_unit_test(test_bf16_allocation_failures),
     };
     return cmocka_run_group_tests_name("checkpointer", tests, NULL, NULL);
 }

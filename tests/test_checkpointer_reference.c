@@ -4,7 +4,12 @@
  * the seed's formulas say (SPEC 1.3): sum r = ((0 + t1) + t2) + ..., mean
  * r / count, weighted r + (t_i * w_i) then / sum(w_i) unless 0; in f32
  * storage inputs are rounded to float on arrival and the weights and
- * divisor are (float) casts. Layer sums of squares are gck_sumsq_* of the
+ * divisor are (float) casts; bf16 and f16 inputs are widened exactly to f32
+ * (and on to f64 for f64 storage). BF16 storage is F32 storage's finished
+ * values rounded to bf16 (round to nearest even, every NaN 0xFFFF) by a
+ * scalar rounding written here, clipping decided on the norm of the rounded
+ * values and applied as f32 * (float)(clip / norm) before rounding again,
+ * sums of squares gck_sumsq_bf16 of the stored bits. Layer sums of squares are gck_sumsq_* of the
  * finished values, the global norm sqrt of their left-to-right sum, the clip
  * factor clip / norm (F32: (float) of it), the checksum FNV-1a 64 over the
  * little-endian bytes. In tree order (GCK_REDUCE_TREE) the sum is the
@@ -35,7 +40,7 @@ typedef struct ref_layer {
     size_t n;
     int k;                      /* tensors in the window */
     void *t[MAXK];              /* the tensors as given */
-    int is_f32[MAXK];
+    int kind[MAXK];             /* their dtype: one of g_kinds */
 } ref_layer;
 
 typedef struct ref_case {
@@ -44,6 +49,51 @@ typedef struct ref_case {
     ref_layer layers[MAXL];      /* sorted by id */
     int nl;
 } ref_case;
+
+static const gck_dtype g_kinds[4] = {GCK_DTYPE_F64, GCK_DTYPE_F32, GCK_DTYPE_BF16, GCK_DTYPE_F16};
+
+/* f32 -> bf16, round to nearest even on the bits; every NaN becomes 0xFFFF. */
+static uint16_t ref_to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return 0xffff;
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float ref_from_bf16(uint16_t b)
+{
+    const uint32_t u = (uint32_t)b << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* f16 -> f32, exact (finite inputs only: the cases make no f16 NaN or Inf). */
+static float ref_from_f16(uint16_t h)
+{
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const float v = e == 0 ? ldexpf((float)m, -24) : ldexpf((float)(m + 1024), e - 25);
+    return h >> 15 ? -v : v;
+}
+
+/* Element i of tensor j as the f32 storage takes it (f64 rounded to float). */
+static float ref_in_f32(const ref_layer *l, int j, size_t i)
+{
+    switch (l->kind[j]) {
+    case 0: return (float)((const double *)l->t[j])[i];
+    case 1: return ((const float *)l->t[j])[i];
+    case 2: return ref_from_bf16(((const uint16_t *)l->t[j])[i]);
+    default: return ref_from_f16(((const uint16_t *)l->t[j])[i]);
+    }
+}
+
+/* The same, exactly, as f64. */
+static double ref_in_f64(const ref_layer *l, int j, size_t i)
+{
+    return l->kind[j] == 0 ? ((const double *)l->t[j])[i] : (double)ref_in_f32(l, j, i);
+}
 
 static double ref_weight(const ref_case *rc, int j)
 {
@@ -56,7 +106,7 @@ static double ref_weight(const ref_case *rc, int j)
 static double ref_tree_f64(const ref_case *rc, const ref_layer *l, int lo, int hi, size_t i)
 {
     if (hi - lo == 1) {
-        const double t = l->is_f32[lo] ? (double)((const float *)l->t[lo])[i] : ((const double *)l->t[lo])[i];
+        const double t = ref_in_f64(l, lo, i);
         return 0.0 + t * ref_weight(rc, lo);
     }
     int p = 1;
@@ -68,7 +118,7 @@ static double ref_tree_f64(const ref_case *rc, const ref_layer *l, int lo, int h
 static float ref_tree_f32(const ref_case *rc, const ref_layer *l, int lo, int hi, size_t i)
 {
     if (hi - lo == 1) {
-        const float t = l->is_f32[lo] ? ((const float *)l->t[lo])[i] : (float)((const double *)l->t[lo])[i];
+        const float t = ref_in_f32(l, lo, i);
         return 0.0f + t * (float)ref_weight(rc, lo);
     }
     int p = 1;
@@ -87,10 +137,11 @@ static double ref_tree_wsum(const ref_case *rc, int lo, int hi)
     return ref_tree_wsum(rc, lo, lo + p) + ref_tree_wsum(rc, lo + p, hi);
 }
 
-/* The finished values of one layer in the storage dtype. */
+/* The finished values of one layer in the storage dtype (f32 for BF16
+ * storage: rounded by the caller). */
 static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out)
 {
-    const int f32 = rc->cfg.dtype == GCK_DTYPE_F32;
+    const int f32 = rc->cfg.dtype != GCK_DTYPE_F64;
     void *r = calloc(l->n ? l->n : 1, f32 ? 4 : 8);
     double wsum = 0.0;
     const int tree = rc->cfg.reduction == GCK_REDUCE_TREE;
@@ -108,10 +159,10 @@ static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out
                          : (size_t)j < rc->cfg.n_weights ? rc->weights[j] : 1.0;
         wsum = wsum + w;
         for (size_t i = 0; i < l->n; i++) {
-            const double t64 = l->is_f32[j] ? (double)((const float *)l->t[j])[i] : ((const double *)l->t[j])[i];
+            const double t64 = ref_in_f64(l, j, i);
             if (f32) {
                 float *rf = r;
-                const float t = l->is_f32[j] ? ((const float *)l->t[j])[i] : (float)((const double *)l->t[j])[i];
+                const float t = ref_in_f32(l, j, i);
                 rf[i] = rc->cfg.accumulation_mode == GCK_ACCUM_WEIGHTED_MEAN ? rf[i] + t * (float)w : rf[i] + t;
             } else {
                 double *rd = r;
@@ -137,7 +188,18 @@ static void *ref_finish(const ref_case *rc, const ref_layer *l, double *wsum_out
 
 static double ref_sumsq(const ref_case *rc, const void *v, size_t n)
 {
-    return rc->cfg.dtype == GCK_DTYPE_F32 ? gck_sumsq_f32(v, n) : gck_sumsq_f64(v, n);
+    return rc->cfg.dtype == GCK_DTYPE_F32    ? gck_sumsq_f32(v, n)
+           : rc->cfg.dtype == GCK_DTYPE_BF16 ? gck_sumsq_bf16(v, n)
+                                             : gck_sumsq_f64(v, n);
+}
+
+/* BF16 storage: the stored bits of finished f32 values. */
+static uint16_t *ref_round(const float *x, size_t n)
+{
+    uint16_t *r = malloc((n ? n : 1) * sizeof *r);
+    for (size_t i = 0; i < n; i++)
+        r[i] = ref_to_bf16(x[i]);
+    return r;
 }
 
 static uint64_t ref_fnv_le(uint64_t h, const void *v, size_t n, size_t esz)
@@ -147,6 +209,10 @@ static uint64_t ref_fnv_le(uint64_t h, const void *v, size_t n, size_t esz)
         uint64_t u = 0;
         if (esz == 8) {
             memcpy(&u, p + 8 * i, 8);
+        } else if (esz == 2) {
+            uint16_t w;
+            memcpy(&w, p + 2 * i, 2);
+            u = w;
         } else {
             uint32_t w;
             memcpy(&w, p + 4 * i, 4);
@@ -176,8 +242,13 @@ static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_
             const ref_layer *l = &rc->layers[li];
             if (j >= l->k)
                 continue;
-            const gck_status s = l->is_f32[j] ? gck_accumulate_f32(cp, l->id, l->t[j], l->n, (uint64_t)j)
-                                              : gck_accumulate_f64(cp, l->id, l->t[j], l->n, (uint64_t)j);
+            gck_status s;
+            switch (l->kind[j]) {
+            case 0: s = gck_accumulate_f64(cp, l->id, l->t[j], l->n, (uint64_t)j); break;
+            case 1: s = gck_accumulate_f32(cp, l->id, l->t[j], l->n, (uint64_t)j); break;
+            case 2: s = gck_accumulate_bf16(cp, l->id, l->t[j], l->n, (uint64_t)j); break;
+            default: s = gck_accumulate_f16(cp, l->id, l->t[j], l->n, (uint64_t)j); break;
+            }
             assert_int_equal(s, GCK_OK);
         }
 #if GCK_HAVE_OPENMP
@@ -193,18 +264,21 @@ static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_
     gck_checkpointer *tp = NULL;
     assert_int_equal(gck_checkpointer_create(&rc->cfg, &tp), GCK_OK);
     for (int j = 0; j < MAXK; j++)
-        for (int f = 0; f < 2; f++) {
+        for (int f = 0; f < 4; f++) {
             const char *ids[MAXL];
             const void *vals[MAXL];
             size_t ns[MAXL], cnt = 0;
             for (int li = rc->nl - 1; li >= 0; li--) {
                 const ref_layer *l = &rc->layers[li];
-                if (j < l->k && l->is_f32[j] == f)
+                if (j < l->k && l->kind[j] == f)
                     ids[cnt] = l->id, vals[cnt] = l->t[j], ns[cnt] = l->n, cnt++;
             }
-            const gck_status s = f ? gck_accumulate_many_f32(tp, ids, (const float *const *)vals, ns, cnt, (uint64_t)j)
-                                   : gck_accumulate_many_f64(tp, ids, (const double *const *)vals, ns, cnt,
-                                                             (uint64_t)j);
+            const uint64_t js = (uint64_t)j;
+            const gck_status s =
+                f == 0   ? gck_accumulate_many_f64(tp, ids, (const double *const *)vals, ns, cnt, js)
+                : f == 1 ? gck_accumulate_many_f32(tp, ids, (const float *const *)vals, ns, cnt, js)
+                : f == 2 ? gck_accumulate_many_bf16(tp, ids, (const uint16_t *const *)vals, ns, cnt, js)
+                         : gck_accumulate_many_f16(tp, ids, (const uint16_t *const *)vals, ns, cnt, js);
             assert_int_equal(s, GCK_OK);
         }
     void *dstp[MAXL];
@@ -219,13 +293,17 @@ static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_
     assert_int_equal(gck_flush_into(tp, seed, &dst, &info, NULL), GCK_OK);
     gck_checkpointer_destroy(tp);
 
-    const int f32 = rc->cfg.dtype == GCK_DTYPE_F32;
-    const size_t esz = f32 ? 4 : 8;
-    void *fin[MAXL];
+    const int f32 = rc->cfg.dtype == GCK_DTYPE_F32, bf16 = rc->cfg.dtype == GCK_DTYPE_BF16;
+    const size_t esz = gck_dtype_size(rc->cfg.dtype);
+    void *fin[MAXL], *fin32[MAXL] = {0}; /* the stored values; BF16: and the f32 ones they round */
     double sq[MAXL], total = 0.0;
     for (int li = 0; li < rc->nl; li++) {
         double wsum;
         fin[li] = ref_finish(rc, &rc->layers[li], &wsum);
+        if (bf16) {
+            fin32[li] = fin[li];
+            fin[li] = ref_round(fin32[li], rc->layers[li].n);
+        }
         sq[li] = ref_sumsq(rc, fin[li], rc->layers[li].n);
         total = total + sq[li];
     }
@@ -241,7 +319,9 @@ static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_
         total = 0.0;
         for (int li = 0; li < rc->nl; li++) {
             for (size_t i = 0; i < rc->layers[li].n; i++) {
-                if (f32)
+                if (bf16)
+                    ((uint16_t *)fin[li])[i] = ref_to_bf16(((float *)fin32[li])[i] * (float)s);
+                else if (f32)
                     ((float *)fin[li])[i] = ((float *)fin[li])[i] * (float)s;
                 else
                     ((double *)fin[li])[i] = ((double *)fin[li])[i] * s;
@@ -267,7 +347,7 @@ static void check_case(const gck_isa_pair *p, ref_case *rc, int threads, uint64_
         free(dstp[li]);
         gck_assert_same_f64(sqrt(sq[li]), v.norm, "%s layer %s norm", p->isa->name, v.layer_id);
         h = ref_fnv_le(h, fin[li], rc->layers[li].n, esz);
-        free(fin[li]);
+        free(fin[li]), free(fin32[li]);
     }
     gck_assert_same_f64(sqrt(total), gck_checkpoint_global_norm(c), "%s global norm seed=%llu", p->isa->name,
                         (unsigned long long)seed);
@@ -289,7 +369,8 @@ static void make_case(ref_case *rc, uint64_t seed)
     memset(rc, 0, sizeof *rc);
     gck_config_init(&rc->cfg);
     rc->cfg.accumulation_mode = (gck_accum_mode)(gck_test_rand(&st) % 3);
-    rc->cfg.dtype = gck_test_rand(&st) % 2 ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+    static const gck_dtype storage[3] = {GCK_DTYPE_F64, GCK_DTYPE_F32, GCK_DTYPE_BF16};
+    rc->cfg.dtype = storage[gck_test_rand(&st) % 3];
     rc->cfg.clip_enabled = (int)(gck_test_rand(&st) % 2);
     rc->cfg.clip_norm = 0.5 + (double)(gck_test_rand(&st) % 100);
     rc->weights[0] = 0.25, rc->weights[1] = 2.0, rc->weights[2] = 1.0 / 3.0;
@@ -307,12 +388,24 @@ static void make_case(ref_case *rc, uint64_t seed)
          * every layer by one divisor, which flushes take a shortcut for) */
         l->k = seed % 3 == 0 && li > 0 ? rc->layers[0].k : 1 + (int)(gck_test_rand(&st) % MAXK);
         for (int j = 0; j < l->k; j++) {
-            l->is_f32[j] = (int)(gck_test_rand(&st) % 2);
-            l->t[j] = malloc(l->n * (l->is_f32[j] ? 4 : 8));
-            if (l->is_f32[j])
-                gck_test_fill_f32(l->t[j], l->n, GCK_K_ILL_SCALED, seed * 31 + (uint64_t)(li * 7 + j));
-            else
+            const int kind = l->kind[j] = (int)(gck_test_rand(&st) % 4);
+            l->t[j] = malloc((l->n ? l->n : 1) * gck_dtype_size(g_kinds[kind]));
+            if (kind == 0) {
                 gck_test_fill_f64(l->t[j], l->n, GCK_K_UNIFORM, seed * 37 + (uint64_t)(li * 7 + j));
+            } else if (kind == 1) {
+                gck_test_fill_f32(l->t[j], l->n, GCK_K_ILL_SCALED, seed * 31 + (uint64_t)(li * 7 + j));
+            } else if (kind == 2) { /* finite bf16 of every scale */
+                float *x = malloc((l->n ? l->n : 1) * sizeof *x);
+                gck_test_fill_f32(x, l->n, GCK_K_ILL_SCALED, seed * 41 + (uint64_t)(li * 7 + j));
+                for (size_t i = 0; i < l->n; i++)
+                    ((uint16_t *)l->t[j])[i] = ref_to_bf16(x[i]);
+                free(x);
+            } else { /* finite f16 bits, denormals included */
+                for (size_t i = 0; i < l->n; i++) {
+                    const uint16_t b = (uint16_t)gck_test_rand(&st);
+                    ((uint16_t *)l->t[j])[i] = (b & 0x7c00) == 0x7c00 ? (uint16_t)(b & 0xbfff) : b;
+                }
+            }
         }
     }
 }

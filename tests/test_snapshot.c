@@ -753,6 +753,90 @@ static void test_tensor_ref(void **state)
     munmap(ro, (size_t)page);
 }
 
+/* gck_snapshot_own copies borrowed bytes (all or nothing) so that the caller
+ * may free its buffers at once and gck_store_save_async accepts the
+ * snapshot; gck_snapshot_clone copies everything. ASan sees any read of the
+ * freed buffers. */
+static void test_tensor_own(void **state)
+{
+    (void)state;
+    assert_int_equal(gck_snapshot_own(NULL), GCK_ERR_INVALID_ARGUMENT);
+    gck_snapshot *c = sample(), *k = NULL;
+    assert_int_equal(gck_snapshot_clone(NULL, &k), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_clone(c, NULL), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_own(c), GCK_OK); /* nothing borrowed: nothing to do */
+    float *w = malloc(6 * sizeof *w);
+    double *b = malloc(2 * sizeof *b);
+    uint16_t *h = malloc(3 * sizeof *h);
+    gck_snapshot *r = sample_refs(w, b, h);
+
+    /* the store refuses borrowed bytes for a later save */
+    const char *dir = path_of("own-store");
+    char sdir[512];
+    snprintf(sdir, sizeof sdir, "%s", dir);
+    gck_store *store = NULL;
+    assert_int_equal(gck_store_open(sdir, NULL, &store), GCK_OK);
+    gck_snapshot *cl = NULL;
+    assert_int_equal(gck_snapshot_clone(r, &cl), GCK_OK);
+    {
+        float *w2 = malloc(6 * sizeof *w2);
+        double *b2 = malloc(2 * sizeof *b2);
+        uint16_t *h2 = malloc(3 * sizeof *h2);
+        assert_int_equal(gck_store_save_async(store, sample_refs(w2, b2, h2), NULL, 0), GCK_ERR_INVALID_ARGUMENT);
+        free(w2), free(b2), free(h2);
+    }
+
+    /* every allocation failure leaves r borrowing, unchanged */
+    for (long f = 0;; f++) {
+        gck_alloc_fail_after(f);
+        const gck_status st = gck_snapshot_own(r);
+        gck_alloc_fail_after(-1);
+        if (st == GCK_OK)
+            break;
+        assert_int_equal(st, GCK_ERR_NO_MEMORY);
+        assert_non_null(strstr(gck_last_error(), "gck_snapshot_own"));
+        assert_non_null(strstr(gck_last_error(), "out of memory"));
+        gck_tensor_info t;
+        assert_int_equal(gck_snapshot_find_tensor(r, "w", &t), GCK_OK);
+        assert_ptr_equal(t.data, w);
+        assert_int_equal(gck_snapshot_find_tensor(r, "half", &t), GCK_OK);
+        assert_ptr_equal(t.data, h);
+        assert_true(f < 10);
+    }
+    gck_tensor_info t;
+    assert_int_equal(gck_snapshot_find_tensor(r, "w", &t), GCK_OK);
+    assert_ptr_not_equal(t.data, w);
+    assert_int_equal(gck_snapshot_own(r), GCK_OK); /* again: nothing left to copy */
+    memset(w, 0x55, 6 * sizeof *w); /* the caller changes and frees its buffers at once */
+    free(w), free(b), free(h);
+    assert_same_tensors(c, r);
+    assert_same_tensors(c, cl);
+    assert_string_equal(gck_snapshot_metadata(cl, "run"), "demo");
+    assert_int_equal(gck_snapshot_step(cl), 42);
+    assert_int_equal(gck_snapshot_timestamp(cl), 1700000000);
+
+    /* owned, it goes to the store asynchronously; the restored version is c */
+    assert_int_equal(gck_store_save_async(store, r, NULL, 0), GCK_OK);
+    assert_int_equal(gck_store_save_async(store, cl, NULL, 0), GCK_OK); /* a clone borrows nothing either */
+    uint64_t v = 0;
+    assert_int_equal(gck_store_wait(store, &v), GCK_OK);
+    assert_int_equal(v, 2);
+    gck_snapshot *back = NULL;
+    assert_int_equal(gck_store_restore(store, 1, &back), GCK_OK);
+    assert_same_tensors(c, back);
+    gck_snapshot_destroy(back);
+    assert_int_equal(gck_store_close(store), GCK_OK);
+
+    /* a file mapping is borrowed memory too */
+    assert_int_equal(gck_snapshot_save(c, path_of("own.safetensors")), GCK_OK);
+    gck_snapshot *m = NULL;
+    assert_int_equal(gck_snapshot_load_mmap(path_of("own.safetensors"), 0, &m), GCK_OK);
+    assert_int_equal(gck_snapshot_own(m), GCK_OK);
+    assert_same_tensors(c, m);
+    gck_snapshot_destroy(m);
+    gck_snapshot_destroy(c);
+}
+
 /* Every refused reference leaves the snapshot as it was (and keeps no pointer). */
 static void test_tensor_ref_errors(void **state)
 {
@@ -1372,6 +1456,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_files),
         cmocka_unit_test(test_tensor_ref),
         cmocka_unit_test(test_tensor_ref_errors),
+        cmocka_unit_test(test_tensor_own),
         cmocka_unit_test(test_typed_metadata),
         cmocka_unit_test(test_load_into),
         cmocka_unit_test(test_out_of_memory_messages),

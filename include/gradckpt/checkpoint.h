@@ -31,8 +31,10 @@ typedef enum gck_checksum {
 /** One layer of a checkpoint, as returned by gck_checkpoint_layer/find. */
 typedef struct gck_tensor_view {
     const char *layer_id; /**< owned by the checkpoint */
-    const void *values;   /**< double* or float* per dtype; owned by the checkpoint */
-    gck_dtype dtype;      /**< GCK_DTYPE_F64 or GCK_DTYPE_F32 */
+    const void *values;   /**< double*, float* or, for BF16, uint16_t* (the bf16 bits in this
+                               CPU's byte order: gck_convert_bf16_to_f32 widens them exactly);
+                               owned by the checkpoint */
+    gck_dtype dtype;      /**< GCK_DTYPE_F64, GCK_DTYPE_F32 or GCK_DTYPE_BF16 */
     size_t n;             /**< number of values */
     uint64_t step;        /**< step of the last tensor accumulated into this layer */
     double norm;          /**< L2 norm of values, after clipping */
@@ -72,7 +74,7 @@ GCK_API size_t gck_checkpoint_compressed_size(const gck_checkpoint *c);
 GCK_API uint64_t gck_checkpoint_checksum(const gck_checkpoint *c);
 /** Which checksum gck_checkpoint_checksum holds. */
 GCK_API gck_checksum gck_checkpoint_checksum_algo(const gck_checkpoint *c);
-GCK_API gck_dtype gck_checkpoint_dtype(const gck_checkpoint *c);      /**< F64 or F32 */
+GCK_API gck_dtype gck_checkpoint_dtype(const gck_checkpoint *c);      /**< F64, F32 or BF16 */
 GCK_API size_t gck_checkpoint_num_layers(const gck_checkpoint *c);
 /** Total number of values over all layers. */
 GCK_API size_t gck_checkpoint_num_values(const gck_checkpoint *c);
@@ -134,7 +136,8 @@ GCK_API double gck_checkpoint_norm_before_clip(const gck_checkpoint *c);
 /**
  * The clip factor applied to the values: clip_norm / norm_before_clip when
  * clipping fired (in [0, 1): F64 values were multiplied by it, F32 values by
- * (float) of it), else exactly 1.0 (clipping off, the norm within the bound,
+ * (float) of it, BF16 values are the f32 values multiplied by (float) of it,
+ * then rounded), else exactly 1.0 (clipping off, the norm within the bound,
  * or NaN). NULL gives NaN. A checkpoint loaded from a file written before
  * this field existed reports 1.0.
  *
@@ -146,7 +149,7 @@ GCK_API double gck_checkpoint_clip_coef(const gck_checkpoint *c);
  * Per-layer L2 distance between a and b: one entry per layer present in
  * either, in layer-id order. Layers in both: the L2 distance between their
  * value vectors, the shorter padded with zeros (values of different dtypes
- * are compared in f64); a layer in only one: that layer's own norm.
+ * are widened exactly and compared in f64); a layer in only one: that layer's own norm.
  *
  * Ownership: *out is one allocation (entries and their ids) the caller frees
  *            with gck_free(); *out is NULL when *n_out is 0.

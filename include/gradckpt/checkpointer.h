@@ -54,7 +54,8 @@ typedef struct gck_config {
     int clip_enabled;                /**< default 0 */
     double clip_norm;                /**< max global L2 norm when clip_enabled (> 0) */
     int error_if_nonfinite;          /**< default 0: NaN/Inf global norm fails flush */
-    gck_dtype dtype;                 /**< buffers and checkpoints: F64 (default) or F32 */
+    gck_dtype dtype;                 /**< checkpoints: F64 (default), F32 or BF16 (buffers in
+                                          f32, rounded once at flush: see gck_flush) */
     gck_checksum checksum;           /**< default GCK_CHECKSUM_FNV1A64 */
     gck_reduction reduction;         /**< default GCK_REDUCE_SEQUENTIAL */
 } gck_config;
@@ -81,7 +82,7 @@ typedef struct gck_checkpointer gck_checkpointer;
  * Errors: GCK_ERR_INVALID_ARGUMENT for NULL out, max_checkpoints 0, an
  *         unknown mode, clip_enabled with clip_norm not > 0 (or NaN), weights
  *         NULL with n_weights > 0, an unknown checksum, dtype or reduction;
- *         GCK_ERR_UNSUPPORTED for a valid dtype other than F64/F32;
+ *         GCK_ERR_UNSUPPORTED for a valid dtype other than F64/F32/BF16;
  *         GCK_ERR_NO_MEMORY. *out is unchanged on error.
  * Thread-safety: safe from any thread.
  */
@@ -99,8 +100,11 @@ GCK_API void gck_checkpointer_destroy(gck_checkpointer *cp);
  * Adds one tensor of n values to the pending buffer of layer_id (created on
  * first use) and increments the global step by one. The first tensor of a
  * flush window fixes the layer's length; values are combined as the mode
- * says, in the configured dtype (f64 inputs into F32 storage are rounded to
- * float on arrival, f32 inputs into F64 storage are widened exactly).
+ * says, in the accumulation dtype: F64 storage accumulates in f64, F32 and
+ * BF16 storage in f32 (f64 inputs into F32 or BF16 storage are rounded to
+ * float on arrival: an f32 accumulator cannot hold more, and refusing them
+ * would only move that rounding to the caller; f32 inputs into F64 storage
+ * are widened exactly).
  * Non-finite values are accepted (judged at flush). `step` is recorded as the
  * layer's step.
  *
@@ -156,7 +160,8 @@ GCK_API gck_status gck_accumulate_many_f64(gck_checkpointer *cp, const char *con
 /**
  * As gck_accumulate_f32, for bf16 / f16 input values (uint16_t bits, see
  * kernels.h): every value is widened exactly to its f32 value and combined
- * with the SPEC formulas in the configured storage (F32 or F64), so the
+ * with the SPEC formulas in the accumulation dtype (f32 for F32 and BF16
+ * storage, f64 for F64), so the
  * buffers, and every flush, are bit-identical to accumulating the widened
  * f32 tensors with gck_accumulate_f32. Errors and thread-safety: as
  * gck_accumulate_f32.
@@ -224,6 +229,20 @@ GCK_API uint64_t gck_flush_count(const gck_checkpointer *cp);
  *         the checkpointer is unchanged and *out is untouched.
  * Thread-safety: one owner; layers are finished on OpenMP threads with
  *         results independent of the thread count.
+ *
+ * BF16 storage: each layer is finished in f32 exactly as F32 storage
+ * finishes it, then rounded once to bf16 (round to nearest even, every NaN
+ * 0xFFFF: gck_convert_f32_to_bf16). Clipping is decided on the global norm
+ * of those rounded values, so every norm the checkpoint records describes
+ * bf16 values: gck_checkpoint_norm_before_clip is the norm of what would
+ * have been stored without clipping (equal to the global norm when clipping
+ * did not fire), and the layer norms and global norm are those of the
+ * stored values (what gck_checkpoint_load recomputes). When clipping fires,
+ * each f32 value is multiplied by (float)(clip_norm / norm) and rounded to
+ * bf16 from there (never from an already rounded value). The checksum is
+ * over the stored bf16 bits, little-endian. The flush keeps an f32 and a
+ * bf16 staging copy of the values (6 bytes a value, reused by later
+ * flushes), so a failure (NO_MEMORY, NONFINITE) still changes nothing.
  */
 GCK_API gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint **out);
 
@@ -232,7 +251,8 @@ GCK_API gck_status gck_flush(gck_checkpointer *cp, uint64_t now, gck_checkpoint 
  *
  * tensors.data[i] receives tensors.lens[i] values of the checkpointer's
  * storage dtype (tensors.dtype, or every tensors.dtypes[i], must equal
- * gck_config.dtype: no conversion). layer_ids NULL: buffer i is for the
+ * gck_config.dtype: no conversion; BF16 storage writes bf16 buffers, which a
+ * trainer with bf16 gradients hands straight to its optimizer). layer_ids NULL: buffer i is for the
  * i-th pending layer in bytewise layer-id order (gck_pending_layers' order,
  * not the order the layers were accumulated in: a model's tensor order
  * needs layer_ids); otherwise buffer i is for layer layer_ids[i], in any
@@ -274,6 +294,10 @@ typedef struct gck_flush_dst {
  * gck_checkpoint_clip_coef: 1.0 when not clipped) and clipped = 1 when
  * clipping fired. The clip rule is the checkpointer's (clip_norm / norm when
  * norm > clip_norm), not gck_tensors_clip_by_norm's eps rule.
+ *
+ * BF16 storage: the values are gck_flush's (finished and clipped in its
+ * staging copies, then copied to dst), so nothing is written to dst on any
+ * error, error_if_nonfinite or not.
  *
  * With error_if_nonfinite the values are first finished into a staging copy
  * the checkpointer keeps (memory for one more copy of the gradients, reused

@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 /** Element types: every fixed-width type of the safetensors format. The
- * checkpointer stores F64 or F32; snapshots take all (values are opaque
+ * checkpointer stores F64, F32 or BF16; snapshots take all (values are opaque
  * bytes to them, kept in this CPU's byte order, written little-endian).
  * Values after GCK_DTYPE_BOOL were added later; their numbers stay fixed. */
 typedef enum gck_dtype {

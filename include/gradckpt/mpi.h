@@ -43,8 +43,10 @@ extern "C" {
  * contiguous slice of the gradients from every rank's blocks, in the tree's
  * operand order) and an allgather of the slices, in chunks, the next
  * chunk's messages in flight while one is summed. Each rank sends and
- * receives about (P - 1) / P of the gradient bytes per phase. f32 or f64
- * storage; the byte order of all ranks must agree.
+ * receives about (P - 1) / P of the gradient bytes per phase. F32, F64 or
+ * BF16 storage (BF16: the f32 sums are exchanged and the finished values
+ * rounded to bf16 once, at the flush, as gck_flush does); the byte order of
+ * all ranks must agree.
  *
  * Memory: a copy of the gradients and two chunks per peer of receive
  * buffers, kept per thread for reuse (gck_mpi_free_scratch frees them).

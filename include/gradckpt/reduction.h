@@ -26,9 +26,10 @@ extern "C" {
 /** One pending layer's window sum, as the checkpointer holds it. */
 typedef struct gck_pending_sum {
     const char *layer_id; /**< borrowed */
-    const void *data;     /**< the window's sum (before any division): n values of the storage
-                               dtype, in the configured order; borrowed, valid until the next
-                               call that changes the checkpointer */
+    const void *data;     /**< the window's sum (before any division): n values of the
+                               accumulation dtype (the storage dtype; f32 for BF16 storage),
+                               in the configured order; borrowed, valid until the next call
+                               that changes the checkpointer */
     size_t n;             /**< the layer's length */
     size_t count;         /**< tensors accumulated in the window */
     double wsum;          /**< GCK_ACCUM_WEIGHTED_MEAN: the weights' sum, in the same order */
@@ -50,8 +51,8 @@ GCK_API gck_status gck_pending_sum_get(gck_checkpointer *cp, size_t k, gck_pendi
 
 /** What gck_flush_reduced finishes for one pending layer. */
 typedef struct gck_reduced_layer {
-    void *data;     /**< the combined sum, the layer's length of the storage dtype; may be
-                         overwritten (finished in place) */
+    void *data;     /**< the combined sum, the layer's length of the accumulation dtype (as
+                         gck_pending_sum's); may be overwritten (finished in place) */
     size_t count;   /**< the number of tensors summed (GCK_ACCUM_MEAN's divisor) */
     double wsum;    /**< the weights' sum (GCK_ACCUM_WEIGHTED_MEAN's divisor, unless 0) */
     uint64_t step;  /**< the layer's step in the checkpoint */

@@ -97,6 +97,41 @@ GCK_API gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gc
 GCK_API gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dtype dtype,
                                                const int64_t *shape, size_t ndim, const void *data);
 
+/**
+ * Makes s own the bytes of every tensor it does not own: each tensor added
+ * with gck_snapshot_add_tensor_ref (or pointing into a file mapping of
+ * gck_snapshot_load_mmap, or into a restore's shared buffer) gets a copy of
+ * its bytes in memory of its own; the tensors s already owns are not
+ * touched. Names, shapes, dtypes and content ids do not change (the bytes
+ * are the same, so nothing is hashed again). One memcpy per borrowed tensor:
+ * a snapshot built by reference and then owned costs one read for the ids
+ * and one copy, as gck_snapshot_add_tensor does.
+ *
+ * The use: build a snapshot by reference, own it, and hand it to
+ * gck_store_save_async (which refuses borrowed bytes); the caller may change
+ * or free its buffers as soon as this returns.
+ *
+ * Ownership: s stays the caller's; it keeps no reference to the memory it
+ *            borrowed before.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (s NULL); GCK_ERR_NO_MEMORY (naming the
+ *         tensor). All or nothing: every buffer is allocated before any is
+ *         used, so on error s is unchanged and still borrows.
+ * Thread-safety: one writer; nobody may write the borrowed memory during
+ *         the call.
+ */
+GCK_API gck_status gck_snapshot_own(gck_snapshot *s);
+
+/**
+ * A deep copy of s in new memory of its own: every tensor's bytes (borrowed
+ * or not), content ids (not recomputed), optimizer blobs, step, timestamp,
+ * loss cid and metadata. The copy borrows nothing, whatever s borrows.
+ *
+ * Ownership: *out is the caller's (gck_snapshot_destroy); s is only read.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_NO_MEMORY (*out untouched).
+ * Thread-safety: safe while nobody modifies s or memory it borrows.
+ */
+GCK_API gck_status gck_snapshot_clone(const gck_snapshot *s, gck_snapshot **out);
+
 /** Sets (or replaces) the loss content id. Errors: INVALID_ARGUMENT (NULL), NO_MEMORY. */
 GCK_API gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid);
 
@@ -476,7 +511,7 @@ GCK_API gck_status gck_checkpoint_save(const gck_checkpoint *c, const char *path
  * Ownership: *out is a new reference the caller releases.
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL); GCK_ERR_IO; GCK_ERR_CORRUPT (any
  *         snapshot rule, missing checkpoint keys, layers that are not 1-D
- *         F32/F64 of one dtype, a checksum mismatch); GCK_ERR_NO_MEMORY.
+ *         F32/F64/BF16 of one dtype, a checksum mismatch); GCK_ERR_NO_MEMORY.
  * Thread-safety: safe from any thread.
  */
 GCK_API gck_status gck_checkpoint_load(const char *path, gck_checkpoint **out);

@@ -87,8 +87,9 @@ public:
         nb::module_ torch = nb::module_::import_("torch");
         const size_t shape[1] = { v.n };
         nb::dlpack::dtype d;
-        d.code = (uint8_t)nb::dlpack::dtype_code::Float;
-        d.bits = v.dtype == GCK_DTYPE_F64 ? 64 : 32;
+        // a BF16 checkpoint (gck_checkpoint_load of a C-written file) is a bfloat16 tensor of 2-byte values
+        d.code = (uint8_t)(v.dtype == GCK_DTYPE_BF16 ? nb::dlpack::dtype_code::Bfloat : nb::dlpack::dtype_code::Float);
+        d.bits = v.dtype == GCK_DTYPE_F64 ? 64 : v.dtype == GCK_DTYPE_BF16 ? 16 : 32;
         d.lanes = 1;
         nb::ndarray<nb::pytorch> arr(const_cast<void *>(v.values), 1, shape, ckpt_owner(c_), nullptr, d);
         return nb::cast(arr, nb::rv_policy::reference);

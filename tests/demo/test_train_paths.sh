@@ -39,6 +39,24 @@ run trainer
 echo "clip 1.0, trainer path at the default eps 1e-6: $(digest trainer)" \
   "($([ "$(digest trainer)" = "$(digest ckpt)" ] && echo same as || echo differs from) the checkpointer path)"
 
+# bf16 gradients: the same arithmetic on both paths again (each value widened exactly), and not the
+# f32 run's weights (the rounding is real)
+run ckpt_bf16 --path checkpointer --grad-dtype bf16
+run eps0_bf16 --path trainer --clip-eps 0 --grad-dtype bf16
+echo "bf16 gradients: checkpointer $(digest ckpt_bf16), trainer eps 0 $(digest eps0_bf16)"
+grep -q '^gradient dtype: bf16 ' "$work/ckpt_bf16.out" || { cat "$work/ckpt_bf16.out"; exit 1; }
+[ "$(digest ckpt_bf16)" = "$(digest eps0_bf16)" ] || { echo "the paths differ with bf16 gradients"; exit 1; }
+[ "$(digest ckpt_bf16)" != "$(digest ckpt)" ] || { echo "bf16 gradients gave the f32 run's weights"; exit 1; }
+
+# how and whether snapshots are saved does not change the arithmetic
+run ckpt_sync --path checkpointer --sync-save
+run ckpt_nosave --path checkpointer --save-every 0
+[ "$(digest ckpt_sync)" = "$(digest ckpt)" ] || { echo "synchronous saves changed the weights"; exit 1; }
+[ "$(digest ckpt_nosave)" = "$(digest ckpt)" ] || { echo "--save-every 0 changed the weights"; exit 1; }
+grep -q "^store '.*': 0 versions" "$work/ckpt_nosave.out" || { cat "$work/ckpt_nosave.out"; exit 1; }
+grep -q "^store '.*': 4 versions" "$work/ckpt_sync.out" || { cat "$work/ckpt_sync.out"; exit 1; }
+grep -q "^store '.*': 4 versions" "$work/ckpt.out" || { cat "$work/ckpt.out"; exit 1; }
+
 # --clip-eps belongs to the trainer path; a resumed run keeps its recorded path
 if "$train" --dir "$work/bad" --path checkpointer --clip-eps 1e-6 "${args[@]}" >/dev/null 2>"$work/bad.err"; then
   echo "--path checkpointer --clip-eps 1e-6 was accepted"; exit 1
@@ -47,4 +65,8 @@ grep -q 'clip-eps' "$work/bad.err" || { cat "$work/bad.err"; exit 1; }
 "$train" --resume "$work/ckpt" --path trainer --steps 44 --quiet >"$work/resumed.out" 2>&1
 grep -q '^gradient path: checkpointer ' "$work/resumed.out" && grep -q -- '--path trainer ignored' "$work/resumed.out" ||
   { cat "$work/resumed.out"; exit 1; }
+# ... and its recorded gradient dtype
+"$train" --resume "$work/ckpt_bf16" --grad-dtype f32 --steps 44 --quiet >"$work/resumed_bf16.out" 2>&1
+grep -q '^gradient dtype: bf16 ' "$work/resumed_bf16.out" && grep -q -- '--grad-dtype f32 ignored' "$work/resumed_bf16.out" ||
+  { cat "$work/resumed_bf16.out"; exit 1; }
 echo "ok"

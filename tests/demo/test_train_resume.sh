@@ -4,14 +4,19 @@
 # end with the same weights as an uninterrupted run; so must runs on 1 and 3
 # threads. The last run must resume from a version it restored (a run that
 # silently started over would end with the same weights, since the data of
-# every step comes from the seed).
-#   test_train_resume.sh TRAIN_BINARY [trainer|checkpointer]
+# every step comes from the seed). Saves are asynchronous unless the extra
+# arguments say --sync-save; with --grad-dtype bf16 the run's gradients are
+# bf16, and the resumed run must keep them without being told.
+#   test_train_resume.sh TRAIN_BINARY [trainer|checkpointer] [EXTRA ARGS...]
 set -euo pipefail
 train=$1
 path=${2:-trainer}
+extra=("${@:3}")
+gdtype=f32
+for ((i = 0; i + 1 < ${#extra[@]}; i++)); do [ "${extra[i]}" = --grad-dtype ] && gdtype=${extra[i + 1]}; done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-args=(--path "$path" --steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet)
+args=(--path "$path" --steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet "${extra[@]}")
 digest() { grep '^weights digest:' | awk '{print $3}'; }
 
 t0=$(date +%s%N)
@@ -21,7 +26,8 @@ run_ms=$(( (t1 - t0) / 1000000 ))
 want=$(digest <"$work/ref.out")
 [ -n "$want" ] || { echo "no digest from the reference run"; exit 1; }
 grep -q "^gradient path: $path " "$work/ref.out" || { echo "the run did not take the $path path"; cat "$work/ref.out"; exit 1; }
-echo "$path path, reference (2 threads): $want in ${run_ms} ms"
+grep -q "^gradient dtype: $gdtype" "$work/ref.out" || { echo "the run's gradients are not $gdtype"; cat "$work/ref.out"; exit 1; }
+echo "$path path, $gdtype gradients ${extra[*]}, reference (2 threads): $want in ${run_ms} ms"
 
 for threads in 1 3; do
   other=$(OMP_NUM_THREADS=$threads "$train" --dir "$work/t$threads" "${args[@]}" | digest)
@@ -60,14 +66,16 @@ if ! saved; then
   wait "$pid" 2>/dev/null || true
 fi
 saved || { echo "no version was saved"; exit 1; }
-# resumed without --path: the run's path comes from its snapshot
-resume_args=("${args[@]:2}")
+# resumed without --path or --grad-dtype: the run's path and gradient dtype come from its snapshot
+resume_args=(--steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet)
+[[ " ${extra[*]} " == *" --sync-save "* ]] && resume_args+=(--sync-save)
 "$train" --resume "$work/killed" "${resume_args[@]}" >"$work/final" 2>&1 || { cat "$work/final"; exit 1; }
 got=$(digest <"$work/final")
 resumed=$(grep -E '^resumed at step [0-9]+ from version [0-9]+$' "$work/final" || true)
 echo "after $kills kills and resumes: $got ($resumed)"
 [ "$kills" -ge 1 ] || { echo "no kill landed inside a run"; exit 1; }
 grep -q "^gradient path: $path " "$work/final" || { echo "the resumed run changed path"; cat "$work/final"; exit 1; }
+grep -q "^gradient dtype: $gdtype" "$work/final" || { echo "the resumed run changed gradient dtype"; cat "$work/final"; exit 1; }
 # a resume that started over (step 0, no version) would reach the same weights too
 [[ "$resumed" =~ ^resumed\ at\ step\ [1-9][0-9]*\ from\ version\ [1-9][0-9]*$ ]] ||
   { echo "the last run did not resume from a saved version: '$resumed'"; exit 1; }

@@ -62,7 +62,8 @@ static void make_case(tcase *t, uint64_t seed)
     gck_config_init(&t->cfg);
     t->cfg.reduction = GCK_REDUCE_TREE;
     t->cfg.accumulation_mode = (gck_accum_mode)(rnd(&s) % 3);
-    t->cfg.dtype = rnd(&s) % 2 ? GCK_DTYPE_F32 : GCK_DTYPE_F64;
+    static const gck_dtype storage[3] = {GCK_DTYPE_F64, GCK_DTYPE_F32, GCK_DTYPE_BF16}; /* BF16: f32 sums */
+    t->cfg.dtype = storage[rnd(&s) % 3];
     t->cfg.clip_enabled = (int)(rnd(&s) % 2);
     t->cfg.clip_norm = 0.01 + (double)(rnd(&s) % 100) * 0.01;
     t->cfg.max_checkpoints = 2;

@@ -7,8 +7,9 @@
  * moments and gradients are each one block (train_params), cut into 2 tensors per layer.
  * - trainer (default): the step's gradient lives in the run's own block. Each micro-batch's
  *   gradient is accumulated into it in place (gck_tensors_axpy_init / gck_tensors_axpy, weighted
- *   by its rows), the mean is finished in place (gck_tensors_div_sumsq), then
- *   gck_tensors_clip_by_norm clips it and reports the pre-clip norm. No library-owned copy.
+ *   by its rows); the last one, the mean and the sum of squares take one pass
+ *   (gck_tensors_axpy_div_sumsq), then gck_tensors_clip_with_norm clips by that norm and reports
+ *   it as the pre-clip norm. No library-owned copy.
  * - checkpointer: gck_accumulate_many_f32 hands each micro-batch to a gck_checkpointer (weighted
  *   mean), gck_flush_into finishes and clips into the same block and records the checkpoint in the
  *   checkpointer's history (one kept), as a job that wants checkpoints (norms, checksum) does.
@@ -359,6 +360,13 @@ typedef struct grad_path {
     const float *mb_block;
     uint16_t *mb_bf16;
     const uint16_t *mb_bf16_at[MAX_TENSORS];
+    void *mb16_data[MAX_TENSORS];
+    gck_tensor_list mb16;                 /* the bf16 micro-batch gradient as a list */
+    /* trainer path: the last micro-batch, the mean and the sum of squares in one pass */
+    int last_mb;                          /* the step's last micro-batch */
+    double wsum_all;                      /* the step's summed weights (rows) */
+    int fused;                            /* 1: ss holds the finished gradient's sum of squares */
+    double ss;
 } grad_path;
 
 /* --grad-dtype bf16: the bf16 copy of the micro-batch gradient block, its tensors at the f32 block's
@@ -369,8 +377,11 @@ static int grad_bf16_init(grad_path *g, const train_params *acc, const train_par
     g->mb_bf16 = malloc((g->count ? g->count : 1) * sizeof *g->mb_bf16);
     if (g->mb_bf16 == NULL)
         return -1;
-    for (int k = 0; k < g->n; k++)
+    for (int k = 0; k < g->n; k++) {
         g->mb_bf16_at[k] = g->mb_bf16 + (tensor_at(mb, k) - mb->block);
+        g->mb16_data[k] = (void *)g->mb_bf16_at[k];
+    }
+    g->mb16 = (gck_tensor_list){.count = (size_t)g->n, .data = g->mb16_data, .lens = g->lens, .dtype = GCK_DTYPE_BF16};
     return 0;
 }
 
@@ -382,6 +393,9 @@ static int grad_path_init(grad_path *g, const options *o, const train_params *ac
     g->dist = dist, g->mb_first = o->mb_first;
     g->n = n_tensors(&o->shape);
     g->clip = o->clip, g->clip_eps = o->clip_eps;
+    g->last_mb = o->micro - 1;
+    for (int i = 0; i < o->micro; i++)
+        g->wsum_all += rows[i];
     for (int k = 0; k < g->n; k++) {
         tensor_name(g->ids[k], sizeof g->ids[k], "", k);
         g->id_ptr[k] = g->ids[k];
@@ -428,6 +442,15 @@ static void grad_round(grad_path *g)
         gck_convert_f32_to_bf16(g->mb_bf16, g->mb_block, g->count);
 }
 
+/* Trainer path, the step's last micro-batch (not its first): acc += w * x, then acc /= the summed
+ * weights with the sum of squares of the result, in one pass (gck_tensors_axpy_div_sumsq: the bits
+ * of gck_tensors_axpy then gck_tensors_div_sumsq); grad_finish clips with that norm. */
+static gck_status grad_add_last(grad_path *g, double w, const gck_tensor_list *x)
+{
+    g->fused = 1;
+    return gck_tensors_axpy_div_sumsq(&g->acc, w, x, g->wsum_all, NULL, &g->ss);
+}
+
 /* grad_add for bf16 gradients: the same weighted accumulation, each value widened exactly to f32. */
 static gck_status grad_add_bf16(grad_path *g, int mb, double w, uint64_t step)
 {
@@ -435,6 +458,8 @@ static gck_status grad_add_bf16(grad_path *g, int mb, double w, uint64_t step)
         return gck_accumulate_many_bf16(g->cp, g->id_ptr, g->mb_bf16_at, g->lens, (size_t)g->n, step);
     if (mb == 0)
         gck_axpy_init_bf16_to_f32(g->acc_block, (float)w, g->mb_bf16, g->count);
+    else if (mb == g->last_mb)
+        return grad_add_last(g, w, &g->mb16);
     else
         gck_axpy_bf16_to_f32(g->acc_block, (float)w, g->mb_bf16, g->count);
     return GCK_OK;
@@ -449,6 +474,8 @@ static gck_status grad_add(grad_path *g, int mb, double w, uint64_t step)
         return gck_accumulate_many_f32(g->cp, g->id_ptr, g->mb_values, g->lens, (size_t)g->n, step);
     /* acc = 0 + mb * w for the first micro-batch (no zeroing pass), acc += mb * w after: exactly the
      * checkpointer's weighted accumulation */
+    if (mb > 0 && mb == g->last_mb)
+        return grad_add_last(g, w, &g->mb);
     return mb == 0 ? gck_tensors_axpy_init(&g->acc, w, &g->mb) : gck_tensors_axpy(&g->acc, w, &g->mb);
 }
 
@@ -463,6 +490,10 @@ static gck_status grad_finish(grad_path *g, double wsum, gck_clip_info *info)
         const gck_status st = gck_flush_into(g->cp, (uint64_t)time(NULL), &g->dst, info, &ck);
         gck_checkpoint_release(ck); /* before the next flush, so its memory is reused (see gck_flush) */
         return st;
+    }
+    if (g->fused) { /* divided and measured with the last micro-batch; sqrt(ss) is the f32 list's norm */
+        g->fused = 0;
+        return gck_tensors_clip_with_norm(&g->acc, g->clip, sqrt(g->ss), g->clip_eps, 0, info);
     }
     const gck_status st = gck_tensors_div_sumsq(&g->acc, wsum, NULL, NULL);
     return st != GCK_OK ? st : gck_tensors_clip_by_norm(&g->acc, g->clip, 2.0, g->clip_eps, 0, info);

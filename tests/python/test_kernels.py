@@ -344,7 +344,9 @@ def test_tensors_axpy_div_sumsq_x_is_acc_and_errors(rng):
     want = [a.clone() for a in acc]
     gradckpt.tensors_axpy_(want, 0.5, [w.clone() for w in want])
     want_total = gradckpt.tensors_div_sumsq_(want, 3.0)
-    assert bits(gradckpt.tensors_axpy_div_sumsq_(acc, 0.5, acc, 3.0)) == bits(want_total)  # x is acc itself
+    total = gradckpt.tensors_axpy_div_sumsq_(acc, 0.5, acc, 3.0)  # x is acc itself
+    assert bits(total) == bits(want_total)
+    assert bits(math.sqrt(total)) == bits(gradckpt.global_norm(acc))  # float32: exactly the list's norm
     assert all(torch.equal(a, w) for a, w in zip(acc, want))
     before = [a.clone() for a in acc]
     x16 = [a.to(torch.bfloat16) for a in acc]

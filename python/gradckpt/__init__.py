@@ -45,6 +45,7 @@ from ._gradckpt import (
     tensors_axpy_,
     tensors_axpy_init_,
     tensors_div_sumsq_,
+    tensors_axpy_div_sumsq_,
     tensors_scale_,
 )
 
@@ -176,6 +177,7 @@ __all__ = [
     "sumsq", "l2norm", "dist2", "pnorm", "add_", "axpy_", "scale_", "fnv1a64",
     "global_norm", "clip_", "clip_info_",
     "tensors_add_", "tensors_axpy_", "tensors_axpy_init_", "tensors_scale_", "tensors_div_sumsq_",
+    "tensors_axpy_div_sumsq_",
     "isa", "available_isas", "select_isa", "get_num_threads", "set_num_threads",
     "Checkpointer", "Checkpoint", "Snapshot", "Store", "save_file", "load_file",
     "Error", "InvalidArgumentError", "NoMemoryError", "NoAccumulatedGradientsError", "NotFoundError",

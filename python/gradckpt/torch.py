@@ -195,15 +195,28 @@ class GradientAccumulator:
     by the count) or ``"weighted_mean"`` (``r + g_i * weights[i]``, divided by
     the sum of the weights used; ``weights[i]`` is for the i-th micro-batch,
     1.0 past the end). The sums run in the parameters' dtype (float32 or
-    float64) in a fixed order, so the result is the same bits on every ISA
-    and thread count. A parameter without a gradient in a micro-batch is
-    skipped (its mean counts the gradients it had).
+    float64; float32 for bfloat16 parameters) in a fixed order, so the
+    result is the same bits on every ISA and thread count. A parameter
+    without a gradient in a micro-batch is skipped (its mean counts the
+    gradients it had).
 
     ``clip_norm``: when the global L2 norm (the layers' sums of squares added
     in bytewise name order) exceeds it, every gradient is multiplied by
     ``clip_norm / norm`` (float32: by float32 of it): the checkpointer's rule
     (no eps, unlike clip_grad_norm_). ``step()`` returns the norm before
     clipping, as a float.
+
+    bfloat16 parameters (all of them: one accumulator per dtype): the
+    bfloat16 gradients are read in place and widened exactly, summed (and
+    divided) in float32 buffers, and each result is rounded ONCE to bfloat16
+    straight into ``p.grad`` (the checkpointer's bfloat16 storage): the same
+    bits as ``(((0 + g1.float()) + g2.float()) + ...) / count`` then
+    ``.to(torch.bfloat16)``, with no float32 copy of the result. The norm
+    that ``step()`` returns and compares with ``clip_norm`` is that of the
+    rounded bfloat16 values; when it clips, each float32 value is multiplied
+    by ``float32(clip_norm / norm)`` and rounded once from there. float16
+    parameters are refused (InvalidArgumentError): there is no float16
+    storage, so a float16 ``p.grad`` could only be filled from a copy.
 
     Memory: the checkpointer's one buffer per parameter; ``step()`` writes
     into ``p.grad`` where it exists and otherwise into a gradient buffer the
@@ -222,26 +235,28 @@ class GradientAccumulator:
                 name, p = item
             if not p.requires_grad:
                 continue
-            if p.dtype in (torch.bfloat16, torch.float16):
-                # step() would have to finish into a float32 staging copy and round it into p.grad: a full
-                # extra copy of the gradients, which this class promises not to make.
+            if p.dtype == torch.float16:
+                # There is no float16 storage: step() would finish into a float32 or bfloat16 buffer and
+                # then round a copy into p.grad, a full extra copy of the gradients this class never makes.
                 raise InvalidArgumentError(
-                    f"parameter '{name}': GradientAccumulator takes float32/float64 parameters, got {p.dtype}: "
-                    "its step() writes p.grad without a staging copy, and a 16-bit p.grad would need one. "
-                    "Accumulate 16-bit gradients with gradckpt.Checkpointer(dtype='float32').accumulate_many "
-                    "(read in place, widened exactly) and flush_into float32 buffers")
-            if p.dtype not in (torch.float32, torch.float64) or p.device.type != "cpu":
-                raise InvalidArgumentError(f"parameter '{name}': GradientAccumulator takes float32/float64 CPU "
-                                           f"parameters, got {p.dtype} on {p.device}")
+                    f"parameter '{name}': GradientAccumulator takes float32/float64/bfloat16 parameters, got "
+                    "torch.float16: its step() writes p.grad without a staging copy, and the checkpointer has "
+                    "no float16 storage to write a float16 p.grad from. Accumulate float16 gradients with "
+                    "gradckpt.Checkpointer(dtype='float32').accumulate_many (read in place, widened exactly), "
+                    "flush_into float32 buffers and round them with .to(torch.float16)")
+            if p.dtype not in (torch.float32, torch.float64, torch.bfloat16) or p.device.type != "cpu":
+                raise InvalidArgumentError(f"parameter '{name}': GradientAccumulator takes float32/float64/"
+                                           f"bfloat16 CPU parameters, got {p.dtype} on {p.device}")
             names.append(name)
             params.append(p)
         if len(set(names)) != len(names):
             raise InvalidArgumentError("GradientAccumulator: parameter names are not unique")
         dtypes = {p.dtype for p in params}
         if len(dtypes) > 1:
-            raise InvalidArgumentError("GradientAccumulator: the parameters mix float32 and float64 "
-                                       "(use one accumulator per dtype)")
-        dtype = "float64" if dtypes == {torch.float64} else "float32"
+            raise InvalidArgumentError("GradientAccumulator: the parameters mix dtypes "
+                                       f"({', '.join(sorted(str(d) for d in dtypes))}): use one accumulator "
+                                       "per dtype")
+        dtype = {torch.float64: "float64", torch.bfloat16: "bfloat16"}.get(next(iter(dtypes), None), "float32")
         if mode == "weighted_mean" and weights is None:
             raise InvalidArgumentError("GradientAccumulator: mode 'weighted_mean' needs weights")
         self.names: list = names

@@ -191,7 +191,9 @@ gck_dtype parse_storage(const std::string &d)
         return GCK_DTYPE_F64;
     if (d == "float32" || d == "f32")
         return GCK_DTYPE_F32;
-    raise_msg(GCK_ERR_UNSUPPORTED, "dtype must be 'float64' or 'float32', got '" + d + "'");
+    if (d == "bfloat16" || d == "bf16")
+        return GCK_DTYPE_BF16;
+    raise_msg(GCK_ERR_UNSUPPORTED, "dtype must be 'float64', 'float32' or 'bfloat16', got '" + d + "'");
 }
 
 uint64_t now_secs() { return (uint64_t)time(nullptr); }
@@ -578,7 +580,7 @@ void init_checkpointer(nb::module_ &m)
         .def_prop_ro("created_at", &Checkpoint::created_at, "The flush's `now` (seconds).")
         .def_prop_ro("checksum", &Checkpoint::checksum, "Checksum of the stored values (see checksum_algo).")
         .def_prop_ro("checksum_algo", &Checkpoint::checksum_algo, "'fnv1a64', 'xxh3' or 'none'.")
-        .def_prop_ro("dtype", &Checkpoint::dtype, "'float32' or 'float64': how the values are stored.")
+        .def_prop_ro("dtype", &Checkpoint::dtype, "'float64', 'float32' or 'bfloat16': how the values are stored.")
         .def_prop_ro("compressed_size", &Checkpoint::compressed_size, "The seed's compressed-size estimate (bytes).")
         .def_prop_ro("num_values", &Checkpoint::num_values, "Values over all layers.")
         .def_prop_ro("global_norm", &Checkpoint::global_norm, "L2 norm of the stored (clipped) values.")
@@ -591,10 +593,12 @@ void init_checkpointer(nb::module_ &m)
         .def("__contains__", &Checkpoint::contains, nb::arg("layer"))
         .def("__getitem__", &Checkpoint::getitem, nb::arg("layer"),
              nb::sig("def __getitem__(self, layer: str) -> NDArray"),
-             "Read-only NumPy view of a layer's values (zero-copy). NotFoundError (a KeyError) if absent.")
+             "Read-only NumPy view of a layer's values (zero-copy; a bfloat16 checkpoint's is an ml_dtypes.bfloat16\n"
+             "array). NotFoundError (a KeyError) if absent.")
         .def("torch", &Checkpoint::torch_view, nb::arg("layer"),
              nb::sig("def torch(self, layer: str) -> torch.Tensor"),
-             "A layer as a torch tensor over the checkpoint's memory (zero-copy; it keeps the checkpoint alive).\n"
+             "A layer as a torch tensor over the checkpoint's memory (zero-copy; it keeps the checkpoint alive;\n"
+             "a torch.bfloat16 tensor for a bfloat16 checkpoint).\n"
              "torch has no read-only tensors: do not write to it (the checkpoint is immutable and checksummed).")
         .def("layer_norm", &Checkpoint::layer_norm, nb::arg("layer"), "L2 norm of a layer (after clipping).")
         .def("layer_step", &Checkpoint::layer_step, nb::arg("layer"),
@@ -626,13 +630,15 @@ void init_checkpointer(nb::module_ &m)
                      "error_if_nonfinite: bool = False, dtype: str = 'float64', checksum: str = 'fnv1a64', "
                      "compression_threshold: int = 1000) -> None"),
              "mode: 'sum' | 'mean' | 'weighted_mean' (weights[i] for the i-th tensor of a layer in a window, 1.0\n"
-             "past the end); clip_norm: clip the global L2 norm at flush; dtype: storage 'float64' or 'float32';\n"
+             "past the end); clip_norm: clip the global L2 norm at flush; dtype: storage 'float64', 'float32' or\n"
+             "'bfloat16' (accumulated in float32, each layer finished in float32 and rounded once to bfloat16 at\n"
+             "flush; the norms, the clipping decision and the checksum are those of the rounded values);\n"
              "checksum: 'fnv1a64' (the seed's), 'xxh3' (fast) or 'none'.")
         .def("accumulate", &Checkpointer::accumulate, nb::arg("layer_id"), nb::arg("grad"),
              nb::arg("step") = nb::none(),
              nb::sig("def accumulate(self, layer_id: str, grad: Array, step: int | None = None) -> None"),
              "Adds one float32/float64/bfloat16/float16 tensor to the layer's pending buffer (read in place, no\n"
-             "copy; 16-bit values are widened exactly into the float32/float64 storage). The first\n"
+             "copy; 16-bit values are widened exactly into the float32/float64 accumulators). The first\n"
              "tensor of a window fixes the layer's length: another length raises DimensionMismatchError and\n"
              "nothing changes. step (default: the global step) is recorded as the layer's step.")
         .def("accumulate_many", &Checkpointer::accumulate_many, nb::arg("grads"), nb::arg("step") = nb::none(),
@@ -652,10 +658,11 @@ void init_checkpointer(nb::module_ &m)
                      "record: bool = False) -> tuple[float, float, bool, Checkpoint | None]"),
              "Finishes the window into your arrays (gck_flush_into): dst maps every pending layer to a writable\n"
              "array of the storage dtype and the layer's length (or is a list in pending_layers order). The values\n"
-             "are bit for bit what flush() would store (a bfloat16/float16 dst raises UnsupportedError: round\n"
-             "a float32 result once with torch's .to() or gck_convert_f32_to_bf16). record=False adds nothing to the history and copies\n"
-             "nothing; record=True also records the checkpoint. Returns (norm_before_clip, clip_coef, clipped,\n"
-             "checkpoint or None). On any error nothing changes.")
+             "are bit for bit what flush() would store. Only the storage dtype is written: bfloat16 storage fills\n"
+             "bfloat16 arrays (torch.bfloat16 tensors, ml_dtypes.bfloat16 arrays); any other dst dtype raises\n"
+             "UnsupportedError (float16 never matches: there is no float16 storage). record=False adds nothing\n"
+             "to the history and copies nothing; record=True also records the checkpoint. Returns\n"
+             "(norm_before_clip, clip_coef, clipped, checkpoint or None). On any error nothing changes.")
         .def("_step_params", &Checkpointer::step_params, nb::arg("names"), nb::arg("params"), nb::arg("spares"),
              nb::sig("def _step_params(self, names: list[str], params: list[object], spares: dict[str, object]) -> "
                      "tuple[float, float, bool, None]"),

@@ -305,6 +305,20 @@ double tensors_div_sumsq_(nb::handle tensors, double d)
     return total;
 }
 
+// The trainer's last micro-batch: acc += w * x, then acc /= d and the sum of
+// squares of the result, in one pass over memory.
+double tensors_axpy_div_sumsq_(nb::handle acc, double w, nb::handle x, double d)
+{
+    Hold h;
+    List la, lx;
+    pair_lists(acc, "acc", x, "x", h, la, lx);
+    const gck_tensor_list a = la.view(), b = lx.view();
+    double total = 0;
+    check(maybe_nogil(2 * la.total_bytes + lx.total_bytes,
+                      [&] { return gck_tensors_axpy_div_sumsq(&a, w, &b, d, nullptr, &total); }));
+    return total;
+}
+
 // ---- ISA, threads, version ---------------------------------------------------
 
 std::string isa() { return gck_isa_name(gck_isa_active()); }
@@ -458,6 +472,15 @@ void init_kernels(nb::module_ &m)
           nb::sig("def tensors_div_sumsq_(tensors: Iterable[Array], d: float) -> float"),
           "t /= d (a true division) for every tensor, returning the total sum of squares of the results\n"
           "(float32/float64 tensors only: a 16-bit one raises UnsupportedError).");
+    m.def("tensors_axpy_div_sumsq_", &tensors_axpy_div_sumsq_, nb::arg("acc"), nb::arg("w"), nb::arg("x"),
+          nb::arg("d"),
+          nb::sig("def tensors_axpy_div_sumsq_(acc: Iterable[Array], w: float, x: Iterable[Array], d: float) -> "
+                  "float"),
+          "The last micro-batch and the mean in one pass (gck_tensors_axpy_div_sumsq): acc[i] += w * x[i], then\n"
+          "acc[i] /= d, returning the total sum of squares of the results; bit for bit tensors_axpy_(acc, w, x)\n"
+          "followed by tensors_div_sumsq_(acc, d), reading and writing acc once. acc float32/float64 (a 16-bit\n"
+          "acc raises UnsupportedError), x any of float32/float64/bfloat16/float16 (or acc itself). On an error\n"
+          "nothing is written.");
     m.def("isa", &isa, "The instruction set the kernels run on now: 'scalar', 'avx2', 'avx512' or 'neon'.");
     m.def("available_isas", &available_isas, nb::sig("def available_isas() -> list[str]"),
           "The instruction sets this build and CPU can run (every one gives the same bits).");

@@ -154,8 +154,9 @@ def test_errors_leave_everything_unchanged(rng):
     for bad in (dict(max_checkpoints=0), dict(mode="median"), dict(clip_norm=-1.0), dict(checksum="md5")):
         with pytest.raises(gradckpt.InvalidArgumentError):
             gradckpt.Checkpointer(**bad)
-    with pytest.raises(gradckpt.UnsupportedError):
-        gradckpt.Checkpointer(dtype="bfloat16")
+    for bad in ("float16", "int32", "bfloat"):
+        with pytest.raises(gradckpt.UnsupportedError, match="'float64', 'float32' or 'bfloat16'"):
+            gradckpt.Checkpointer(dtype=bad)
 
 
 def test_no_memory_and_io_errors(tmp_path):

@@ -4,6 +4,7 @@ Norms equal those of the float32 copies bit for bit; scaling is bit-identical
 to torch's mul_ (NaN payloads aside: any NaN equals any NaN); nothing is
 copied (pointers kept, RSS flat).
 """
+import gc
 import math
 
 import ml_dtypes
@@ -243,10 +244,196 @@ def test_checkpointer_accumulates_16bit_as_their_float32_copies(rng, dt, storage
     assert a.pending_count == 1
 
 
-def test_gradient_accumulator_refuses_16bit_parameters_with_the_reason():
-    for dt in HALF:
-        with pytest.raises(gradckpt.InvalidArgumentError, match="staging copy"):
-            gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=dt)))])
+def bf16_reference(tensors, mode, weights):
+    """BF16 storage, SPEC 1.3 in float32: every input widened to float32 (float64 rounded to it), summed in
+    order ((0 + t1) + t2) + ... (weighted: r + t_i * float32(w_i)), divided by float32(count or sum of w),
+    then rounded once to bfloat16. Returns (the float32 result, its bfloat16 rounding)."""
+    r = torch.zeros(tensors[0].numel(), dtype=torch.float32)
+    wsum = 0.0
+    for i, x in enumerate(tensors):
+        x = x.float()
+        if mode == "weighted_mean":
+            w = weights[i] if i < len(weights) else 1.0
+            r = r + x * torch.tensor(w, dtype=torch.float32)
+            wsum += w
+        else:
+            r = r + x
+    if mode == "mean":
+        r = r / torch.tensor(float(len(tensors)), dtype=torch.float32)
+    elif mode == "weighted_mean" and wsum != 0.0:
+        r = r / torch.tensor(wsum, dtype=torch.float32)
+    return r, r.to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "weighted_mean"])
+@pytest.mark.parametrize("clip", [None, 0.5, 1e9])
+def test_bfloat16_storage_equals_the_torch_reference(rng, mode, clip):
+    """bfloat16 checkpoints: accumulated in float32 from bfloat16/float16/float32/float64 inputs, rounded once."""
+    weights = [0.5, 3.0, 0.1]
+    cp = gradckpt.Checkpointer(mode=mode, weights=weights, clip_norm=clip, dtype="bfloat16")
+    layers = {"w": [random_half(rng, 70001, torch.bfloat16, largest=False) for _ in range(4)],  # denormals, -0
+              "b": [random_half(rng, 33, torch.float16) for _ in range(4)],
+              "a.f32": [torch.from_numpy(rng.standard_normal(1000).astype(np.float32)) for _ in range(4)],
+              "a.f64": [torch.from_numpy(rng.standard_normal(7)) for _ in range(4)],
+              "z": [torch.zeros(0, dtype=torch.bfloat16) for _ in range(4)]}
+    for i in range(4):
+        cp.accumulate_many({k: v[i] for k, v in layers.items()})
+    ck = cp.flush(now=7)
+    order = sorted(layers)
+    assert (ck.dtype, ck.layers, ck.num_values) == ("bfloat16", order, 70001 + 33 + 1000 + 7)
+    ref = {k: bf16_reference(v, mode, weights) for k, v in layers.items()}
+    low = ref["w"][0].view(torch.int32) & 0xFFFF
+    assert int((low == 0x8000).sum()) > 10  # ties: the rounding to nearest even is exercised
+    # every norm is that of the rounded values: the layers' sums of squares added in layer-id order
+    norm = gradckpt.global_norm([ref[k][1] for k in order])
+    assert fbits(ck.norm_before_clip) == fbits(norm)
+    assert norm == pytest.approx(math.sqrt(sum(float(ref[k][1].double().square().sum()) for k in order)), rel=1e-12)
+    clipped = clip is not None and norm > clip
+    coef = torch.tensor(clip / norm, dtype=torch.float32) if clipped else None
+    assert ck.clip_coef == (clip / norm if clipped else 1.0)
+    for k in order:
+        want = (ref[k][0] * coef).to(torch.bfloat16) if clipped else ref[k][1]  # rounded once, from float32
+        t = ck.torch(k)
+        assert t.dtype == torch.bfloat16 and same(t, want), k
+        v = ck[k]  # the NumPy view: ml_dtypes.bfloat16 over the same memory
+        assert v.dtype == ml_dtypes.bfloat16 and not v.flags.writeable
+        assert v.size == 0 or v.ctypes.data == t.data_ptr()
+        assert same(torch.from_numpy(v.view(np.int16).copy()).view(torch.bfloat16), want)
+        assert ck.layer_norm(k) == pytest.approx(float(want.double().norm()), rel=1e-12)
+    assert ck.global_norm == pytest.approx(math.sqrt(sum(ck.layer_norm(k) ** 2 for k in order)), rel=1e-12)
+    assert ck.verify()
+
+
+def test_bfloat16_storage_flush_into_files_and_errors(tmp_path, rng):
+    gs = [{"w": random_half(rng, 5000, torch.bfloat16, scale=0.5), "v": random_half(rng, 7, torch.bfloat16)}
+          for _ in range(3)]
+    a = gradckpt.Checkpointer(mode="mean", dtype="bfloat16", clip_norm=1.0, checksum="xxh3")
+    b = gradckpt.Checkpointer(mode="mean", dtype="bf16", clip_norm=1.0, checksum="xxh3")
+    for g in gs:
+        a.accumulate_many(g)
+        b.accumulate_many(g)
+    ck = a.flush()
+    # flush_into bfloat16 tensors and ml_dtypes arrays: flush's bits, the tensors written in place
+    dst = {"w": torch.empty(5000, dtype=torch.bfloat16), "v": np.empty(7, ml_dtypes.bfloat16)}
+    ptr = dst["w"].data_ptr()
+    total, coef, clipped, rec = b.flush_into(dst)
+    assert rec is None and clipped and b.latest is None and b.flush_count == 1 and dst["w"].data_ptr() == ptr
+    assert (total, coef) == (ck.norm_before_clip, ck.clip_coef)
+    assert same(dst["w"], ck.torch("w")) and dst["v"].tobytes() == ck["v"].tobytes()
+    # a list in pending order (v, w), record=True: the same checkpoint as flush
+    for g in gs:
+        b.accumulate_many(g)
+    out = [torch.empty(7, dtype=torch.bfloat16), torch.empty(5000, dtype=torch.bfloat16)]
+    _, _, _, rec = b.flush_into(out, record=True)
+    assert rec.dtype == "bfloat16" and rec.checksum == ck.checksum and same(out[1], ck.torch("w"))
+    # any other dst dtype is refused, nothing written, the window kept
+    for g in gs:
+        b.accumulate_many(g)
+    for bad in (torch.float32, torch.float16, torch.float64):
+        d = {"w": torch.full((5000,), 9.0, dtype=bad), "v": torch.empty(7, dtype=torch.bfloat16)}
+        with pytest.raises(gradckpt.UnsupportedError, match="BF16"):
+            b.flush_into(d)
+        assert bool((d["w"] == 9.0).all()) and b.pending_count == 6 and b.flush_count == 2
+    # files: the bfloat16 values and their checksum survive save/load; views outlive the checkpointer
+    path = str(tmp_path / "ck.safetensors")
+    ck.save(path)
+    back = gradckpt.Checkpoint.load(path)
+    assert back.dtype == "bfloat16" and back.verify() and same(back.torch("w"), ck.torch("w"))
+    t = ck.torch("w")
+    del a, ck
+    gc.collect()
+    assert same(t, back.torch("w"))
+    # NaN and Inf are stored (judged only with error_if_nonfinite): every NaN as 0xFFFF
+    c = gradckpt.Checkpointer(dtype="bfloat16")
+    c.accumulate("x", torch.tensor([math.inf, math.nan, -math.inf, 1.0], dtype=torch.float32))
+    c.accumulate("x", torch.tensor([1.0, 1.0, -1.0, 3e38], dtype=torch.float32))  # 1 + 3e38: float32, rounded
+    x = c.flush().torch("x")
+    big = torch.tensor(3e38).to(torch.bfloat16).view(torch.int16).item()
+    assert x.view(torch.int16).tolist() == [0x7F80, -1, -0x80, big]
+    # float16 storage does not exist
+    with pytest.raises(gradckpt.UnsupportedError, match="bfloat16"):
+        gradckpt.Checkpointer(dtype="float16")
+
+
+def bf16_model(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "weighted_mean"])
+@pytest.mark.parametrize("clip", [None, 0.5])
+def test_gradient_accumulator_bfloat16_model_bit_for_bit(mode, clip):
+    model = bf16_model()
+    weights = [0.5, 2.0, 1.5, 0.25]
+    xs = [torch.randn(5, 8, generator=torch.Generator().manual_seed(i)).to(torch.bfloat16) for i in range(4)]
+    per = []
+    for x in xs:
+        model.zero_grad(set_to_none=True)
+        model(x).float().square().sum().backward()
+        per.append({n: p.grad.clone() for n, p in model.named_parameters()})
+    model.zero_grad(set_to_none=True)
+    acc = gt.GradientAccumulator(model.named_parameters(), mode=mode, clip_norm=clip,
+                                 weights=weights if mode == "weighted_mean" else None)
+    ptrs = None
+    for _ in range(2):  # the second step writes into the gradient buffers the first one made
+        for x in xs:
+            model(x).float().square().sum().backward()
+            assert acc.accumulate() == 4
+        total = acc.step()
+        names = sorted(n for n, _ in model.named_parameters())
+        ref = {n: bf16_reference([g[n].reshape(-1) for g in per], mode, weights) for n in names}
+        norm = gradckpt.global_norm([ref[n][1] for n in names])
+        assert fbits(total) == fbits(norm)
+        clipped = clip is not None and norm > clip
+        assert clipped == (clip is not None)  # these gradients are large enough to be clipped
+        assert acc.last_clip_coef == (clip / norm if clipped else 1.0)
+        for n, p in model.named_parameters():
+            want = (ref[n][0] * torch.tensor(clip / norm, dtype=torch.float32)).to(torch.bfloat16) if clipped \
+                else ref[n][1]
+            assert p.grad.dtype == torch.bfloat16 and p.grad.shape == p.shape
+            assert same(p.grad.reshape(-1), want), n
+        if ptrs is None:
+            ptrs = [p.grad.data_ptr() for p in model.parameters()]
+        assert [p.grad.data_ptr() for p in model.parameters()] == ptrs
+        model.zero_grad(set_to_none=True)
+
+
+def test_gradient_accumulator_bfloat16_step_copies_nothing():
+    """step() finishes 16 M bfloat16 gradients into p.grad in place: RSS flat (after the C flush's staging
+    buffers, allocated by the first step and reused), p.grad's memory kept."""
+    def rss_kb():
+        with open("/proc/self/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+    n, count = 16 * 1024 * 1024, 16
+    ps = [nn.Parameter(torch.empty(n // count, dtype=torch.bfloat16)) for _ in range(count)]
+    grads = [torch.full((n // count,), 1e-3 * (i + 1), dtype=torch.bfloat16) for i in range(count)]
+    acc = gt.GradientAccumulator(ps, mode="mean", clip_norm=1.0)
+    for p, g in zip(ps, grads):
+        p.grad = g
+    for _ in range(2):
+        acc.accumulate(set_to_none=False)
+    before = rss_kb()
+    acc.step()  # the first flush allocates the checkpointer's float32 + bfloat16 staging (6 bytes a value)
+    first = rss_kb() - before
+    assert [p.grad.data_ptr() for p in ps] == [g.data_ptr() for g in grads]
+    for _ in range(2):
+        acc.accumulate(set_to_none=False)
+    before = rss_kb()
+    acc.step()
+    grown = rss_kb() - before
+    assert [p.grad.data_ptr() for p in ps] == [g.data_ptr() for g in grads]
+    # a copy of our own would add at least 2 bytes a value (32 MB) more
+    assert first < 6 * n // 1024 + 8 * 1024, f"the first step grew RSS by {first} kB"
+    assert grown < 1024, f"RSS grew by {grown} kB"
+
+
+def test_gradient_accumulator_refuses_float16_and_mixed_parameters_with_the_reason():
+    with pytest.raises(gradckpt.InvalidArgumentError, match="no float16 storage"):
+        gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=torch.float16)))])
+    with pytest.raises(gradckpt.InvalidArgumentError, match="mix dtypes"):
+        gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=torch.bfloat16))),
+                                ("v", nn.Parameter(torch.ones(2)))])
 
 
 # ---- gradckpt.torch ------------------------------------------------------------------------

@@ -294,3 +294,68 @@ def test_two_threads_run_kernels_at_once(rng):
         t.join()
     for k in range(2):
         assert all(r == want for r in out[k])
+
+
+def _acc_x_lists(rng, acc_dt, x_dt):
+    """acc (float32/float64) and x (any kernel dtype) lists: sizes 0, 1, odd tails, large; misaligned starts;
+    +-0, denormals, huge values, NaN and Inf."""
+    sizes = [0, 1, 7, 33, 1000, 65537, 300001]
+    acc, x = [], []
+    for i, n in enumerate(sizes):
+        a = (rng.standard_normal(n + 1) * 3.0).astype(acc_dt)[1:]  # misaligned by one element
+        v = torch.from_numpy((rng.standard_normal(n + 1) * 3.0).astype(np.float32)[1:]).to(x_dt)
+        if n >= 1000:
+            fa, fx = np.finfo(acc_dt), torch.finfo(x_dt)
+            a[:6] = [0.0, -0.0, fa.smallest_subnormal, fa.max / 4, -fa.smallest_normal, 1.0]
+            v[:6] = torch.tensor([-0.0, fx.smallest_normal / 2, -fx.smallest_normal, fx.max / 4, 1e-30, 2.0],
+                                 dtype=torch.float64).to(x_dt)
+            if i == len(sizes) - 2:
+                a[7], a[8] = np.nan, np.inf
+                v[9], v[10] = -math.inf, math.nan
+        acc.append(torch.from_numpy(a))
+        x.append(v)
+    return acc, x
+
+
+@pytest.mark.parametrize("acc_dt", DTYPES)
+@pytest.mark.parametrize("x_dt", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_tensors_axpy_div_sumsq_equals_axpy_then_div_sumsq(rng, every_isa, acc_dt, x_dt):
+    acc, x = _acc_x_lists(rng, acc_dt, x_dt)
+    for w, d in ((1.0, 3.0), (0.3, 1.0 / 7.0), (-2.5, 1e-300)):
+        want = [a.clone() for a in acc]
+        gradckpt.tensors_axpy_(want, w, x)
+        want_total = gradckpt.tensors_div_sumsq_(want, d)
+        for isa in every_isa:
+            gradckpt.select_isa(isa)
+            for t in (1, 2):
+                gradckpt.set_num_threads(t)
+                got = [a.clone() for a in acc]
+                ptrs = [g.data_ptr() for g in got]
+                total = gradckpt.tensors_axpy_div_sumsq_(got, w, x, d)
+                assert bits(total) == bits(want_total), (isa, t, w, d)
+                assert [g.data_ptr() for g in got] == ptrs
+                for g, e in zip(got, want):
+                    assert bits(g.numpy()) == bits(e.numpy()), (isa, t, w, d)
+    gradckpt.set_num_threads(2)
+
+
+def test_tensors_axpy_div_sumsq_x_is_acc_and_errors(rng):
+    acc = [torch.from_numpy(rng.standard_normal(n).astype(np.float32)) for n in (5, 70000)]
+    want = [a.clone() for a in acc]
+    gradckpt.tensors_axpy_(want, 0.5, [w.clone() for w in want])
+    want_total = gradckpt.tensors_div_sumsq_(want, 3.0)
+    total = gradckpt.tensors_axpy_div_sumsq_(acc, 0.5, acc, 3.0)  # x is acc itself
+    assert bits(total) == bits(want_total)
+    assert bits(math.sqrt(total)) == bits(gradckpt.global_norm(acc))  # float32: exactly the list's norm
+    assert all(torch.equal(a, w) for a, w in zip(acc, want))
+    before = [a.clone() for a in acc]
+    x16 = [a.to(torch.bfloat16) for a in acc]
+    with pytest.raises(gradckpt.UnsupportedError):  # a 16-bit acc
+        gradckpt.tensors_axpy_div_sumsq_([acc[0], x16[1]], 1.0, acc, 2.0)
+    with pytest.raises(gradckpt.DimensionMismatchError):
+        gradckpt.tensors_axpy_div_sumsq_(acc, 1.0, acc[:1], 2.0)
+    with pytest.raises(gradckpt.DimensionMismatchError):
+        gradckpt.tensors_axpy_div_sumsq_(acc, 1.0, [acc[0], acc[1][1:]], 2.0)
+    with pytest.raises(gradckpt.DTypeError):
+        gradckpt.tensors_axpy_div_sumsq_(acc, 1.0, [acc[0], torch.ones(70000, dtype=torch.int32)], 2.0)
+    assert all(torch.equal(a, b) for a, b in zip(acc, before))  # nothing written on any error

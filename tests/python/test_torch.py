@@ -317,7 +317,7 @@ def test_gradient_accumulator_writes_into_existing_grads_and_errors():
         acc.accumulate()
     assert acc.pending == 4
     with pytest.raises(gradckpt.InvalidArgumentError):
-        gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=torch.bfloat16)))])
+        gt.GradientAccumulator([("w", nn.Parameter(torch.ones(2, dtype=torch.float16)))])
 
 
 def test_clip_of_124m_parameters_copies_nothing():

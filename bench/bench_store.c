@@ -387,6 +387,16 @@ static void store_release(store_ctx *f)
     f->raw = f->packed = NULL, f->plen = NULL;
     if (f->dir[0])
         rm_dir(f->dir);
+    f->dir[0] = '\0';
+}
+
+/* At exit: the last benchmark's store directory and the sequence. */
+static void store_at_exit(void)
+{
+    if (g_live != NULL)
+        store_release(g_live);
+    g_live = NULL;
+    seq_free();
 }
 
 static const char *save_version(store_ctx *f, int k, uint64_t *v)
@@ -456,6 +466,9 @@ static const char *store_prepare(void *ctx, int64_t n, int threads)
 {
     (void)threads;
     store_ctx *f = ctx;
+    static int registered;
+    if (!registered && atexit(store_at_exit) == 0)
+        registered = 1;
     if (g_live != NULL)
         store_release(g_live);
     g_live = f;

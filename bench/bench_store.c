@@ -1,27 +1,68 @@
-/* bench/bench_store.c - store save/restore on sequences of training snapshots, zstd alone as the peer.
+/* bench/bench_store.c - the store's save and restore on sequences of training states, zstd alone as a peer.
  *
- * Two sequences of versions, each one optimizer step after the previous:
- *   train    - every tensor changes: weights and momentum buffers of SGD with
- *              momentum (w -= lr * m, m = 0.9 m + g), f32;
- *   finetune - the same model with all but the last two weight tensors
- *              frozen (their momentum stays zero and unchanged).
- * Names: "store_{save,restore,full_save}/<case>/1t/<elements>" and
- * "zstd_{compress,decompress}/<case>/1t/<elements>"; bytes_per_second counts
- * the snapshot's logical bytes (4 per element). On /dev/shm (tmpfs), so the
- * figures are the CPU cost, not a disk's.
- *   store_save     - a delta version against the previous one (the store's
- *                    in-memory base), after one untimed delta (steady state:
- *                    the store's buffers exist); disk_ratio = delta file bytes /
- *                    logical bytes, averaged over the timed saves;
- *   store_restore  - a delta version from disk (its full base + the delta,
- *                    every content id checked), from a store with no cache
- *                    of it;
- *   store_full_save- the same snapshot as a full version (plain safetensors);
- *   zstd_*         - the peer: the version's raw bytes through zstd at the
- *                    store's level, no XOR/shuffle; disk_ratio likewise.
+ * Four sequences of NVERSIONS versions, generated here (deterministic, no
+ * files), each version the state some optimizer steps after the previous:
+ *   adamw    - what the demo (examples/train) stores: weights, AdamW's m and
+ *              v, f32, 40 layers of three tensors, versions 20 steps apart
+ *              (its --save-every), the first one after 20 steps. Gradients
+ *              g = s_l * a_i * (mu_i + n_{i,t}): a per-tensor scale s_l
+ *              (log-uniform over 1e-4..1e-2: layers differ), a per-coordinate
+ *              scale a_i (log-normal, sigma 0.75: some coordinates see much
+ *              larger gradients than others, as in real runs, which spreads
+ *              v over exponents), a persistent per-coordinate mean mu_i
+ *              (N(0, 1): a signal as large as the mini-batch
+ *              noise) and the noise n_{i,t} ~ N(0, 1), new every step.
+ *              AdamW as PyTorch's: lr 1e-3, betas 0.9/0.999, eps 1e-8,
+ *              weight decay 0.01, bias correction; weights start ~ N(0, 0.06^2)
+ *              (He-initialised layers of fan-in ~500, as the demo's MLP);
+ *   sgd      - every tensor changes each step: weights and momentum buffers
+ *              of SGD with momentum (w -= lr * m, m = 0.9 m + g), f32,
+ *              one step apart;
+ *   finetune - the same with all but the last two weight tensors frozen
+ *              (their momentum stays zero and unchanged);
+ *   bf16     - the adamw sequence stored in bf16 (every tensor of every
+ *              version rounded to nearest-even from the f32 state, as a
+ *              mixed-precision run's bf16 copy of it): 2 bytes per element.
+ *
+ * Names "<op>/<sequence>/<t>t/<elements>", elements per version (16 Mi: 64
+ * MiB of f32; 1/64 of that under GCK_BENCH_SMOKE), store ops on 1 and 2
+ * OpenMP threads:
+ *   store_save        - a delta version against the previous one (the
+ *                       store's in-memory base), after one untimed delta (the
+ *                       store's buffers exist); the timed saves are versions
+ *                       2..9; each iteration builds the snapshot the way a
+ *                       trainer does (tensors by reference: hashing them is
+ *                       part of the save), saves it, destroys it;
+ *   store_restore     - version 1 (a delta on the full version 0) from disk,
+ *                       every content id checked; the store holds only
+ *                       version 2 in memory; after one untimed restore;
+ *   store_full_save   - versions 1..9 each as a full version with
+ *                       compress_full (coded byte planes), after version 0
+ *                       untimed;
+ *   store_full_restore- version 1 saved so (compress_full), from disk;
+ *   store_plain_save  - versions 1..9 each as a plain safetensors full
+ *                       version (1t), after version 0 untimed: the store's
+ *                       cheapest write of the bytes;
+ *   zstd_{compress,decompress}/<seq>/{delta,full}/1t - the peer: zstd at the
+ *                       store's level (1) alone on the same bytes, tensor by
+ *                       tensor: the XOR of each version with the previous
+ *                       one (versions 2..9) / each version's values (1..9).
+ * bytes_per_second counts logical bytes (the version's tensor bytes).
+ * Counters: logical_bytes (one version); disk_ratio, bytes on disk (the
+ * version's file; zstd: its output) / logical bytes, averaged over the
+ * versions the benchmark writes (or for restores, of the restored one);
+ * entropy_ratio, the order-0 entropy of the byte planes of each tensor
+ * (XOR with the previous version for deltas, the values for full versions)
+ * / logical bytes over the same versions: the limit of a per-plane order-0
+ * coder. On /dev/shm (tmpfs): the CPU cost, not a disk's.
+ *
+ * GCK_BENCH_STORE_EXPORT=DIR also writes each sequence's versions, as
+ * generated, to DIR/<sequence>/v<k>.safetensors (bench/store_peers_seq.py
+ * runs ZipNN on them).
  *
  * And the durable save of a small trainer state on the real disk (below:
  * "small_save/..."), where fsync costs what it costs. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -41,24 +82,9 @@
 
 #include "bench.h"
 
-#define NVERSIONS 10 /* versions generated; 1 full + up to 9 timed deltas */
+#define NVERSIONS 10 /* versions generated per sequence */
 #define NLAYERS 40
-
-typedef struct store_ctx {
-    const char *name;
-    int frozen;             /* finetune: only the last two layers train */
-    int op;                 /* 0 save, 1 restore, 2 full_save, 3 zstd_compress, 4 zstd_decompress */
-    size_t elems;           /* total f32 elements of one version */
-    gck_snapshot *v[NVERSIONS];
-    gck_store *store;
-    char dir[128];
-    int next;               /* next version index to save */
-    double disk, logical;   /* sums over the timed saves */
-    void *raw, *packed;     /* zstd peer: one version's bytes and their compression */
-    size_t raw_len, packed_len, packed_cap;
-} store_ctx;
-
-static store_ctx *g_live;
+#define ADAMW_EVERY 20 /* AdamW steps between versions (the demo's --save-every) */
 
 static void rm_dir(const char *dir)
 {
@@ -66,18 +92,6 @@ static void rm_dir(const char *dir)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_store: cannot remove %s\n", dir);
-}
-
-static void store_release(store_ctx *f)
-{
-    gck_store_close(f->store);
-    f->store = NULL;
-    for (int i = 0; i < NVERSIONS; i++)
-        gck_snapshot_destroy(f->v[i]), f->v[i] = NULL;
-    free(f->raw), free(f->packed);
-    f->raw = f->packed = NULL;
-    if (f->dir[0])
-        rm_dir(f->dir);
 }
 
 static uint64_t rng(uint64_t *s)
@@ -95,118 +109,425 @@ static float gauss(uint64_t *s, float scale)
     return x * 0.5f * scale;
 }
 
-/* The run's versions: SGD with momentum on weights ~ N(0, 0.05) with
- * gradients ~ N(0, 0.01), lr 1e-2 (relative updates of about 1e-3, as in
- * training). */
-static const char *make_versions(store_ctx *f)
+/* Counter-based: a value from (stream, index, step) alone, so the adamw
+ * sequence is the same on any thread count. */
+static uint64_t mix(uint64_t x)
 {
-    const size_t per = f->elems / 2 / NLAYERS;
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* ~ N(0, 1) from one hash: four 16-bit uniforms summed (Irwin-Hall). */
+static float normal_of(uint64_t h)
+{
+    const float u = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) +
+                    (float)(h >> 48);
+    return (u * (1.0f / 65536.0f) - 2.0f) * 1.7320508f;
+}
+
+enum { SEQ_ADAMW, SEQ_SGD, SEQ_FINETUNE, SEQ_BF16, NSEQ };
+static const char *const g_seq_names[NSEQ] = {"adamw", "sgd", "finetune", "bf16"};
+
+/* One sequence's versions: each a contiguous buffer of the tensors' bytes. */
+typedef struct seq_tensor {
+    char name[64];
+    size_t off, nbytes;
+    int64_t shape[2];
+} seq_tensor;
+
+typedef struct seq_data {
+    int id;                       /* SEQ_*, -1: none */
+    size_t elems;                 /* the size asked for */
+    gck_dtype dtype;
+    size_t esz, logical;          /* bytes per element, tensor bytes of one version */
+    size_t nt;
+    seq_tensor t[3 * NLAYERS];
+    unsigned char *v[NVERSIONS];
+    double h_delta[NVERSIONS];    /* entropy of v[k] ^ v[k-1] / logical (k >= 1) */
+    double h_full[NVERSIONS];     /* entropy of v[k] / logical */
+} seq_data;
+
+static seq_data g_seq = {.id = -1};
+
+static void seq_free(void)
+{
+    for (int k = 0; k < NVERSIONS; k++)
+        free(g_seq.v[k]), g_seq.v[k] = NULL;
+    g_seq.id = -1;
+}
+
+static void seq_add(seq_data *q, const char *name, size_t per)
+{
+    seq_tensor *t = &q->t[q->nt++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->off = q->nt > 1 ? t[-1].off + t[-1].nbytes : 0;
+    t->nbytes = per * q->esz;
+    t->shape[0] = (int64_t)(per / 256), t->shape[1] = 256;
+}
+
+/* sgd / finetune: w and m of 40 layers, one SGD-with-momentum step apart;
+ * weights ~ N(0, 0.05), gradients ~ N(0, 0.01), lr 1e-2 (relative updates
+ * of about 1e-3, as in training). */
+static const char *gen_sgd(seq_data *q, int frozen)
+{
+    const size_t per = q->elems / 2 / NLAYERS / 256 * 256;
+    char name[64];
+    for (int l = 0; l < NLAYERS; l++) {
+        snprintf(name, sizeof name, "layer%02d.weight", l);
+        seq_add(q, name, per);
+        snprintf(name, sizeof name, "optim.momentum.layer%02d", l);
+        seq_add(q, name, per);
+    }
+    q->logical = 2 * NLAYERS * per * 4;
     float *w = malloc(per * NLAYERS * sizeof *w), *m = calloc(per * NLAYERS, sizeof *m);
-    if (w == NULL || m == NULL)
+    if (w == NULL || m == NULL) {
+        free(w), free(m);
         return "out of memory";
+    }
     uint64_t s = 0x9e3779b97f4a7c15ULL;
     for (size_t i = 0; i < per * NLAYERS; i++)
         w[i] = gauss(&s, 0.05f);
-    const int64_t shape[2] = {(int64_t)(per / 256), 256};
-    char name[64];
     for (int v = 0; v < NVERSIONS; v++) {
-        if (gck_snapshot_create((uint64_t)v, &f->v[v]) != GCK_OK)
-            return gck_last_error();
         for (int l = 0; l < NLAYERS; l++) {
             float *wl = w + per * (size_t)l, *ml = m + per * (size_t)l;
-            if (v > 0 && (!f->frozen || l >= NLAYERS - 2))
+            if (v > 0 && (!frozen || l >= NLAYERS - 2))
                 for (size_t i = 0; i < per; i++) {
                     ml[i] = 0.9f * ml[i] + gauss(&s, 0.01f);
                     wl[i] -= 1e-2f * ml[i];
                 }
-            snprintf(name, sizeof name, "layer%02d.weight", l);
-            if (gck_snapshot_add_tensor(f->v[v], name, GCK_DTYPE_F32, shape, 2, wl) != GCK_OK)
-                return gck_last_error();
-            snprintf(name, sizeof name, "optim.momentum.layer%02d", l);
-            if (gck_snapshot_add_tensor(f->v[v], name, GCK_DTYPE_F32, shape, 2, ml) != GCK_OK)
-                return gck_last_error();
+            memcpy(q->v[v] + q->t[2 * l].off, wl, per * 4);
+            memcpy(q->v[v] + q->t[2 * l + 1].off, ml, per * 4);
         }
     }
     free(w), free(m);
     return NULL;
 }
 
-/* A version's tensor bytes, concatenated (the zstd peer's input). */
-static const char *flatten(store_ctx *f, const gck_snapshot *s)
+/* adamw / bf16: see the file's comment. */
+static const char *gen_adamw(seq_data *q, int bf16)
 {
-    f->raw_len = f->elems * 4;
-    f->raw = malloc(f->raw_len);
-    if (f->raw == NULL)
+    const size_t per = q->elems / 3 / NLAYERS / 256 * 256, P = per * NLAYERS;
+    static const char *const pfx[3] = {"", "adam.m.", "adam.v."};
+    char name[64];
+    for (int k = 0; k < 3; k++)
+        for (int l = 0; l < NLAYERS; l++) {
+            snprintf(name, sizeof name, "%slayer%02d.weight", pfx[k], l);
+            seq_add(q, name, per);
+        }
+    q->logical = 3 * P * q->esz;
+    float *st = malloc(3 * P * sizeof *st); /* w, m, v */
+    if (st == NULL)
         return "out of memory";
-    size_t off = 0;
-    for (size_t i = 0; i < gck_snapshot_num_tensors(s); i++) {
-        gck_tensor_info t;
-        gck_snapshot_tensor(s, i, &t);
-        memcpy((char *)f->raw + off, t.data, t.nbytes);
-        off += t.nbytes;
+    float *w = st, *m = st + P, *v = st + 2 * P;
+    const long lp = (long)P;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < lp; i++) {
+        w[i] = 0.06f * normal_of(mix(0x5eed0000ULL ^ ((uint64_t)i << 8)));
+        m[i] = v[i] = 0;
+    }
+    float scale[NLAYERS];
+    for (int l = 0; l < NLAYERS; l++)
+        scale[l] = powf(10.0f, -4.0f + 2.0f * (float)(mix(0x1a7e5ULL + (uint64_t)l) >> 40) / 16777216.0f);
+    double b1t = 1, b2t = 1;
+    for (int ver = 0; ver < NVERSIONS; ver++) {
+        float c1[ADAMW_EVERY], c2[ADAMW_EVERY];
+        for (int t = 0; t < ADAMW_EVERY; t++) {
+            b1t *= 0.9, b2t *= 0.999;
+            c1[t] = (float)(1 / (1 - b1t)), c2[t] = (float)(1 / (1 - b2t));
+        }
+        const uint64_t t0 = (uint64_t)ver * ADAMW_EVERY;
+#pragma omp parallel for schedule(static)
+        for (long i = 0; i < lp; i++) {
+            const uint64_t hi = mix((uint64_t)i * 3 + 1);
+            const float a = scale[i / (long)per] * expf(0.75f * normal_of(hi)), mu = 1.0f * normal_of(mix(hi));
+            float wi = w[i], mi = m[i], vi = v[i];
+            for (int t = 0; t < ADAMW_EVERY; t++) {
+                const float g = a * (mu + normal_of(mix(hi ^ ((t0 + (uint64_t)t + 1) << 40))));
+                mi = 0.9f * mi + 0.1f * g;
+                vi = 0.999f * vi + 0.001f * g * g;
+                wi -= 1e-3f * (mi * c1[t] / (sqrtf(vi * c2[t]) + 1e-8f) + 0.01f * wi);
+            }
+            w[i] = wi, m[i] = mi, v[i] = vi;
+        }
+        if (bf16)
+            gck_convert_f32_to_bf16((uint16_t *)(void *)q->v[ver], st, 3 * P);
+        else
+            memcpy(q->v[ver], st, 3 * P * sizeof *st);
+    }
+    free(st);
+    return NULL;
+}
+
+/* Order-0 entropy, in bytes, of the esz byte planes of n elements at p (XOR
+ * with b when b is not NULL). */
+static double planes_entropy(const unsigned char *p, const unsigned char *b, size_t n, size_t esz)
+{
+    static size_t cnt[8][256];
+    memset(cnt, 0, sizeof cnt);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < esz; k++)
+            cnt[k][p[i * esz + k] ^ (b ? b[i * esz + k] : 0)]++;
+    double bits = 0;
+    for (size_t k = 0; k < esz; k++)
+        for (int c = 0; c < 256; c++)
+            if (cnt[k][c] != 0)
+                bits -= (double)cnt[k][c] * log2((double)cnt[k][c] / (double)n);
+    return bits / 8;
+}
+
+static const char *seq_export(const seq_data *q);
+static gck_snapshot *seq_snapshot(const seq_data *q, int k);
+
+/* The sequence `id` at `elems` elements per version, generated on first use
+ * (one sequence is held at a time: a full run needs 640 MiB for it). */
+static const char *seq_get(int id, size_t elems)
+{
+    if (g_seq.id == id && g_seq.elems == elems)
+        return NULL;
+    seq_free();
+    seq_data *q = &g_seq;
+    memset(q, 0, sizeof *q);
+    q->id = -1;
+    q->elems = elems;
+    q->dtype = id == SEQ_BF16 ? GCK_DTYPE_BF16 : GCK_DTYPE_F32;
+    q->esz = gck_dtype_size(q->dtype);
+    for (int k = 0; k < NVERSIONS; k++)
+        if ((q->v[k] = malloc(elems * q->esz)) == NULL)
+            return "out of memory";
+    const char *err = id == SEQ_ADAMW || id == SEQ_BF16 ? gen_adamw(q, id == SEQ_BF16) : gen_sgd(q, id == SEQ_FINETUNE);
+    if (err != NULL)
+        return err;
+    for (int k = 0; k < NVERSIONS; k++) {
+        double hd = 0, hf = 0;
+        for (size_t j = 0; j < q->nt; j++) {
+            const size_t n = q->t[j].nbytes / q->esz, off = q->t[j].off;
+            hf += planes_entropy(q->v[k] + off, NULL, n, q->esz);
+            if (k > 0)
+                hd += planes_entropy(q->v[k] + off, q->v[k - 1] + off, n, q->esz);
+        }
+        q->h_full[k] = hf / (double)q->logical, q->h_delta[k] = hd / (double)q->logical;
+    }
+    q->id = id;
+    return seq_export(q);
+}
+
+/* Version k as a trainer builds it at a save: its tensors by reference. */
+static gck_snapshot *seq_snapshot(const seq_data *q, int k)
+{
+    gck_snapshot *s = NULL;
+    if (gck_snapshot_create((uint64_t)k, &s) != GCK_OK)
+        return NULL;
+    for (size_t j = 0; j < q->nt; j++)
+        if (gck_snapshot_add_tensor_ref(s, q->t[j].name, q->dtype, q->t[j].shape, 2, q->v[k] + q->t[j].off) !=
+            GCK_OK) {
+            gck_snapshot_destroy(s);
+            return NULL;
+        }
+    return s;
+}
+
+/* GCK_BENCH_STORE_EXPORT: the versions as safetensors files, once per
+ * sequence and size in a process. */
+static const char *seq_export(const seq_data *q)
+{
+    static size_t done[NSEQ];
+    const char *dir = getenv("GCK_BENCH_STORE_EXPORT");
+    if (dir == NULL || dir[0] == '\0' || done[q->id] == q->elems)
+        return NULL;
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s", dir, g_seq_names[q->id]);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return "GCK_BENCH_STORE_EXPORT: cannot create the directory";
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        return "GCK_BENCH_STORE_EXPORT: cannot create the sequence's directory";
+    for (int k = 0; k < NVERSIONS; k++) {
+        gck_snapshot *s = seq_snapshot(q, k);
+        snprintf(p, sizeof p, "%s/%s/v%d.safetensors", dir, g_seq_names[q->id], k);
+        const gck_status st = s != NULL ? gck_snapshot_save(s, p) : GCK_ERR_NO_MEMORY;
+        gck_snapshot_destroy(s);
+        if (st != GCK_OK)
+            return "GCK_BENCH_STORE_EXPORT: cannot write a version";
+    }
+    done[q->id] = q->elems;
+    return NULL;
+}
+
+enum { OP_SAVE, OP_RESTORE, OP_FULL_SAVE, OP_FULL_RESTORE, OP_PLAIN_SAVE, OP_ZC_DELTA, OP_ZD_DELTA, OP_ZC_FULL,
+       OP_ZD_FULL, NOPS };
+static const char *const g_op_names[NOPS] = {"store_save",          "store_restore",        "store_full_save",
+                                             "store_full_restore",  "store_plain_save",     "zstd_compress",
+                                             "zstd_decompress",     "zstd_compress",        "zstd_decompress"};
+
+typedef struct store_ctx {
+    int seq, op;
+    gck_store *store;
+    char dir[128];
+    int next, first;        /* next version to write; the first one the timed loop writes */
+    double disk, logical;   /* sums over the timed saves */
+    double h;               /* entropy_ratio of what the benchmark writes (or restores) */
+    double restored_disk;   /* restores: the version's file bytes */
+    uint64_t restored;      /* restores: the version restored */
+    /* zstd peer: every tensor of versions first..9 (XOR with the previous
+     * one for deltas), compressed one by one */
+    unsigned char *raw;     /* (NVERSIONS - first) x logical bytes */
+    unsigned char *packed;  /* their compressed tensors, each at its bound */
+    size_t *plen;           /* compressed length of each (version, tensor) */
+    size_t pcap;            /* bound of one version */
+} store_ctx;
+
+static store_ctx *g_live;
+
+static void store_release(store_ctx *f)
+{
+    gck_store_close(f->store);
+    f->store = NULL;
+    free(f->raw), free(f->packed), free(f->plen);
+    f->raw = f->packed = NULL, f->plen = NULL;
+    if (f->dir[0])
+        rm_dir(f->dir);
+    f->dir[0] = '\0';
+}
+
+/* At exit: the last benchmark's store directory and the sequence. */
+static void store_at_exit(void)
+{
+    if (g_live != NULL)
+        store_release(g_live);
+    g_live = NULL;
+    seq_free();
+}
+
+static const char *save_version(store_ctx *f, int k, uint64_t *v)
+{
+    gck_snapshot *s = seq_snapshot(&g_seq, k);
+    if (s == NULL)
+        return gck_last_error();
+    const gck_status st = gck_store_save(f->store, s, NULL, 0, v);
+    gck_snapshot_destroy(s);
+    return st == GCK_OK ? NULL : gck_last_error();
+}
+
+#ifdef GCK_BENCH_ZSTD
+static const char *zstd_prepare(store_ctx *f)
+{
+    const seq_data *q = &g_seq;
+    const int nv = NVERSIONS - f->first;
+    size_t bound = 0;
+    for (size_t j = 0; j < q->nt; j++)
+        bound += ZSTD_compressBound(q->t[j].nbytes);
+    f->pcap = bound;
+    f->raw = malloc((size_t)nv * q->logical);
+    f->packed = malloc((size_t)nv * bound);
+    f->plen = malloc((size_t)nv * q->nt * sizeof *f->plen);
+    if (f->raw == NULL || f->packed == NULL || f->plen == NULL)
+        return "out of memory";
+    const int delta = f->op == OP_ZC_DELTA || f->op == OP_ZD_DELTA;
+    for (int k = 0; k < nv; k++) {
+        const unsigned char *cur = q->v[f->first + k], *prev = delta ? q->v[f->first + k - 1] : NULL;
+        unsigned char *r = f->raw + (size_t)k * q->logical, *out = f->packed + (size_t)k * bound;
+        for (size_t i = 0; i < q->logical; i++)
+            r[i] = cur[i] ^ (prev ? prev[i] : 0);
+        for (size_t j = 0; j < q->nt; j++) {
+            const size_t b = ZSTD_compressBound(q->t[j].nbytes);
+            const size_t z = ZSTD_compress(out, b, r + q->t[j].off, q->t[j].nbytes, 1);
+            if (ZSTD_isError(z))
+                return "zstd failed";
+            f->plen[(size_t)k * q->nt + j] = z;
+            out += b;
+        }
     }
     return NULL;
 }
+
+/* One version through zstd, tensor by tensor: compress (checking the size
+ * of prepare's) or decompress (checking the bytes' length). */
+static double zstd_body(store_ctx *f, int k)
+{
+    const seq_data *q = &g_seq;
+    unsigned char *r = f->raw + (size_t)k * q->logical, *p = f->packed + (size_t)k * f->pcap;
+    size_t total = 0;
+    for (size_t j = 0; j < q->nt; j++) {
+        const size_t b = ZSTD_compressBound(q->t[j].nbytes), len = f->plen[(size_t)k * q->nt + j];
+        const size_t z = f->op == OP_ZC_DELTA || f->op == OP_ZC_FULL
+                             ? ZSTD_compress(p, b, r + q->t[j].off, q->t[j].nbytes, 1)
+                             : ZSTD_decompress(r + q->t[j].off, q->t[j].nbytes, p, len);
+        if (ZSTD_isError(z) || z != (f->op == OP_ZC_DELTA || f->op == OP_ZC_FULL ? len : q->t[j].nbytes))
+            abort();
+        total += len;
+        p += b;
+    }
+    return (double)total;
+}
+#endif
 
 static const char *store_prepare(void *ctx, int64_t n, int threads)
 {
     (void)threads;
     store_ctx *f = ctx;
-    if (g_live != NULL && g_live != f)
+    static int registered;
+    if (!registered && atexit(store_at_exit) == 0)
+        registered = 1;
+    if (g_live != NULL)
         store_release(g_live);
-    if (g_live == f)
-        store_release(f);
     g_live = f;
-    f->elems = (size_t)n;
-    f->disk = f->logical = 0;
-    const char *err = make_versions(f);
+    const char *err = seq_get(f->seq, (size_t)n);
     if (err != NULL)
         return err;
-    snprintf(f->dir, sizeof f->dir, "/dev/shm/gck_bench_store_%s_%d", f->name, f->op);
+    const seq_data *q = &g_seq;
+    f->disk = f->logical = 0;
+    const int delta = f->op == OP_SAVE || f->op == OP_ZC_DELTA || f->op == OP_ZD_DELTA;
+    f->first = delta ? 2 : 1;
+    f->next = f->first;
+    f->h = 0;
+    for (int k = f->first; k < NVERSIONS; k++)
+        f->h += (delta ? q->h_delta[k] : q->h_full[k]) / (NVERSIONS - f->first);
+    if (f->op == OP_RESTORE)
+        f->h = q->h_delta[1];
+    if (f->op == OP_FULL_RESTORE)
+        f->h = q->h_full[1];
+    if (f->op >= OP_ZC_DELTA) {
+#ifdef GCK_BENCH_ZSTD
+        f->dir[0] = '\0';
+        return zstd_prepare(f);
+#else
+        return "built without zstd";
+#endif
+    }
+    snprintf(f->dir, sizeof f->dir, "/dev/shm/gck_bench_store.%ld", (long)getpid());
     rm_dir(f->dir);
     gck_store_config c;
     gck_store_config_init(&c);
     c.policy.max_checkpoints = 1000; /* no eviction inside the timed loop */
-    c.policy.keep_every_n = 0;
+    c.policy.keep_every_n = f->op == OP_SAVE || f->op == OP_RESTORE ? 0 : 1;
     c.policy.delta_threshold_bytes = 0;
+    c.compress_full = f->op == OP_FULL_SAVE || f->op == OP_FULL_RESTORE;
     if (gck_store_open(f->dir, &c, &f->store) != GCK_OK)
         return gck_last_error();
     switch (f->op) {
-    case 0: /* v0 full and v1 delta, untimed (the first delta sizes the store's
-             * buffers); each timed save is a delta in the steady state */
-        for (int v = 0; v < 2; v++)
-            if (gck_store_save(f->store, f->v[v], NULL, 0, NULL) != GCK_OK)
+    case OP_SAVE: /* v0 full and v1 delta, untimed (the first delta sizes the store's buffers) */
+        for (int k = 0; k < 2; k++)
+            if ((err = save_version(f, k, NULL)) != NULL)
+                return err;
+        break;
+    case OP_RESTORE:      /* v0 full, v1 delta (restored), v2 delta (the in-memory copy) */
+    case OP_FULL_RESTORE: /* v0, v1 and v2 full: restore v1 (v0's momentum may be all zero) */
+        for (int k = 0; k < 3; k++)
+            if ((err = save_version(f, k, k == 1 ? &f->restored : NULL)) != NULL)
+                return err;
+        f->restored_disk = (double)gck_store_version_disk_bytes(f->store, f->restored);
+        if (!gck_bench_smoke()) { /* one untimed restore: the first one after the saves costs 3-4 x the next */
+            gck_snapshot *s = NULL;
+            if (gck_store_restore(f->store, f->restored, &s) != GCK_OK)
                 return gck_last_error();
-        f->next = 2;
+            gck_snapshot_destroy(s);
+        }
         break;
-    case 1: /* v0 full, v1 delta, v2 delta (the cache): restore v1 from disk */
-        for (int v = 0; v < 3; v++)
-            if (gck_store_save(f->store, f->v[v], NULL, 0, NULL) != GCK_OK)
-                return gck_last_error();
-        break;
-    case 2:
-        c.policy.keep_every_n = 1; /* every version full */
-        gck_store_close(f->store);
-        if (gck_store_open(f->dir, &c, &f->store) != GCK_OK)
-            return gck_last_error();
-        f->next = 1;
-        break;
-    default: {
-#ifdef GCK_BENCH_ZSTD
-        if ((err = flatten(f, f->v[1])) != NULL)
+    default: /* full and plain saves: v0 untimed (the codec's buffers exist), then v1..v9 */
+        if ((err = save_version(f, 0, NULL)) != NULL)
             return err;
-        f->packed_cap = ZSTD_compressBound(f->raw_len);
-        f->packed = malloc(f->packed_cap);
-        if (f->packed == NULL)
-            return "out of memory";
-        f->packed_len = ZSTD_compress(f->packed, f->packed_cap, f->raw, f->raw_len, c.zstd_level);
-        if (ZSTD_isError(f->packed_len))
-            return "zstd failed";
-#else
-        (void)flatten;
-        return "built without zstd";
-#endif
-    }
+        break;
     }
     return NULL;
 }
@@ -215,23 +536,9 @@ static double store_body(void *ctx, int64_t n)
 {
     (void)n;
     store_ctx *f = ctx;
-    switch (f->op) {
-    case 0:
-    case 2: {
-        uint64_t v = 0;
-        if (f->next >= NVERSIONS)
-            abort(); /* more iterations than versions: see the spec's iterations */
-        if (gck_store_save(f->store, f->v[f->next++], NULL, 0, &v) != GCK_OK) {
-            fprintf(stderr, "%s\n", gck_last_error());
-            abort();
-        }
-        f->disk += (double)gck_store_version_disk_bytes(f->store, v);
-        f->logical += (double)f->elems * 4;
-        return (double)v;
-    }
-    case 1: {
+    if (f->op == OP_RESTORE || f->op == OP_FULL_RESTORE) {
         gck_snapshot *s = NULL;
-        if (gck_store_restore(f->store, 2, &s) != GCK_OK) {
+        if (gck_store_restore(f->store, f->restored, &s) != GCK_OK) {
             fprintf(stderr, "%s\n", gck_last_error());
             abort();
         }
@@ -239,36 +546,43 @@ static double store_body(void *ctx, int64_t n)
         gck_snapshot_destroy(s);
         return k;
     }
+    if (f->next >= NVERSIONS)
+        abort(); /* more iterations than versions: see .iterations */
+    const int k = f->next++;
+    double bytes = 0;
+    if (f->op >= OP_ZC_DELTA) {
 #ifdef GCK_BENCH_ZSTD
-    case 3: {
-        gck_store_config c;
-        gck_store_config_init(&c);
-        const size_t r = ZSTD_compress(f->packed, f->packed_cap, f->raw, f->raw_len, c.zstd_level);
-        f->disk += (double)r;
-        f->logical += (double)f->raw_len;
-        return (double)r;
-    }
-    default: {
-        const size_t r = ZSTD_decompress(f->raw, f->raw_len, f->packed, f->packed_len);
-        if (ZSTD_isError(r))
-            abort();
-        return (double)r;
-    }
-#else
-    default:
-        return 0;
+        bytes = zstd_body(f, k - f->first);
 #endif
+    } else {
+        uint64_t v = 0;
+        const char *err = save_version(f, k, &v);
+        if (err != NULL) {
+            fprintf(stderr, "%s\n", err);
+            abort();
+        }
+        bytes = (double)gck_store_version_disk_bytes(f->store, v);
     }
+    if (f->op != OP_ZD_DELTA && f->op != OP_ZD_FULL) {
+        f->disk += bytes;
+        f->logical += (double)g_seq.logical;
+    }
+    return bytes;
 }
 
 static size_t store_report(void *ctx, const char **names, double *values, size_t cap)
 {
     store_ctx *f = ctx;
-    if (cap < 1 || f->logical == 0)
+    if (cap < 3 || g_seq.id != f->seq)
         return 0;
-    names[0] = "disk_ratio";
-    values[0] = f->disk / f->logical;
-    return 1;
+    size_t k = 0;
+    names[k] = "logical_bytes", values[k++] = (double)g_seq.logical;
+    names[k] = "entropy_ratio", values[k++] = f->h;
+    if (f->op == OP_RESTORE || f->op == OP_FULL_RESTORE)
+        names[k] = "disk_ratio", values[k++] = f->restored_disk / (double)g_seq.logical;
+    else if (f->logical > 0)
+        names[k] = "disk_ratio", values[k++] = f->disk / f->logical;
+    return k;
 }
 
 static void register_small_save(void);
@@ -277,27 +591,34 @@ void gck_bench_register_store(int threads)
 {
     if (threads == 1)
         register_small_save();
-    static const char *const ops[5] = {"store_save", "store_restore", "store_full_save", "zstd_compress",
-                                       "zstd_decompress"};
-    static store_ctx ctx[2][2][5]; /* [threads - 1][case][op] */
-    static const int64_t size = 16 << 20; /* 64 MiB of f32 per version */
-    for (int c = 0; c < 2; c++)
-        for (int o = 0; o < 5; o++) {
-            if (threads != 1 && o != 0)
-                continue; /* encoding spreads tensors over threads; the rest runs on one */
+    static store_ctx ctx[2][NSEQ][NOPS]; /* [threads - 1][sequence][op] */
+    static int64_t size;
+    /* 64 MiB - 16 KiB of f32 per version (smoke: 1/64 of it): a multiple of
+     * 2 x 40 and 3 x 40 tensors of 256-element rows, so every element counts */
+    size = (gck_bench_smoke() ? 8 : 546) * 3 * NLAYERS * 256;
+    for (int q = 0; q < NSEQ; q++)
+        for (int o = 0; o < NOPS; o++) {
+            if (threads != 1 && o >= OP_PLAIN_SAVE)
+                continue; /* the store's OpenMP threads only */
 #ifndef GCK_BENCH_ZSTD
-            if (o >= 3)
+            if (o >= OP_ZC_DELTA)
                 continue; /* the zstd-alone peer needs zstd */
 #endif
-            store_ctx *f = &ctx[threads - 1][c][o];
-            *f = (store_ctx){.name = c ? "finetune" : "train", .frozen = c, .op = o};
+            store_ctx *f = &ctx[threads - 1][q][o];
+            *f = (store_ctx){.seq = q, .op = o};
             char name[96];
-            snprintf(name, sizeof name, "%s/%s/%dt", ops[o], f->name, threads);
+            if (o >= OP_ZC_DELTA)
+                snprintf(name, sizeof name, "%s/%s/%s/%dt", g_op_names[o], g_seq_names[q],
+                         o <= OP_ZD_DELTA ? "delta" : "full", threads);
+            else
+                snprintf(name, sizeof name, "%s/%s/%dt", g_op_names[o], g_seq_names[q], threads);
+            const int delta = o == OP_SAVE || o == OP_ZC_DELTA || o == OP_ZD_DELTA;
             gck_bench_register(&(gck_bench_spec){
                 .name = name, .body = store_body, .prepare = store_prepare, .ctx = f, .threads = threads,
-                .bytes_per_elem = 4.0, .label = "f32", .sizes = &size, .nsizes = 1, .report = store_report,
-                /* saves consume versions; a fixed count keeps the store small */
-                .iterations = o == 0 ? NVERSIONS - 2 : o == 2 ? NVERSIONS - 1 : 0});
+                .bytes_per_elem = q == SEQ_BF16 ? 2.0 : 4.0, .label = q == SEQ_BF16 ? "bf16" : "f32",
+                .sizes = &size, .nsizes = 1, .report = store_report,
+                /* writes consume versions; restores repeat */
+                .iterations = o == OP_RESTORE || o == OP_FULL_RESTORE ? 0 : NVERSIONS - (delta ? 2 : 1)});
         }
 }
 

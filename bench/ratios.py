@@ -4,6 +4,7 @@
     gradckpt-bench --benchmark_out=res.json --benchmark_out_format=json
     python3 bench/ratios.py res.json [--in-cache 65536] [--out-of-cache 67108864]
     python3 bench/ratios.py res.json --peers peers.json   # + gradckpt vs NumPy/PyTorch (bench/peers.py)
+    python3 bench/ratios.py store.json    # the store's sizes and speeds (bench/store_peers_seq.py)
 
 Every number is bytes_per_second (wall-clock, reads + writes) from the JSON, so
 ratios between benchmarks of the same run are comparable whatever they move.
@@ -354,6 +355,149 @@ def call_table(times):
     return table(["list function"] + [f"{c} tensors" for c in counts] + ["per call", "per extra tensor"], rows)
 
 
+STORE_SEQS = ["adamw", "sgd", "finetune", "bf16"]
+STORE_PREFIXES = ("store_", "zstd_", "peer_zipnn_")
+# The issue's targets (1 thread unless said): sizes ÷ the order-0 entropy and
+# ÷ ZipNN's, logical GB/s, 2-thread ÷ 1-thread, finetune delta ÷ logical.
+STORE_TARGETS = {"size_entropy": 1.03, "size_zipnn": 1.0, "save_gbs": 1.0, "restore_gbs": 1.5,
+                 "vs_zipnn": 2.0, "scale_2t": 1.8, "finetune_delta": 0.05}
+
+
+def store_results(path):
+    """{(op, seq, kind, threads): {counter: median over repetitions}} for the
+    store benchmarks (bench_store.c) and their peers (zstd_* there,
+    peer_zipnn_* from store_peers_seq.py); kind is "delta", "full" or "" (the
+    store's own ops say it in the op)."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    samples = {}
+    for b in doc.get("benchmarks", []):
+        if b.get("error_occurred") or b.get("run_type") == "aggregate":
+            continue
+        parts = [p for p in b["run_name"].split("/") if not p.startswith("iterations:")]
+        if not parts[0].startswith(STORE_PREFIXES) or parts[0].startswith("store_peers") or len(parts) < 4:
+            continue
+        t = parts[-2]
+        if not t.endswith("t") or not t[:-1].isdigit():
+            continue
+        key = (parts[0], parts[1], parts[2] if len(parts) == 5 else "", int(t[:-1]))
+        d = samples.setdefault(key, {})
+        for c in ("bytes_per_second", "disk_ratio", "entropy_ratio", "logical_bytes"):
+            if c in b:
+                d.setdefault(c, []).append(b[c])
+        if b.get("cpu_time") and "bytes_per_second" in b:  # bytes per second of the main thread's CPU time
+            d.setdefault("cpu_bytes_per_second", []).append(b["bytes_per_second"] * b["real_time"] / b["cpu_time"])
+    return doc.get("context", {}), {k: {c: statistics.median(v) for c, v in d.items()} for k, d in samples.items()}
+
+
+def store_tables(res, cpu_time=False):
+    """Markdown: sizes and speeds per sequence, then the targets; speeds from
+    CPU time (the main thread's; the process's for ZipNN) with cpu_time."""
+    seqs = [q for q in STORE_SEQS if any(k[1] == q for k in res)]
+    if not seqs:
+        return None
+
+    def get(op, q, kind, t, c):
+        return res.get((op, q, kind, t), {}).get(c)
+
+    def f4(v):
+        return "–" if v is None else f"{v:.4f}"
+
+    def r3(a, b):
+        return "–" if a is None or b is None or b == 0 else f"{a / b:.3f}"
+
+    def gb(v):
+        return "–" if v is None else f"{v / 1e9:.2f}"
+
+    size_rows = []
+    for kind, ours in (("delta", "store_save"), ("full", "store_full_save")):
+        size_rows.append([f"{kind}: order-0 entropy"] + [f4(get(ours, q, "", 1, "entropy_ratio")) for q in seqs])
+        size_rows.append([f"{kind}: gradckpt" + (" (compress_full)" if kind == "full" else "")] +
+                         [f4(get(ours, q, "", 1, "disk_ratio")) for q in seqs])
+        size_rows.append([f"{kind}: ZipNN"] + [f4(get("peer_zipnn_compress", q, kind, 1, "disk_ratio")) for q in seqs])
+        size_rows.append([f"{kind}: zstd-1"] + [f4(get("zstd_compress", q, kind, 1, "disk_ratio")) for q in seqs])
+        size_rows.append([f"{kind}: gradckpt ÷ entropy"] + [r3(get(ours, q, "", 1, "disk_ratio"),
+                                                                  get(ours, q, "", 1, "entropy_ratio")) for q in seqs])
+        size_rows.append([f"{kind}: gradckpt ÷ ZipNN"] + [r3(get(ours, q, "", 1, "disk_ratio"),
+                                                                get("peer_zipnn_compress", q, kind, 1, "disk_ratio"))
+                                                          for q in seqs])
+    size_rows.append(["plain full version (store_plain_save)"] + [f4(get("store_plain_save", q, "", 1, "disk_ratio"))
+                                                                  for q in seqs])
+    bps = "cpu_bytes_per_second" if cpu_time else "bytes_per_second"
+    speed_rows = []
+    for label, op, kind in (("delta save", "store_save", ""), ("delta restore", "store_restore", ""),
+                            ("full save (compress_full)", "store_full_save", ""),
+                            ("full restore (compress_full)", "store_full_restore", "")):
+        for t in (1, 2):
+            speed_rows.append([f"{label} {t}t"] + [gb(get(op, q, kind, t, bps)) for q in seqs])
+        speed_rows.append([f"{label} 2t ÷ 1t"] + [ratio(get(op, q, kind, 2, bps), get(op, q, kind, 1, bps))
+                                                  for q in seqs])
+    speed_rows.append(["plain full save 1t"] + [gb(get("store_plain_save", q, "", 1, bps)) for q in seqs])
+    for kind in ("delta", "full"):
+        for op in ("compress", "decompress"):
+            for t in (1, 2):
+                speed_rows.append([f"ZipNN {op} {kind} {t}t"] + [gb(get(f"peer_zipnn_{op}", q, kind, t, bps))
+                                                                 for q in seqs])
+            speed_rows.append([f"zstd-1 {op} {kind} 1t"] + [gb(get(f"zstd_{op}", q, kind, 1, bps)) for q in seqs])
+    T = STORE_TARGETS
+    tgt = []
+
+    def row(label, target, vals):
+        tgt.append([label, target] + vals)
+
+    row("delta ÷ entropy", f"≤ {T['size_entropy']}", [r3(get("store_save", q, "", 1, "disk_ratio"),
+                                                            get("store_save", q, "", 1, "entropy_ratio")) for q in seqs])
+    row("delta ÷ ZipNN", f"≤ {T['size_zipnn']}", [r3(get("store_save", q, "", 1, "disk_ratio"),
+                                                        get("peer_zipnn_compress", q, "delta", 1, "disk_ratio"))
+                                                  for q in seqs])
+    row("full ÷ entropy", f"≤ {T['size_entropy']}", [r3(get("store_full_save", q, "", 1, "disk_ratio"),
+                                                           get("store_full_save", q, "", 1, "entropy_ratio"))
+                                                     for q in seqs])
+    row("full ÷ ZipNN", f"≤ {T['size_zipnn']}", [r3(get("store_full_save", q, "", 1, "disk_ratio"),
+                                                       get("peer_zipnn_compress", q, "full", 1, "disk_ratio"))
+                                                 for q in seqs])
+    row("delta save GB/s ÷ target", f"≥ 1 ({T['save_gbs']} GB/s)",
+        [ratio(get("store_save", q, "", 1, bps), T["save_gbs"] * 1e9) for q in seqs])
+    row("delta restore GB/s ÷ target", f"≥ 1 ({T['restore_gbs']} GB/s)",
+        [ratio(get("store_restore", q, "", 1, bps), T["restore_gbs"] * 1e9) for q in seqs])
+    row("delta save ÷ ZipNN compress", f"≈ {T['vs_zipnn']}",
+        [ratio(get("store_save", q, "", 1, bps), get("peer_zipnn_compress", q, "delta", 1, bps)) for q in seqs])
+    row("delta restore ÷ ZipNN decompress", f"≈ {T['vs_zipnn']}",
+        [ratio(get("store_restore", q, "", 1, bps), get("peer_zipnn_decompress", q, "delta", 1, bps)) for q in seqs])
+    row("full save ÷ ZipNN compress", f"≈ {T['vs_zipnn']}",
+        [ratio(get("store_full_save", q, "", 1, bps), get("peer_zipnn_compress", q, "full", 1, bps)) for q in seqs])
+    row("full restore ÷ ZipNN decompress", f"≈ {T['vs_zipnn']}",
+        [ratio(get("store_full_restore", q, "", 1, bps), get("peer_zipnn_decompress", q, "full", 1, bps))
+         for q in seqs])
+    for op in ("store_save", "store_restore"):
+        row(f"{op.split('_')[1]} 2t ÷ 1t", f"≥ {T['scale_2t']}", [ratio(get(op, q, "", 2, bps), get(op, q, "", 1, bps))
+                                                                 for q in seqs])
+    row("finetune delta ÷ logical", f"≤ {T['finetune_delta']}",
+        [f4(get("store_save", q, "", 1, "disk_ratio")) if q == "finetune" else "–" for q in seqs])
+    return (table(["bytes ÷ logical (1t; medians)"] + seqs, size_rows),
+            table([f"logical GB/s ({'CPU' if cpu_time else 'wall'} time, medians)"] + seqs, speed_rows),
+            table(["target (issue 17)", "target"] + seqs, tgt))
+
+
+def print_store(path, cpu_time=False):
+    ctx, res = store_results(path)
+    t = store_tables(res, cpu_time)
+    if t is None:
+        return False
+    load_avg = " ".join(f"{x:.2f}" for x in ctx.get("load_avg", []))
+    print(f"\n## Store: sizes and speeds on the benchmark sequences ({ctx.get('num_cpus', '?')} CPUs, "
+          f"load average at the start {load_avg or '?'}; {ctx.get('store_peers_seq', 'one run')})\n")
+    print("Sizes ÷ logical bytes (entropy: order-0 of each tensor's byte planes, the XOR with the previous "
+          "version for deltas; gradckpt: the version's file; ZipNN and zstd-1: tensor by tensor on the same "
+          "bytes). Speeds in GB/s of logical data (wall clock, medians over repetitions; on tmpfs).\n")
+    print(t[0])
+    print()
+    print(t[1])
+    print("\n### Against the targets\n")
+    print(t[2])
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", help="google-benchmark JSON (--benchmark_out_format=json)")
@@ -362,13 +506,18 @@ def main():
     ap.add_argument("--out-of-cache", type=int, default=67108864, metavar="N",
                     help="elements for the out-of-cache columns (default 64 Mi)")
     ap.add_argument("--cpu-time", action="store_true",
-                    help="trainer and per-call tables from cpu_time (the main thread's: on a loaded "
-                         "machine it leaves out time given to other processes; 1-thread rows only)")
+                    help="trainer, per-call and store speed tables from cpu_time (the main thread's: on a "
+                         "loaded machine it leaves out time given to other processes; 1-thread rows only)")
     ap.add_argument("--peers", metavar="PEERS.json",
                     help="bench/peers.py output: add a table of NumPy/PyTorch time ÷ gradckpt time")
     args = ap.parse_args()
     ctx, bw = load(args.json)
     small_rows = small_save_rows(args.json)
+    if bw and all(name.startswith(STORE_PREFIXES + ("small_save/",)) for name, _, _ in bw):
+        print_store(args.json, args.cpu_time)  # a run of the store benchmarks alone (and their peers)
+        if small_rows:
+            print_small_save(small_rows)
+        return
     if not bw and small_rows:
         print_small_save(small_rows)  # a run of the small-save benchmarks alone
         return
@@ -430,6 +579,7 @@ def main():
               "(it also writes a checkpoint, which the peers do not).\n")
         tables = peer_tables(times, peers, ISAS)
         print("\n\n".join(tables) if tables else f"({args.peers}: no peer benchmarks)")
+    print_store(args.json, args.cpu_time)
     if small_rows:
         print_small_save(small_rows)
 

@@ -538,6 +538,26 @@ static gck_status run_ew(ew_op op, const tlist *a, const tlist *x, double w)
     }
 }
 
+/* op(acc, x, w) on the scalar ISA (through ON_SCALAR) and with 1, 2 and 3
+ * threads, each from acc's values into got, must give want. */
+static void ew_all_threads(const gck_isa_pair *pr, ew_op op, const tlist *acc, const tlist *x, double w,
+                           const tlist *want, tlist *got, const char *label, const char *list_name)
+{
+    for (int th = 0; th <= 3; th++) {
+        tl_copy_values(got, acc);
+        if (th == 0) {
+            ON_SCALAR(pr, assert_int_equal(run_ew(op, got, x, w), GCK_OK));
+        } else {
+            gck_test_set_threads(th);
+            assert_int_equal(run_ew(op, got, x, w), GCK_OK);
+        }
+        char what[128];
+        snprintf(what, sizeof what, "%s %s %sw=%g list %s threads %d (0: scalar)", pr->isa->name, g_ew_names[op],
+                 label, w, list_name, th);
+        assert_same_values(want, got, what);
+    }
+}
+
 static void test_elementwise(void **state)
 {
     const gck_isa_pair *pr = *state;
@@ -563,19 +583,7 @@ static void test_elementwise(void **state)
                 tl_copy_values(&want, &acc);
                 for (size_t i = 0; i < acc.count; i++)
                     ref_ew((ew_op)op, &want, &x, i, w);
-                for (int th = 0; th <= 3; th++) {
-                    tl_copy_values(&got, &acc);
-                    if (th == 0) {
-                        ON_SCALAR(pr, assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK));
-                    } else {
-                        gck_test_set_threads(th);
-                        assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK);
-                    }
-                    char what[128];
-                    snprintf(what, sizeof what, "%s %s w=%g list %s threads %d (0: scalar)", pr->isa->name,
-                             g_ew_names[op], w, g_list_names[k], th);
-                    assert_same_values(&want, &got, what);
-                }
+                ew_all_threads(pr, (ew_op)op, &acc, &x, w, &want, &got, "", g_list_names[k]);
             }
         }
         /* in place: x is the target itself */
@@ -1179,19 +1187,7 @@ static void test_half_elementwise(void **state)
                 tl_copy_values(&got, &acc);
                 assert_int_equal(run_ew((ew_op)op, &got, &xw, w), GCK_OK);
                 assert_same_values(&want, &got, "widened x");
-                for (int th = 0; th <= 3; th++) {
-                    tl_copy_values(&got, &acc);
-                    if (th == 0) {
-                        ON_SCALAR(pr, assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK));
-                    } else {
-                        gck_test_set_threads(th);
-                        assert_int_equal(run_ew((ew_op)op, &got, &x, w), GCK_OK);
-                    }
-                    char what[128];
-                    snprintf(what, sizeof what, "%s %s half x w=%g list %s threads %d (0: scalar)", pr->isa->name,
-                             g_ew_names[op], w, g_half_names[k], th);
-                    assert_same_values(&want, &got, what);
-                }
+                ew_all_threads(pr, (ew_op)op, &acc, &x, w, &want, &got, "half x ", g_half_names[k]);
             }
             /* scale in place: gck_scale_bf16 / _f16 by (float)w */
             tl_copy_values(&s_want, &x);

@@ -57,7 +57,8 @@ int gck_bench_run(int *argc, char **argv);
 
 /* 1 under GCK_BENCH_SMOKE=1 (bench_smoke): every benchmark runs one
  * iteration at its smallest size, so prepare functions may skip their
- * untimed warm-up runs. */
+ * untimed warm-up runs; a benchmark whose smallest size is above 16 Mi
+ * elements (a big model's only size) is not registered at all. */
 int gck_bench_smoke(void);
 
 #ifdef __cplusplus

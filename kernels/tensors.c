@@ -59,20 +59,28 @@ static gck_dtype gck_tl_dtype(const gck_tensor_list *t, size_t i)
     return t->dtypes != NULL ? t->dtypes[i] : t->dtype;
 }
 
-/* The element type of tensor i (the list was checked: F64, F32, BF16, F16). */
+/* The dtypes a list may hold are the first four (F64, F32, F16, BF16;
+ * gck_tl_check): these are looked up per tensor on every call, so by table
+ * (a switch per tensor cost a measurable part of a small list's call). */
+#define GCK_TL_DTYPES 4
+_Static_assert(GCK_DTYPE_F64 == 0 && GCK_DTYPE_F32 == 1 && GCK_DTYPE_F16 == 2 && GCK_DTYPE_BF16 == 3,
+               "gck_tl_check tests a dtype by its number");
+
+/* The element type of tensor i (the list was checked). */
 static gck_elem gck_tl_elem(const gck_tensor_list *t, size_t i)
 {
-    switch (gck_tl_dtype(t, i)) {
-    case GCK_DTYPE_F64: return GCK_E_F64;
-    case GCK_DTYPE_F32: return GCK_E_F32;
-    case GCK_DTYPE_BF16: return GCK_E_BF16;
-    default: return GCK_E_F16;
-    }
+    static const unsigned char elem[GCK_TL_DTYPES] = {
+        [GCK_DTYPE_F64] = GCK_E_F64, [GCK_DTYPE_F32] = GCK_E_F32, [GCK_DTYPE_BF16] = GCK_E_BF16,
+        [GCK_DTYPE_F16] = GCK_E_F16};
+    return (gck_elem)elem[(unsigned)gck_tl_dtype(t, i) % GCK_TL_DTYPES];
 }
 
+/* Bytes per element of a checked dtype. */
 static size_t gck_tl_esz(gck_dtype d)
 {
-    return d == GCK_DTYPE_F64 ? 8 : d == GCK_DTYPE_F32 ? 4 : 2;
+    static const unsigned char esz[GCK_TL_DTYPES] = {
+        [GCK_DTYPE_F64] = 8, [GCK_DTYPE_F32] = 4, [GCK_DTYPE_BF16] = 2, [GCK_DTYPE_F16] = 2};
+    return esz[(unsigned)d % GCK_TL_DTYPES];
 }
 
 /* The reductions of each element type: what a list's per-tensor results are
@@ -108,7 +116,7 @@ static void gck_tl_scale(const gck_kernel_table *t, void *a, gck_elem e, double 
 }
 
 /* acc (F64 or F32; checked) [op]= x (any of the four) for a pair kind. */
-static void gck_tl_pair_run(const gck_kernel_table *t, gck_tl_kind kind, void *a, gck_elem ea, double w,
+GCK_ALWAYS_INLINE void gck_tl_pair_run(const gck_kernel_table *t, gck_tl_kind kind, void *a, gck_elem ea, double w,
                             const void *x, gck_elem ex, size_t lo, size_t len)
 {
     double *a64 = (double *)a + lo;
@@ -158,6 +166,13 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
     const gck_kernel_table *t = j->t;
     void *a = j->a->data[i];
     const gck_elem e = gck_tl_elem(j->a, i);
+    if (j->kind >= GCK_TL_ADD) { /* elementwise first: small lists pay per tensor */
+        if (j->kind == GCK_TL_SCALE)
+            gck_tl_scale(t, a, e, j->w, lo, len);
+        else
+            gck_tl_pair_run(t, j->kind, a, e, j->w, j->x->data[i], gck_tl_elem(j->x, i), lo, len);
+        return 0.0;
+    }
     gck_reduce_args r = {t, gck_tl_ops[e].sumsq, a, NULL, a, 0.0, 0.0};
     switch (j->kind) {
     case GCK_TL_SUMSQ:
@@ -195,11 +210,7 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
         }
         return gck_pairwise_finish(&p);
     }
-    case GCK_TL_SCALE:
-        gck_tl_scale(t, a, e, j->w, lo, len);
-        return 0.0;
-    default:
-        gck_tl_pair_run(t, j->kind, a, e, j->w, j->x->data[i], gck_tl_elem(j->x, i), lo, len);
+    default: /* elementwise: above */
         return 0.0;
     }
 }
@@ -480,8 +491,8 @@ static gck_status gck_tl_check(const char *fn, const char *role, const gck_tenso
     size_t total = 0;
     for (size_t i = 0; i < t->count; i++) {
         const gck_dtype d = gck_tl_dtype(t, i);
-        const int half = d == GCK_DTYPE_BF16 || d == GCK_DTYPE_F16;
-        if (!(d == GCK_DTYPE_F32 || d == GCK_DTYPE_F64 || (half && half_ok)))
+        /* F64, F32, then F16, BF16 (dtype.h): one comparison per tensor */
+        if ((unsigned)d >= (half_ok ? 4u : 2u))
             return gck_fail(GCK_ERR_UNSUPPORTED, "%s: %stensor %zu: dtype %s is not supported (%s)", fn, role, i,
                             gck_dtype_name(d), half_ok ? "F32, F64, BF16 or F16" : "F32 or F64 here");
         const size_t n = t->lens[i];

@@ -5,6 +5,7 @@
  * takes each kernel's line, so a kernel listed there without a line here
  * does not compile. ISAs this build or CPU lacks are registered too and
  * reported as skipped. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -78,13 +79,19 @@ typedef struct kbench {
     }                                                                          \
     ONE(name, X, X, 2 * SZ(X), KB_THREADED)
 /* p = 3, the general path: a max |x| pass, then a pass of pow terms, so x
- * is read twice */
+ * is read twice; and p = inf ("<name>_inf": max |x|, amax), one read */
 #define PNORM(name, X)                                                         \
     static double bench_body_##name(void *c, int64_t n)                        \
     {                                                                          \
         return gck_##name(XA(GCK_CT(X), c), (size_t)n, 3.0);                   \
     }                                                                          \
-    ONE(name, X, X, 2 * SZ(X), KB_THREADED)
+    static double bench_body_##name##_inf(void *c, int64_t n)                  \
+    {                                                                          \
+        return gck_##name(XA(GCK_CT(X), c), (size_t)n, INFINITY);              \
+    }                                                                          \
+    static const kbench bench_##name[] = {                                     \
+        {bench_body_##name, "", #X, #X, SZ(X), SZ(X), 2 * SZ(X), KB_THREADED}, \
+        {bench_body_##name##_inf, "_inf", #X, #X, SZ(X), SZ(X), SZ(X), KB_THREADED}, {0}};
 /* in place (dst = x, as a clip does): reads and writes x */
 #define FUSED(name, X)                                                         \
     static double bench_body_##name(void *c, int64_t n)                        \

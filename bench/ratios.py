@@ -62,6 +62,7 @@ MIXED.update({f"{op}_{h}_to_{dt}": (op, dt)
 # scale with f32's x *= s, the conversions with f32's copy.
 HALF = {f"{k}_{h}": ("ref_read_16", f"ref_widen_{h}" if k != "pnorm" else None)
         for k in ("sumsq", "l2norm", "dist2", "pnorm") for h in ("bf16", "f16")}
+HALF.update({f"pnorm_{h}_inf": ("ref_read_16", f"ref_widen_{h}") for h in ("bf16", "f16")})  # amax
 HALF.update({f"scale_{h}": ("ref_rmw1_f32", None) for h in ("bf16", "f16")})
 HALF.update({f"convert_{a}_to_{b}": ("ref_copy_f32", None)
              for a, b in (("f32", "bf16"), ("f32", "f16"), ("bf16", "f32"), ("f16", "f32"))})
@@ -74,6 +75,8 @@ def kernel_bases():
     for k in KERNELS:
         for dt, p in DTYPES.items():
             out.append((f"{k}_{dt}", dt, tuple(s.format(dt=dt, p=p) if s else None for s in PEERS[k])))
+            if k == "pnorm":  # p = inf (amax): one read of x
+                out.append((f"pnorm_{dt}_inf", dt, (None, None, None, f"ref_read_{dt}")))
             out += [(name, dt, (None, None, None, PEERS[fam][3].format(dt=dt, p=p)))
                     for name, (fam, acc_dt) in MIXED.items() if fam == k and acc_dt == dt]
     out += [(name, "16", (None, None, None, ref)) for name, (ref, _) in HALF.items()]

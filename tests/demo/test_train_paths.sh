@@ -11,7 +11,8 @@ set -euo pipefail
 train=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-args=(--steps 40 --save-every 10 --dims 32,384,192,8 --batch 64 --micro 3 --quiet)
+read -r dims batch <<<"${GCK_TEST_TRAIN_MODEL:-32,384,192,8 64}" # smaller in slow builds
+args=(--steps 40 --save-every 10 --dims "$dims" --batch "$batch" --micro 3 --quiet)
 export OMP_NUM_THREADS=1 # thread counts are test_train_resume's; this is about the arithmetic
 run() { # NAME ARGS...: runs a fresh job, leaves its output in $work/NAME.out
   local name=$1

@@ -8,6 +8,8 @@
 # arguments say --sync-save; with --grad-dtype bf16 the run's gradients are
 # bf16, and the resumed run must keep them without being told.
 #   test_train_resume.sh TRAIN_BINARY [trainer|checkpointer] [EXTRA ARGS...]
+#   GCK_TEST_TRAIN_MODEL="DIMS BATCH": a smaller model for slow builds (the
+#   sanitizer stage: every kill, resume and comparison is the same)
 set -euo pipefail
 train=$1
 path=${2:-trainer}
@@ -16,7 +18,9 @@ gdtype=f32
 for ((i = 0; i + 1 < ${#extra[@]}; i++)); do [ "${extra[i]}" = --grad-dtype ] && gdtype=${extra[i + 1]}; done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-args=(--path "$path" --steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet "${extra[@]}")
+read -r dims batch <<<"${GCK_TEST_TRAIN_MODEL:-32,384,192,8 64}"
+model=(--dims "$dims" --batch "$batch")
+args=(--path "$path" --steps 60 --save-every 2 "${model[@]}" --micro 3 --quiet "${extra[@]}")
 digest() { grep '^weights digest:' | awk '{print $3}'; }
 
 t0=$(date +%s%N)
@@ -67,7 +71,7 @@ if ! saved; then
 fi
 saved || { echo "no version was saved"; exit 1; }
 # resumed without --path or --grad-dtype: the run's path and gradient dtype come from its snapshot
-resume_args=(--steps 60 --save-every 2 --dims 32,384,192,8 --batch 64 --micro 3 --quiet)
+resume_args=(--steps 60 --save-every 2 "${model[@]}" --micro 3 --quiet)
 [[ " ${extra[*]} " == *" --sync-save "* ]] && resume_args+=(--sync-save)
 "$train" --resume "$work/killed" "${resume_args[@]}" >"$work/final" 2>&1 || { cat "$work/final"; exit 1; }
 got=$(digest <"$work/final")

@@ -13,9 +13,15 @@
  * else it is first packed into its place in the result buffer (the
  * allgather overwrites it only after the send); one peer's chunk is
  * received straight into its place in the result, and every merge writes
- * into the operand holding it, so the sum lands there without a copy. The
- * shape check is the one small collective: allocation failures and the
- * layers' steps (when they are all the same) travel in it. */
+ * into the operand holding it, so the sum lands there without a copy. With
+ * F32/F64 storage the result buffer is the memory of the checkpoint the
+ * window records (laid out as it is, gaps between layers): each rank
+ * finishes its slice run by run right after summing it (still in cache),
+ * the allgather delivers finished values, and the runs' sums of squares
+ * (slices and chunks are cut at the kernels' blocks of each layer) go to
+ * every rank and combine in the kernels' pairwise order. The shape check
+ * is the one small collective: allocation failures and the layers' steps
+ * (when they are all the same) travel in it. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/kernels.h>
@@ -80,7 +81,22 @@ struct gck_checkpointer {
     size_t hint_cap;
     int clip_expected;    /* clipping fired in the last flush window (or none yet) */
     gck_checkpoint *staged; /* gck_flush_stage's checkpoint, until gck_flush_finished */
+    size_t llc_bytes;     /* the last-level cache's share (gck_llc_bytes) */
+    int stream_levels;    /* tree order: the last window's buffers outgrew llc_bytes (tree.c streams levels) */
 };
+
+/* The share of the last-level cache one process can count on: what sysconf says, at most
+ * 32 MiB (one core complex's L3 on a big server; sysconf may report all of them). */
+static size_t gck_llc_bytes(void)
+{
+    const size_t cap = (size_t)32 << 20;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0 && (size_t)l3 < cap)
+        return (size_t)l3;
+#endif
+    return cap;
+}
 
 void gck_config_init(gck_config *cfg)
 {
@@ -149,6 +165,7 @@ gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out
     cp->weights = w;
     cp->history = hist;
     cp->clip_expected = 1;
+    cp->llc_bytes = gck_llc_bytes();
     *out = cp;
     return GCK_OK;
 }
@@ -514,7 +531,8 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const double w = gck_weight(cp, j);
     const int first = j == 0;
     if (cp->cfg.reduction == GCK_REDUCE_TREE) {
-        gck_tree_add_piece(&l->tree, l->buf, gck_acc_dtype(cp), j, values, in_dtype, lo, n, weighted, w);
+        gck_tree_add_piece(&l->tree, l->buf, gck_acc_dtype(cp), j, values, in_dtype, lo, n, weighted, w,
+                           cp->stream_levels);
         return;
     }
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
@@ -1178,9 +1196,16 @@ static gck_status gck_flush_bf16(gck_checkpointer *cp, uint64_t now, uint64_t st
     return GCK_OK;
 }
 
-/* Ends the flush window: pending state cleared (buffers kept), one more window counted. */
+/* Ends the flush window: pending state cleared (buffers kept), one more window counted. The
+ * next window's tree levels stream when this one's buffers outgrew the last-level cache: a level
+ * opened for one micro-batch is then evicted before the next reads it. */
 static void gck_close_window(gck_checkpointer *cp)
 {
+    size_t bytes = 0;
+    for (size_t i = 0; i < cp->n_layers; i++)
+        if (cp->layers[i]->count > 0)
+            bytes += cp->layers[i]->n * gck_acc_size(cp);
+    cp->stream_levels = cp->cfg.reduction == GCK_REDUCE_TREE && bytes >= cp->llc_bytes;
     gck_clear_pending(cp);
     cp->flush_count++;
 }

@@ -345,6 +345,37 @@ static void test_staged_equals_flush(void **state)
             free(t[l][j]), free(f[l][j]);
 }
 
+/* A window larger than the last-level cache share (32 MiB at most): the next window opens its
+ * levels with streaming stores, and the values stay those of the tree. */
+static void test_streamed_levels(void **state)
+{
+    (void)state;
+    const size_t n = ((size_t)33 << 20) / sizeof(float) + 5;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *e = malloc(n * sizeof *e);
+    assert_non_null(a), assert_non_null(b), assert_non_null(e);
+    gck_test_fill_f32(a, n, GCK_K_ILL_SCALED, 1);
+    gck_test_fill_f32(b, n, GCK_K_UNIFORM, 2);
+    a[3] = -0.0f, b[3] = -0.0f; /* a -0 leaf is +0: the sum stays +0 */
+    /* ((0 + a) + (0 + b)) + ((0 + b) + (0 + a)), then the mean: * 0.25 is exact */
+    gck_axpy_init_f32(e, 1.0f, a, n);
+    gck_add_f32(e, b, n);
+    gck_scale_f32(e, 2.0f, n);
+    gck_scale_f32(e, 0.25f, n);
+    gck_checkpointer *cp = make_tree(GCK_ACCUM_MEAN, GCK_DTYPE_F32, NULL, 0, 0);
+    for (int win = 0; win < 2; win++) {
+        for (int j = 0; j < 4; j++)
+            assert_int_equal(gck_accumulate_f32(cp, "big", j == 0 || j == 3 ? a : b, n, 1), GCK_OK);
+        gck_checkpoint *c = NULL;
+        assert_int_equal(gck_flush(cp, 0, &c), GCK_OK);
+        gck_tensor_view v;
+        assert_int_equal(gck_checkpoint_layer(c, 0, &v), GCK_OK);
+        assert_memory_equal(v.values, e, n * sizeof *e);
+        gck_checkpoint_release(c);
+    }
+    gck_checkpointer_destroy(cp);
+    free(a), free(b), free(e);
+}
+
 static void test_staged_errors(void **state)
 {
     (void)state;
@@ -414,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_reduced_errors_change_nothing),
         cmocka_unit_test(test_staged_equals_flush),
         cmocka_unit_test(test_staged_errors),
+        cmocka_unit_test(test_streamed_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

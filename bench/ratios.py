@@ -51,6 +51,7 @@ MIXED = {
     "add_f32_to_f64": ("add", "f64"), "add_f64_to_f32": ("add", "f32"),
     "axpy_f32_to_f64": ("axpy", "f64"), "axpy_f64_to_f32": ("axpy", "f32"),
     "axpy_init_f32_to_f64": ("axpy_init", "f64"), "axpy_init_f64_to_f32": ("axpy_init", "f32"),
+    "axpy_init_nt_f64": ("axpy_init", "f64"), "axpy_init_nt_f32": ("axpy_init", "f32"),
 }
 
 # bf16 / f16 inputs (2 bytes read per element) into f32 / f64 accumulators

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <gradckpt/checkpointer.h>
 #include <gradckpt/kernels.h>
@@ -79,7 +80,23 @@ struct gck_checkpointer {
     gck_layer **hint;     /* list calls: the layer entry i named last time (or NULL) */
     size_t hint_cap;
     int clip_expected;    /* clipping fired in the last flush window (or none yet) */
+    gck_checkpoint *staged; /* gck_flush_stage's checkpoint, until gck_flush_finished */
+    size_t llc_bytes;     /* the last-level cache's share (gck_llc_bytes) */
+    int stream_levels;    /* tree order: the last window's buffers outgrew llc_bytes (tree.c streams levels) */
 };
+
+/* The share of the last-level cache one process can count on: what sysconf says, at most
+ * 32 MiB (one core complex's L3 on a big server; sysconf may report all of them). */
+static size_t gck_llc_bytes(void)
+{
+    const size_t cap = (size_t)32 << 20;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0 && (size_t)l3 < cap)
+        return (size_t)l3;
+#endif
+    return cap;
+}
 
 void gck_config_init(gck_config *cfg)
 {
@@ -148,6 +165,7 @@ gck_status gck_checkpointer_create(const gck_config *cfg, gck_checkpointer **out
     cp->weights = w;
     cp->history = hist;
     cp->clip_expected = 1;
+    cp->llc_bytes = gck_llc_bytes();
     *out = cp;
     return GCK_OK;
 }
@@ -163,6 +181,7 @@ void gck_checkpointer_destroy(gck_checkpointer *cp)
         free(cp->layers[i]);
     }
     free(cp->layers);
+    gck_flush_unstage(cp);
     for (size_t i = 0; i < cp->hist_len; i++)
         gck_checkpoint_release(cp->history[(cp->hist_head + i) % cp->cfg.max_checkpoints]);
     free(cp->history);
@@ -512,7 +531,8 @@ static void gck_accumulate_piece(const gck_checkpointer *cp, gck_layer *l, const
     const double w = gck_weight(cp, j);
     const int first = j == 0;
     if (cp->cfg.reduction == GCK_REDUCE_TREE) {
-        gck_tree_add_piece(&l->tree, l->buf, gck_acc_dtype(cp), j, values, in_dtype, lo, n, weighted, w);
+        gck_tree_add_piece(&l->tree, l->buf, gck_acc_dtype(cp), j, values, in_dtype, lo, n, weighted, w,
+                           cp->stream_levels);
         return;
     }
     values = (const char *)values + lo * gck_dtype_size(in_dtype);
@@ -567,6 +587,7 @@ static gck_status gck_accumulate_list(gck_checkpointer *cp, const char *const *i
         for (size_t i = 0; i < count; i++)
             GCK_TRY(gck_check_entry(ids[i], values[i], lens[i], (long long)i));
     }
+    gck_flush_unstage(cp);
     if (!single)
         GCK_TRY(gck_hints_reserve(cp, count, "gck_accumulate_many"));
     gck_layer *few[GCK_FEW_ENTRIES];
@@ -1175,9 +1196,16 @@ static gck_status gck_flush_bf16(gck_checkpointer *cp, uint64_t now, uint64_t st
     return GCK_OK;
 }
 
-/* Ends the flush window: pending state cleared (buffers kept), one more window counted. */
+/* Ends the flush window: pending state cleared (buffers kept), one more window counted. The
+ * next window's tree levels stream when this one's buffers outgrew the last-level cache: a level
+ * opened for one micro-batch is then evicted before the next reads it. */
 static void gck_close_window(gck_checkpointer *cp)
 {
+    size_t bytes = 0;
+    for (size_t i = 0; i < cp->n_layers; i++)
+        if (cp->layers[i]->count > 0)
+            bytes += cp->layers[i]->n * gck_acc_size(cp);
+    cp->stream_levels = cp->cfg.reduction == GCK_REDUCE_TREE && bytes >= cp->llc_bytes;
     gck_clear_pending(cp);
     cp->flush_count++;
 }
@@ -1186,6 +1214,7 @@ static void gck_close_window(gck_checkpointer *cp)
 static gck_status gck_flush_window(gck_checkpointer *cp, uint64_t now, const gck_reduced_layer *red, uint64_t step,
                                    gck_checkpoint **out)
 {
+    gck_flush_unstage(cp);
     if (cp->pending_layers == 0)
         return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "flush: no gradients accumulated since the last flush");
     gck_pending p;
@@ -1246,6 +1275,98 @@ gck_status gck_pending_sum_get(gck_checkpointer *cp, size_t k, gck_pending_sum *
     *out = (gck_pending_sum){.layer_id = l->id, .data = l->fin_src, .n = l->n, .count = l->count,
                              .wsum = l->fin_wsum, .step = l->step};
     return GCK_OK;
+}
+
+/* ---- finishing in place (a transport's pieces) ---------------------------------- */
+
+gck_status gck_flush_stage(gck_checkpointer *cp, void **values)
+{
+    GCK_CHECK_ARG(cp != NULL && values != NULL, "gck_flush_stage: %s is NULL", cp == NULL ? "checkpointer" : "values");
+    gck_flush_unstage(cp);
+    if (cp->pending_layers == 0)
+        return gck_fail(GCK_ERR_NO_ACCUMULATED_GRADIENTS, "gck_flush_stage: no gradients accumulated");
+    if (cp->cfg.dtype == GCK_DTYPE_BF16)
+        return gck_fail(GCK_ERR_UNSUPPORTED, "gck_flush_stage: BF16 storage is finished by gck_flush_reduced");
+    gck_pending p;
+    GCK_TRY(gck_pending_collect(cp, &p, "gck_flush_stage", NULL));
+    gck_checkpoint *c = gck_new_for(cp, p.np, p.ids, p.lens, gck_recyclable(cp));
+    if (c == NULL)
+        return gck_pending_oom(cp, &p, "checkpoint", "gck_flush_stage");
+    for (size_t k = 0; k < p.np; k++)
+        values[k] = c->layers[k].values;
+    cp->staged = c;
+    return GCK_OK;
+}
+
+double gck_flush_finish_values(const gck_checkpointer *cp, size_t count, double wsum, void *dst, const void *src,
+                               size_t n)
+{
+    if (cp == NULL || cp->cfg.dtype == GCK_DTYPE_BF16)
+        return NAN;
+    const gck_accum_mode mode = cp->cfg.accumulation_mode;
+    const gck_finish f = {.src = src, .d = mode == GCK_ACCUM_MEAN ? (double)count : wsum,
+                          .divide = mode == GCK_ACCUM_MEAN || (mode == GCK_ACCUM_WEIGHTED_MEAN && wsum != 0.0)};
+    const gck_dtype dt = cp->cfg.dtype;
+    /* gck_finish_clip's copy path (clipping expected, every layer a copy) stores the buffers
+     * as they are: under flush-to-zero a copy keeps denormals that x * 1 would flush */
+    const int copy = !f.divide || (dt == GCK_DTYPE_F64 ? f.d == 1.0 : (float)f.d == 1.0f);
+    if (cp->cfg.clip_enabled && cp->clip_expected && copy) {
+        if (dst != src && n > 0)
+            memcpy(dst, src, n * gck_dtype_size(dt));
+        return dt == GCK_DTYPE_F64 ? gck_sumsq_f64(dst, n) : gck_sumsq_f32(dst, n);
+    }
+    return gck_finish_layer(dt, dst, &f, n);
+}
+
+gck_status gck_flush_finished(gck_checkpointer *cp, uint64_t now, uint64_t step, const gck_finished_layer *layers,
+                              gck_checkpoint **out)
+{
+    GCK_CHECK_ARG(cp != NULL && layers != NULL, "gck_flush_finished: %s is NULL",
+                  cp == NULL ? "checkpointer" : "layers");
+    gck_checkpoint *c = cp->staged;
+    GCK_CHECK_ARG(c != NULL, "gck_flush_finished: no checkpoint staged (gck_flush_stage)");
+    cp->staged = NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < cp->n_layers && k <= c->n_layers; i++)
+        if (cp->layers[i]->count > 0 && (k == c->n_layers || c->layers[k++].n != cp->layers[i]->n))
+            k = c->n_layers + 1;
+    if (k != c->n_layers || k != cp->pending_layers) {
+        cp->staged = c;
+        gck_flush_unstage(cp);
+        return gck_fail(GCK_ERR_INVALID_ARGUMENT, "gck_flush_finished: the pending layers changed since staging");
+    }
+    const gck_dtype dt = cp->cfg.dtype;
+    gck_ckpt_layer *L = c->layers;
+    for (k = 0; k < c->n_layers; k++) {
+        L[k].sumsq = layers[k].sumsq;
+        L[k].step = layers[k].step;
+    }
+    gck_set_norms(L, c->n_layers, dt);
+    const double norm = gck_global_norm_of(L, c->n_layers);
+    if (cp->cfg.error_if_nonfinite && !isfinite(norm)) {
+        gck_checkpoint_release(c);
+        return gck_nonfinite(norm, "gck_flush_finished");
+    }
+    c->clip_coef = gck_clip_all(cp, L, c->n_layers, norm, 1, &c->global_norm);
+    cp->clip_expected = c->clip_coef != 1.0;
+    c->norm_before_clip = norm;
+    gck_checkpoint_seal(c, cp->cfg.checksum);
+    gck_record(cp, c, now, out);
+    c->step = step;
+    gck_close_window(cp);
+    return GCK_OK;
+}
+
+void gck_flush_unstage(gck_checkpointer *cp)
+{
+    if (cp == NULL || cp->staged == NULL)
+        return;
+    /* a recycled arena still belongs to the checkpoint it came from */
+    for (size_t i = 0; i < cp->hist_len; i++)
+        if (cp->history[(cp->hist_head + i) % cp->cfg.max_checkpoints]->arena == cp->staged->arena)
+            gck_checkpoint_take_arena(cp->staged);
+    gck_checkpoint_release(cp->staged);
+    cp->staged = NULL;
 }
 
 const gck_config *gck_checkpointer_config(const gck_checkpointer *cp)

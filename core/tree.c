@@ -89,9 +89,18 @@ static void gck_add_same(gck_dtype storage, void *acc, const void *x, size_t len
 #define GCK_LEAF(S, K)                                                                       \
     (init ? gck_axpy_init_##K(dst, (S)w, x, len)                                             \
           : weighted ? gck_axpy_##K(dst, (S)w, x, len) : gck_add_##K(dst, x, len))
+/* init == GCK_LEAF_STREAM: a level opened with streaming stores (same-type inputs) */
+#define GCK_LEAF_STREAM 2
 static void gck_leaf(gck_dtype storage, void *dst, const void *x, gck_dtype in_dtype, size_t len, int init,
                      int weighted, double w)
 {
+    if (init == GCK_LEAF_STREAM && storage == in_dtype) {
+        if (storage == GCK_DTYPE_F64)
+            gck_axpy_init_nt_f64(dst, w, x, len);
+        else
+            gck_axpy_init_nt_f32(dst, (float)w, x, len);
+        return;
+    }
     if (storage == GCK_DTYPE_F64) {
         switch (in_dtype) {
         case GCK_DTYPE_F64: GCK_LEAF(double, f64); break;
@@ -116,7 +125,7 @@ static void gck_leaf(gck_dtype storage, void *dst, const void *x, gck_dtype in_d
 #define GCK_TREE_BLOCK 1024
 
 void gck_tree_add_piece(gck_tree *t, void *buf0, gck_dtype storage, size_t j, const void *values,
-                        gck_dtype in_dtype, size_t lo, size_t len, int weighted, double w)
+                        gck_dtype in_dtype, size_t lo, size_t len, int weighted, double w, int stream)
 {
     const size_t esz = gck_dtype_size(storage), isz = gck_dtype_size(in_dtype);
     const size_t depth = gck_popcount(j);
@@ -125,7 +134,8 @@ void gck_tree_add_piece(gck_tree *t, void *buf0, gck_dtype storage, size_t j, co
     if (merges <= 1) {
         /* j even: a new level; j odd: complete the last level's pair */
         const size_t d = merges == 0 ? depth : depth - 1;
-        gck_leaf(storage, gck_level(t, buf0, d, lo * esz), x, in_dtype, len, merges == 0, weighted, w);
+        const int init = merges == 0 ? (stream ? GCK_LEAF_STREAM : 1) : 0;
+        gck_leaf(storage, gck_level(t, buf0, d, lo * esz), x, in_dtype, len, init, weighted, w);
         return;
     }
     /* the leaf completes the last level's pair, then each completed pair of

@@ -47,9 +47,12 @@ GCK_INTERNAL gck_status gck_tree_reserve(gck_tree *t, size_t nlev, size_t n, siz
 /* Adds elements [lo, lo + len) of tensor j (of in_dtype, the whole tensor at
  * values) with weight w to the levels: buf0 is level 0 (the layer's own
  * buffer), storage the levels' dtype, weighted 0 for plain sums (w is then 1).
- * Elementwise, so any cut of [0, n) into pieces gives the same bits. */
+ * Elementwise, so any cut of [0, n) into pieces gives the same bits. With
+ * stream, a level the tensor opens is written with streaming stores (the
+ * same values; for windows larger than the last-level cache, where the
+ * level would be evicted before it is read: no read for ownership). */
 GCK_INTERNAL void gck_tree_add_piece(gck_tree *t, void *buf0, gck_dtype storage, size_t j, const void *values,
-                                     gck_dtype in_dtype, size_t lo, size_t len, int weighted, double w);
+                                     gck_dtype in_dtype, size_t lo, size_t len, int weighted, double w, int stream);
 
 /* The weight bookkeeping of tensor j (weight w), once per tensor. */
 GCK_INTERNAL void gck_tree_add_weight(gck_tree *t, size_t j, double w);

@@ -108,6 +108,12 @@
 #define GCK_EW_STEP_AXPY_INIT(w, m, j, k, A, X, C)                             \
     GCK_ST(w, m, A, C, dst + (j),                                              \
            GCK_OP(w, add, C)(zv_, GCK_OP(w, mul, C)(wv_, GCK_LD(w, m, X, C, x + (j), k))), k)
+/* dst = 0 + (w * x) as AXPY_INIT, a full step's store streaming (non-temporal) */
+#define GCK_ST_NT_full(w, s, p, v, k) GCK_OP(w, store_nt, s)(p, v)
+#define GCK_ST_NT_tail(w, s, p, v, k) GCK_OP(w, store_tail, s)(p, v, k)
+#define GCK_EW_STEP_AXPY_INIT_NT(w, m, j, k, A, X, C)                          \
+    GCK_ST_NT_##m(w, A, dst + (j),                                             \
+                  GCK_CVT(w, C, A)(GCK_OP(w, add, C)(zv_, GCK_OP(w, mul, C)(wv_, GCK_LD(w, m, X, C, x + (j), k)))), k)
 /* x = x * s */
 #define GCK_EW_STEP_SCALE(w, m, j, k, A, X, C)                                 \
     GCK_ST(w, m, A, C, x + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, A, C, x + (j), k), sv_), k)
@@ -132,6 +138,26 @@
     {                                                                          \
         const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w), zv_ = GCK_OP(W, zero, C)(); \
         GCK_EW_LOOP(W, GCK_EW_STEP_AXPY_INIT, A, X, C);                        \
+    }
+/* The same-type axpy_init (slot `base`) with streaming stores: the elements before the first
+ * GCK_NT_ALIGN-aligned one of dst through base, the rest in streaming full steps (and an
+ * ordinary tail), then the fence that orders them before anything the caller does next. */
+#define GCK_EW_AXPY_INIT_NT(slot, base, W, A, X, C)                            \
+    static void GCK_ISA_FN(slot##_body)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w), zv_ = GCK_OP(W, zero, C)(); \
+        GCK_EW_LOOP(W, GCK_EW_STEP_AXPY_INIT_NT, A, X, C);                     \
+    }                                                                          \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        const uintptr_t a_ = (uintptr_t)dst;                                   \
+        size_t h_ = a_ % sizeof *dst != 0 ? n : (GCK_NT_ALIGN - a_ % GCK_NT_ALIGN) % GCK_NT_ALIGN / sizeof *dst; \
+        h_ = h_ < n ? h_ : n;                                                  \
+        GCK_ISA_FN(base)(dst, w, x, h_);                                       \
+        if (h_ < n) {                                                          \
+            GCK_ISA_FN(slot##_body)(dst + h_, w, x + h_, n - h_);              \
+            gck_nt_fence();                                                    \
+        }                                                                      \
     }
 #define GCK_EW_SCALE(slot, W, A, C)                                            \
     static void GCK_ISA_FN(slot)(GCK_CT(A) * x, GCK_CT(C) s, size_t n)         \
@@ -209,6 +235,9 @@ GCK_EW_AXPY_INIT(axpy_init_f64,        GCK_W64, f64, f64, f64)
 GCK_EW_AXPY_INIT(axpy_init_f32,        GCK_W32, f32, f32, f32)
 GCK_EW_AXPY_INIT(axpy_init_f32_to_f64, GCK_W64, f64, f32, f64)
 GCK_EW_AXPY_INIT(axpy_init_f64_to_f32, GCK_W64, f32, f64, f32)
+/*                  slot              base of the unaligned head  width  acc  x  compute */
+GCK_EW_AXPY_INIT_NT(axpy_init_nt_f64, axpy_init_f64, GCK_W64, f64, f64, f64)
+GCK_EW_AXPY_INIT_NT(axpy_init_nt_f32, axpy_init_f32, GCK_W32, f32, f32, f32)
 GCK_EW_SCALE(scale_f64,          GCK_W64, f64,      f64)
 GCK_EW_SCALE(scale_f32,          GCK_W32, f32,      f32)
 GCK_EW_AMAX(amax_f64,            GCK_W64,      f64, f64)

@@ -53,6 +53,9 @@
     X(axpy_init_f32, void, (float *dst, float w, const float *x, size_t n))     \
     X(axpy_init_f32_to_f64, void, (double *dst, double w, const float *x, size_t n)) \
     X(axpy_init_f64_to_f32, void, (float *dst, float w, const double *x, size_t n)) \
+    /* the same, full vectors stored past the caches (streaming stores) */     \
+    X(axpy_init_nt_f64, void, (double *dst, double w, const double *x, size_t n)) \
+    X(axpy_init_nt_f32, void, (float *dst, float w, const float *x, size_t n)) \
     /* 2-byte floats: bf16 and f16 arrays of uint16_t. Every element is widened \
      * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_scalar.h define \
      * it) and then treated as the f32 kernels treat a float: the reductions \

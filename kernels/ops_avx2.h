@@ -52,6 +52,13 @@ GCK_AVX2_TAIL(w64, f64, __m256d, _mm256, pd, gck_avx2_mask4x64)
 GCK_AVX2_TAIL(w64, f32, __m128, _mm, ps, gck_avx2_mask4x32)
 GCK_AVX2_TAIL(w32, f32, __m256, _mm256, ps, gck_avx2_mask8x32)
 
+/* Streaming (non-temporal) full steps of axpy_init_nt: dst aligned to GCK_NT_ALIGN bytes; the
+ * stores are weakly ordered, so a kernel that makes them ends with gck_nt_fence. */
+#define GCK_NT_ALIGN 32
+GCK_ALWAYS_INLINE void gck_w64_store_nt_f64(double *p, __m256d v) { _mm256_stream_pd(p, v); }
+GCK_ALWAYS_INLINE void gck_w32_store_nt_f32(float *p, __m256 v) { _mm256_stream_ps(p, v); }
+GCK_ALWAYS_INLINE void gck_nt_fence(void) { _mm_sfence(); }
+
 /* f32 <-> f64 at w64: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE __m256d gck_w64_cvt_f32_f64(__m128 v) { return _mm256_cvtps_pd(v); }
 GCK_ALWAYS_INLINE __m128 gck_w64_cvt_f64_f32(__m256d v) { return _mm256_cvtpd_ps(v); }

@@ -39,6 +39,13 @@ GCK_AVX512_TAIL(w64, f64, __m512d, _mm512, pd, __mmask8)
 GCK_AVX512_TAIL(w64, f32, __m256, _mm256, ps, __mmask8)
 GCK_AVX512_TAIL(w32, f32, __m512, _mm512, ps, __mmask16)
 
+/* Streaming (non-temporal) full steps of axpy_init_nt: dst aligned to GCK_NT_ALIGN bytes; the
+ * stores are weakly ordered, so a kernel that makes them ends with gck_nt_fence. */
+#define GCK_NT_ALIGN 64
+GCK_ALWAYS_INLINE void gck_w64_store_nt_f64(double *p, __m512d v) { _mm512_stream_pd(p, v); }
+GCK_ALWAYS_INLINE void gck_w32_store_nt_f32(float *p, __m512 v) { _mm512_stream_ps(p, v); }
+GCK_ALWAYS_INLINE void gck_nt_fence(void) { _mm_sfence(); }
+
 /* f32 <-> f64 at w64: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE __m512d gck_w64_cvt_f32_f64(__m256 v) { return _mm512_cvtps_pd(v); }
 GCK_ALWAYS_INLINE __m256 gck_w64_cvt_f64_f32(__m512d v) { return _mm512_cvtpd_ps(v); }

@@ -53,6 +53,13 @@ GCK_OPS_NEON(w64, f64, float64x2_t, q, 2)
 GCK_OPS_NEON(w64, f32, float32x2_t, , 2)
 GCK_OPS_NEON(w32, f32, float32x4_t, q, 4)
 
+/* axpy_init_nt's streaming stores: ordinary ones for now (STNP stores pairs of registers and has
+ * no intrinsic; a hand-written pair loop is left to do) */
+#define GCK_NT_ALIGN 1
+GCK_ALWAYS_INLINE void gck_w64_store_nt_f64(double *p, float64x2_t v) { vst1q_f64(p, v); }
+GCK_ALWAYS_INLINE void gck_w32_store_nt_f32(float *p, float32x4_t v) { vst1q_f32(p, v); }
+GCK_ALWAYS_INLINE void gck_nt_fence(void) {}
+
 /* f32 <-> f64 at w64: widening is exact; FCVTN rounds in the FPCR mode,
  * nearest even by default, as the C conversion does */
 GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_f32_f64(float32x2_t v) { return vcvt_f64_f32(v); }

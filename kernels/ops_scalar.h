@@ -41,6 +41,12 @@
 GCK_OPS_SCALAR(f64, fabs)
 GCK_OPS_SCALAR(f32, fabsf)
 
+/* axpy_init_nt's streaming stores: ordinary ones (the reference; C has no streaming store) */
+#define GCK_NT_ALIGN 1
+GCK_ALWAYS_INLINE void gck_w1_store_nt_f64(double *p, double v) { *p = v; }
+GCK_ALWAYS_INLINE void gck_w1_store_nt_f32(float *p, float v) { *p = v; }
+GCK_ALWAYS_INLINE void gck_nt_fence(void) {}
+
 /* the C conversions: widening is exact, narrowing rounds to nearest even */
 GCK_ALWAYS_INLINE double gck_w1_cvt_f32_f64(float v) { return (double)v; }
 GCK_ALWAYS_INLINE float gck_w1_cvt_f64_f32(double v) { return (float)v; }

@@ -13,9 +13,15 @@
  * else it is first packed into its place in the result buffer (the
  * allgather overwrites it only after the send); one peer's chunk is
  * received straight into its place in the result, and every merge writes
- * into the operand holding it, so the sum lands there without a copy. The
- * shape check is the one small collective: allocation failures and the
- * layers' steps (when they are all the same) travel in it. */
+ * into the operand holding it, so the sum lands there without a copy. With
+ * F32/F64 storage the result buffer is the memory of the checkpoint the
+ * window records (laid out as it is, gaps between layers): each rank
+ * finishes its slice run by run right after summing it (still in cache),
+ * the allgather delivers finished values, and the runs' sums of squares
+ * (slices and chunks are cut at the kernels' blocks of each layer) go to
+ * every rank and combine in the kernels' pairwise order. The shape check
+ * is the one small collective: allocation failures and the layers' steps
+ * (when they are all the same) travel in it. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -33,8 +39,12 @@
 /* A chunk whose pieces (cut at layer boundaries) each hold at least 1 / this of a chunk goes
  * out as one message per piece straight from the layers' buffers; others are packed first. */
 #define GCK_MPI_DIRECT_PIECES 8
-/* Slice boundaries are multiples of this many elements (64 bytes of f32). */
-#define GCK_MPI_ALIGN 16
+/* The kernels' reduction block (gradckpt/kernels.h): slices and chunks are cut at multiples of it
+ * from each layer's start, so each rank's sums of squares of its pieces combine into the layers'. */
+#define GCK_MPI_BLOCK ((size_t)8192)
+/* A run summed and finished at once: an aligned power-of-two number of blocks, at most this many
+ * (128 KiB of f32: the sum stays in L2 for the finishing pass; below the kernels' OpenMP size). */
+#define GCK_MPI_RUN_BLOCKS 4
 
 /* The shape descriptor every rank contributes to the one small collective. */
 enum {
@@ -116,21 +126,12 @@ typedef struct gck_opnd {
     int in_result; /* p points into the result: merges write here */
 } gck_opnd;
 
-/* Slice q of n elements over P ranks: [lo, hi). */
-static void gck_slice(size_t n, int q, int P, size_t *lo, size_t *hi)
-{
-    const size_t a = (size_t)((unsigned __int128)n * (unsigned)q / (unsigned)P);
-    const size_t b = (size_t)((unsigned __int128)n * (unsigned)(q + 1) / (unsigned)P);
-    *lo = q == 0 ? 0 : a - a % GCK_MPI_ALIGN;
-    *hi = q + 1 == P ? n : b - b % GCK_MPI_ALIGN;
-}
-
-/* The rank's own data for flat elements [a, b): calls f for each piece
- * within one layer (lay, element offset in the layer, length, flat offset). */
+/* The pending layers laid out one after the other in a flat space of elements: layer k's values
+ * at [off[k], off[k] + L[k].n), gaps (padding, as in a checkpoint's memory) between layers. */
 typedef struct gck_flat {
     size_t np;
     const gck_pending_sum *L;
-    const size_t *off; /* flat offset of each layer, np + 1 entries */
+    const size_t *off; /* flat offset of each layer, np + 1 entries (off[np]: the end) */
 } gck_flat;
 
 static size_t gck_flat_layer(const gck_flat *F, size_t at)
@@ -146,36 +147,95 @@ static size_t gck_flat_layer(const gck_flat *F, size_t at)
     return lo;
 }
 
+/* The end of layer k's values in the flat space. */
+static size_t gck_flat_end(const gck_flat *F, size_t k)
+{
+    return F->off[k] + F->L[k].n;
+}
+
+/* The cut point at or below x: a multiple of GCK_MPI_BLOCK from its layer's start, or the
+ * layer's end when x is past it (in the gap after it). */
+static size_t gck_snap(const gck_flat *F, size_t x)
+{
+    if (F->np == 0)
+        return x;
+    const size_t k = gck_flat_layer(F, x), d = x - F->off[k];
+    return d >= F->L[k].n ? gck_flat_end(F, k) : x - d % GCK_MPI_BLOCK;
+}
+
+/* Slice q of the flat space over P ranks: [lo, hi), cut points. */
+static void gck_slice(const gck_flat *F, int q, int P, size_t *lo, size_t *hi)
+{
+    const size_t n = F->off[F->np];
+    *lo = q == 0 ? 0 : gck_snap(F, (size_t)((unsigned __int128)n * (unsigned)q / (unsigned)P));
+    *hi = q + 1 == P ? n : gck_snap(F, (size_t)((unsigned __int128)n * (unsigned)(q + 1) / (unsigned)P));
+}
+
+/* Chunk c of slice q: [A, B), cut points; at most CH + GCK_MPI_BLOCK elements. */
+static void gck_chunk(const gck_flat *F, int q, int P, size_t CH, size_t c, size_t *A, size_t *B)
+{
+    size_t lo, hi;
+    gck_slice(F, q, P, &lo, &hi);
+    *A = c == 0 ? lo : lo + c * CH < hi ? gck_snap(F, lo + c * CH) : hi;
+    *B = lo + (c + 1) * CH < hi ? gck_snap(F, lo + (c + 1) * CH) : hi;
+}
+
+/* The runs of flat [a, b) (cut points): each layer's values there in aligned power-of-two
+ * runs of at most GCK_MPI_RUN_BLOCKS blocks from the layer's start, in order, gaps skipped. */
+typedef struct gck_walk {
+    const gck_flat *F;
+    size_t at, b;
+} gck_walk;
+
+/* The next run: layer *k, flat [*at, *at + *len); 0 at the end. */
+static int gck_walk_next(gck_walk *w, size_t *k, size_t *at, size_t *len)
+{
+    const gck_flat *F = w->F;
+    while (w->at < w->b) {
+        const size_t l = gck_flat_layer(F, w->at), end = gck_flat_end(F, l);
+        if (w->at >= end) { /* a gap, or an empty layer */
+            w->at = l + 1 < F->np && F->off[l + 1] < w->b ? F->off[l + 1] : w->b;
+            continue;
+        }
+        const size_t e = end < w->b ? end : w->b, s = w->at - F->off[l], blk = s / GCK_MPI_BLOCK;
+        size_t nb = GCK_MPI_RUN_BLOCKS; /* the largest aligned run that starts at s and fits */
+        while (nb > 1 && (blk % nb != 0 || w->at + (nb - 1) * GCK_MPI_BLOCK >= e))
+            nb /= 2;
+        *k = l, *at = w->at;
+        *len = nb * GCK_MPI_BLOCK < e - w->at ? nb * GCK_MPI_BLOCK : e - w->at;
+        w->at += *len;
+        return 1;
+    }
+    return 0;
+}
+
 /* Copies the own layers' elements [a, b) to dst + a (the flat layout). */
 static void gck_flat_pack(const gck_flat *F, size_t a, size_t b, size_t esz, void *dst)
 {
     for (size_t k = gck_flat_layer(F, a); a < b && k < F->np && F->off[k] < b; k++) {
-        const size_t s = F->off[k] > a ? F->off[k] : a, e = F->off[k + 1] < b ? F->off[k + 1] : b;
+        const size_t s = F->off[k] > a ? F->off[k] : a, e = gck_flat_end(F, k) < b ? gck_flat_end(F, k) : b;
         if (s < e)
             memcpy((char *)dst + s * esz, (const char *)F->L[k].data + (s - F->off[k]) * esz, (e - s) * esz);
     }
 }
 
-/* The pieces of flat [a, b) cut at layer boundaries, into cut[0..n] (GCK_MPI_DIRECT_PIECES + 1
- * entries), when they may be sent one message each: one piece, or at most GCK_MPI_DIRECT_PIECES
- * of at least CH / GCK_MPI_DIRECT_PIECES elements each. Returns n, 0 for "pack". The sender of
- * a chunk and its receiver cut the same [a, b) of the same layers: the same messages. */
-static int gck_direct_pieces(const gck_flat *F, size_t a, size_t b, size_t CH, size_t *cut)
+/* The pieces of flat [a, b) cut at layers' ends, [ps[i], pe[i]) (GCK_MPI_DIRECT_PIECES entries),
+ * when they may be sent one message each: one piece, or at most GCK_MPI_DIRECT_PIECES of at
+ * least CH / GCK_MPI_DIRECT_PIECES elements each. Returns n, 0 for "pack". The sender of a chunk
+ * and its receiver cut the same [a, b) of the same layers: the same messages. */
+static int gck_direct_pieces(const gck_flat *F, size_t a, size_t b, size_t CH, size_t *ps, size_t *pe)
 {
     int n = 0;
-    if (a >= b)
-        return 0;
-    cut[0] = a;
-    for (size_t k = gck_flat_layer(F, a); k < F->np && F->off[k] < b; k++) {
-        const size_t e = F->off[k + 1] < b ? F->off[k + 1] : b;
-        if (e <= cut[n])
-            continue; /* an empty layer */
+    for (size_t k = a < b ? gck_flat_layer(F, a) : F->np; k < F->np && F->off[k] < b; k++) {
+        const size_t s = F->off[k] > a ? F->off[k] : a, e = gck_flat_end(F, k) < b ? gck_flat_end(F, k) : b;
+        if (e <= s)
+            continue; /* an empty layer, or a start in the gap after the layer */
         if (n == GCK_MPI_DIRECT_PIECES)
             return 0;
-        cut[++n] = e;
+        ps[n] = s, pe[n] = e, n++;
     }
     for (int i = 0; n > 1 && i < n; i++)
-        if (cut[i + 1] - cut[i] < CH / GCK_MPI_DIRECT_PIECES)
+        if (pe[i] - ps[i] < CH / GCK_MPI_DIRECT_PIECES)
             return 0;
     return n;
 }
@@ -332,43 +392,114 @@ static gck_status gck_judge(const uint64_t *all, int P, int me, const char *why,
     return GCK_OK;
 }
 
+/* Finishing in the exchange: each rank finishes its own slice as it sums it, writing straight
+ * into the staged checkpoint, and keeps the sums of squares of its runs; the runs' sums then go
+ * to every peer, and every rank combines each layer's runs in the kernels' block order. */
+typedef struct gck_fin {
+    const gck_checkpointer *cp;
+    size_t count; /* the window's tensors */
+    double wsum;
+} gck_fin;
+
 /* The exchange's per-call arrays, allocated before it starts (a rank that
  * cannot get them must say so before anybody sends). */
 typedef struct gck_xbuf {
     size_t nch;       /* chunks per slice */
-    MPI_Request *rq;  /* [2][2 (P - 1)] the reduce-scatter's, then [nch][2 (P - 1)] the allgather's */
+    MPI_Request *rq;  /* [2][2 (P - 1)][DP] the reduce-scatter's, [nch][2 (P - 1)] the allgather's, 2 (P - 1) the runs' */
     gck_opnd *ops;    /* P */
+    size_t *sq_at;    /* finishing: slice q's runs' sums start at sq[sq_at[q]], P + 1 entries */
+    double *sq;
 } gck_xbuf;
 
-static int gck_xbuf_alloc(gck_xbuf *x, size_t N, int P, size_t esz)
+/* The runs of slice q, chunk after chunk (the order its rank finishes them in). */
+#define GCK_FOR_EACH_RUN(F, q, P, CH, nch, k, at, len)                                                          \
+    for (size_t c_ = 0, A_, B_; c_ < (nch); c_++)                                                               \
+        for (gck_walk w_ = (gck_chunk((F), (q), (P), (CH), c_, &A_, &B_), (gck_walk){(F), A_, B_});            \
+             gck_walk_next(&w_, &(k), &(at), &(len));)
+
+static int gck_xbuf_alloc(gck_xbuf *x, const gck_flat *F, int P, size_t esz, int fin)
 {
     const size_t CH = GCK_MPI_CHUNK_BYTES / esz;
     size_t maxseg = 0;
     for (int q = 0; q < P; q++) {
         size_t lo, hi;
-        gck_slice(N, q, P, &lo, &hi);
+        gck_slice(F, q, P, &lo, &hi);
         maxseg = hi - lo > maxseg ? hi - lo : maxseg;
     }
     x->nch = maxseg == 0 ? 0 : (maxseg + CH - 1) / CH;
-    x->rq = malloc(2 * (size_t)(P - 1) * (2 * GCK_MPI_DIRECT_PIECES + x->nch) * sizeof *x->rq);
+    x->rq = malloc(2 * (size_t)(P - 1) * (2 * GCK_MPI_DIRECT_PIECES + x->nch + 1) * sizeof *x->rq);
     x->ops = malloc((size_t)P * sizeof *x->ops);
-    return x->rq != NULL && x->ops != NULL;
+    x->sq_at = calloc((size_t)P + 1, sizeof *x->sq_at);
+    if (x->rq == NULL || x->ops == NULL || x->sq_at == NULL)
+        return 0;
+    for (int q = 0; fin && q < P; q++) {
+        size_t k, at, len, runs = 0;
+        GCK_FOR_EACH_RUN(F, q, P, CH, x->nch, k, at, len)
+            runs++;
+        x->sq_at[q + 1] = x->sq_at[q] + runs;
+    }
+    x->sq = malloc((x->sq_at[P] ? x->sq_at[P] : 1) * sizeof *x->sq);
+    return x->sq != NULL;
 }
 
 static void gck_xbuf_free(gck_xbuf *x)
 {
-    free(x->rq), free(x->ops);
+    free(x->rq), free(x->ops), free(x->sq_at), free(x->sq);
     *x = (gck_xbuf){0};
 }
 
-/* The reduce-scatter and allgather of the flat gradients into W, through
- * R's receive chunks. */
-static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const uint64_t *all, const gck_flat *F,
-                         int f64, void *W, char *R, const gck_xbuf *x)
+/* The pairwise combining of block results (kernels.h): aligned power-of-two runs of blocks
+ * pushed in order, equal neighbours merged left + right, the rest folded from the right. */
+typedef struct gck_pairwise {
+    double v[64];
+    uint64_t w[64];
+    int top;
+} gck_pairwise;
+
+static void gck_pairwise_push(gck_pairwise *p, double v, uint64_t w)
 {
-    const size_t esz = f64 ? 8 : 4, N = F->off[F->np];
+    for (; p->top > 0 && p->w[p->top - 1] == w; w *= 2)
+        v = p->v[--p->top] + v;
+    p->v[p->top] = v, p->w[p->top] = w, p->top++;
+}
+
+static double gck_pairwise_finish(gck_pairwise *p)
+{
+    double v = p->top > 0 ? p->v[--p->top] : 0.0;
+    while (p->top > 0)
+        v = p->v[--p->top] + v;
+    return v;
+}
+
+/* Every layer's sum of squares from all slices' runs (x->sq, every rank's received). */
+static void gck_layer_sumsq(const gck_flat *F, int P, size_t CH, const gck_xbuf *x, gck_finished_layer *out)
+{
+    gck_pairwise pw = {.top = 0};
+    size_t cur = F->np, i = 0;
+    for (size_t k = 0; k < F->np; k++)
+        out[k].sumsq = 0.0;
+    for (int q = 0; q < P; q++) {
+        size_t k, at, len;
+        GCK_FOR_EACH_RUN(F, q, P, CH, x->nch, k, at, len) {
+            if (k != cur && cur < F->np)
+                out[cur].sumsq = gck_pairwise_finish(&pw);
+            cur = k;
+            gck_pairwise_push(&pw, x->sq[i++], (len + GCK_MPI_BLOCK - 1) / GCK_MPI_BLOCK);
+        }
+    }
+    if (cur < F->np)
+        out[cur].sumsq = gck_pairwise_finish(&pw);
+}
+
+/* The reduce-scatter and allgather of the flat gradients into W, through
+ * R's receive chunks; with fin, the own slice is finished as it is summed
+ * and the runs' sums of squares exchanged into x->sq. */
+static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const uint64_t *all, const gck_flat *F,
+                         int f64, void *W, char *R, const gck_xbuf *x, const gck_fin *fin)
+{
+    const size_t esz = f64 ? 8 : 4;
     const MPI_Datatype base = f64 ? MPI_DOUBLE : MPI_FLOAT;
-    const size_t CH = GCK_MPI_CHUNK_BYTES / esz, nch = x->nch;
+    const size_t CH = GCK_MPI_CHUNK_BYTES / esz, RS = CH + GCK_MPI_BLOCK, nch = x->nch;
     /* the peer whose chunks land in W: the first in tree order */
     int direct = -1;
     for (int i = 0; i < P && direct < 0; i++)
@@ -377,52 +508,49 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
     MPI_Request *rq = x->rq;
     gck_opnd *ops = x->ops;
     const size_t DP = GCK_MPI_DIRECT_PIECES, rslot = 2 * (size_t)(P - 1) * DP;
-    MPI_Request *rs = rq;            /* [2][2 (P-1)][DP]: receives and sends of chunk c, c + 1 */
+    MPI_Request *rs = rq;             /* [2][2 (P-1)][DP]: receives and sends of chunk c, c + 1 */
     MPI_Request *ag = rq + 2 * rslot; /* [nch][2 (P-1)]: the allgather's */
-    for (size_t i = 0; i < 2 * rslot + 2 * (size_t)(P - 1) * nch; i++)
+    MPI_Request *sr = ag + 2 * (size_t)(P - 1) * nch; /* [2 (P-1)]: the runs' sums */
+    for (size_t i = 0; i < 2 * rslot + 2 * (size_t)(P - 1) * (nch + 1); i++)
         rq[i] = MPI_REQUEST_NULL;
-    size_t rcut[GCK_MPI_DIRECT_PIECES + 1], scut[GCK_MPI_DIRECT_PIECES + 1]; /* pieces received, sent */
-    /* chunk c of slice q: [lo + c * CH, ...) clipped to the slice */
-#define CHUNK(q, c, A, B)                                                                                           \
-    do {                                                                                                            \
-        size_t lo_, hi_;                                                                                            \
-        gck_slice(N, (q), P, &lo_, &hi_);                                                                           \
-        A = lo_ + (c) * CH < hi_ ? lo_ + (c) * CH : hi_;                                                            \
-        B = A + CH < hi_ ? A + CH : hi_;                                                                            \
-    } while (0)
+    size_t rps[GCK_MPI_DIRECT_PIECES], rpe[GCK_MPI_DIRECT_PIECES]; /* pieces received */
+    size_t sps[GCK_MPI_DIRECT_PIECES], spe[GCK_MPI_DIRECT_PIECES]; /* pieces sent */
+    double *sq = fin != NULL ? x->sq + x->sq_at[me] : NULL;
+    /* tags: the reduce-scatter's chunk c, then the allgather's, then the runs' sums (c < 4096:
+     * at most INT_MAX f64 values in chunks of GCK_MPI_CHUNK_BYTES) */
+    enum { TAG_RS = 0, TAG_AG = 8192, TAG_SQ = 16384 };
     for (size_t c = 0; c <= nch; c++) {
         /* post chunk c's messages (one ahead of the summing below) */
         if (c < nch) {
             MPI_Request *w = rs + (c % 2) * rslot;
             size_t a, b, j = 0;
-            CHUNK(me, c, a, b);
-            const int nr = gck_direct_pieces(F, a, b, CH, rcut);
+            gck_chunk(F, me, P, CH, c, &a, &b);
+            const int nr = gck_direct_pieces(F, a, b, CH, rps, rpe);
+            const int tag = TAG_RS + (int)(c % 8192);
             for (int q = 0; q < P; q++) {
                 if (q == me)
                     continue;
-                char *dst = q == direct ? (char *)W + a * esz : R + ((c % 2) * (size_t)(P - 1) + j) * CH * esz;
+                char *dst = q == direct ? (char *)W + a * esz : R + ((c % 2) * (size_t)(P - 1) + j) * RS * esz;
                 /* the peer sends the pieces this rank cuts, in order (same tag: matched in order) */
                 for (int i = 0; i < nr; i++)
-                    MPI_Irecv(dst + (rcut[i] - a) * esz, (int)(rcut[i + 1] - rcut[i]), base, q, (int)(c % 16384), comm,
+                    MPI_Irecv(dst + (rps[i] - a) * esz, (int)(rpe[i] - rps[i]), base, q, tag, comm,
                               &w[j * DP + (size_t)i]);
                 if (nr == 0)
-                    MPI_Irecv(dst, (int)(b - a), base, q, (int)(c % 16384), comm, &w[j * DP]);
+                    MPI_Irecv(dst, (int)(b - a), base, q, tag, comm, &w[j * DP]);
                 /* q's part of the own data: straight from the layers in a few large contiguous
                  * pieces (the transport may copy each once), else packed into its place in W
                  * (overwritten by the allgather only after this send completes) */
                 size_t sa, sb;
-                CHUNK(q, c, sa, sb);
-                const int ns = gck_direct_pieces(F, sa, sb, CH, scut);
+                gck_chunk(F, q, P, CH, c, &sa, &sb);
+                const int ns = gck_direct_pieces(F, sa, sb, CH, sps, spe);
                 for (int i = 0; i < ns; i++) {
-                    const size_t k = gck_flat_layer(F, scut[i]);
-                    const char *from = (const char *)F->L[k].data + (scut[i] - F->off[k]) * esz;
-                    MPI_Isend(from, (int)(scut[i + 1] - scut[i]), base, q, (int)(c % 16384), comm,
-                              &w[(P - 1 + j) * DP + (size_t)i]);
+                    const size_t k = gck_flat_layer(F, sps[i]);
+                    const char *from = (const char *)F->L[k].data + (sps[i] - F->off[k]) * esz;
+                    MPI_Isend(from, (int)(spe[i] - sps[i]), base, q, tag, comm, &w[(P - 1 + j) * DP + (size_t)i]);
                 }
                 if (ns == 0) {
                     gck_flat_pack(F, sa, sb, esz, W);
-                    MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, (int)(c % 16384), comm,
-                              &w[(P - 1 + j) * DP]);
+                    MPI_Isend((char *)W + sa * esz, (int)(sb - sa), base, q, tag, comm, &w[(P - 1 + j) * DP]);
                 }
                 j++;
             }
@@ -436,20 +564,17 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
         /* the peers' chunk pc of their slices: their places in W held only what went out to
          * them in chunk pc (sent: the wait above) */
         MPI_Request *g = ag + pc * 2 * (size_t)(P - 1);
+        const int tag = TAG_AG + (int)(pc % 8192);
         for (int q = 0, j = 0; q < P; q++) {
             if (q == me)
                 continue;
             size_t qa, qb;
-            CHUNK(q, pc, qa, qb);
-            MPI_Irecv((char *)W + qa * esz, (int)(qb - qa), base, q, (int)(16384 + pc % 16384), comm, &g[j++]);
+            gck_chunk(F, q, P, CH, pc, &qa, &qb);
+            MPI_Irecv((char *)W + qa * esz, (int)(qb - qa), base, q, tag, comm, &g[j++]);
         }
-        size_t a, b;
-        CHUNK(me, pc, a, b);
-        for (size_t at = a; at < b;) {
-            const size_t k = gck_flat_layer(F, at);
-            const size_t e = F->off[k + 1] < b ? F->off[k + 1] : b;
-            if (e <= at) /* cannot happen: the layer holding `at` is not empty */
-                break;
+        size_t a, b, k, at, len;
+        gck_chunk(F, me, P, CH, pc, &a, &b);
+        for (gck_walk wk = {F, a, b}; gck_walk_next(&wk, &k, &at, &len);) {
             const void *own = (const char *)F->L[k].data + (at - F->off[k]) * esz;
             for (int i = 0, slot = 0; i < P; i++) {
                 const int r = order[i];
@@ -462,22 +587,33 @@ static void gck_exchange(MPI_Comm comm, int P, int me, const int *order, const u
                     slot = 0;
                     for (int q = 0; q < r; q++)
                         slot += q != me;
-                    ops[i].p = R + ((pc % 2) * (size_t)(P - 1) + (size_t)slot) * CH * esz + (at - a) * esz;
+                    ops[i].p = R + ((pc % 2) * (size_t)(P - 1) + (size_t)slot) * RS * esz + (at - a) * esz;
                 }
             }
-            gck_combine(f64, ops, P, own, e - at);
-            at = e;
+            /* the sum lands in W (the direct peer's operand); finished there while it is in cache */
+            gck_combine(f64, ops, P, own, len);
+            if (fin != NULL) {
+                void *v = (char *)W + at * esz;
+                *sq++ = gck_flush_finish_values(fin->cp, fin->count, fin->wsum, v, v, len);
+            }
         }
         /* its allgather, point to point (progressed by every wait, unlike a nonblocking
          * collective), in flight while the next chunk is summed */
         for (int q = 0, j = 0; q < P; q++)
             if (q != me)
-                MPI_Isend((char *)W + a * esz, (int)(b - a), base, q, (int)(16384 + pc % 16384), comm,
-                          &g[P - 1 + j++]);
+                MPI_Isend((char *)W + a * esz, (int)(b - a), base, q, tag, comm, &g[P - 1 + j++]);
     }
-#undef CHUNK
+    /* the runs' sums of squares: every slice's to every rank */
+    for (int q = 0, j = 0; fin != NULL && q < P; q++) {
+        if (q == me)
+            continue;
+        MPI_Irecv(x->sq + x->sq_at[q], (int)(x->sq_at[q + 1] - x->sq_at[q]), MPI_DOUBLE, q, TAG_SQ, comm, &sr[j]);
+        MPI_Isend(x->sq + x->sq_at[me], (int)(x->sq_at[me + 1] - x->sq_at[me]), MPI_DOUBLE, q, TAG_SQ, comm,
+                  &sr[P - 1 + j]);
+        j++;
+    }
     MPI_Waitall((int)(2 * rslot), rs, MPI_STATUSES_IGNORE);
-    MPI_Waitall((int)(2 * (size_t)(P - 1) * nch), ag, MPI_STATUSES_IGNORE);
+    MPI_Waitall((int)(2 * (size_t)(P - 1) * (nch + 1)), ag, MPI_STATUSES_IGNORE);
 }
 
 gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_index, gck_checkpoint **out)
@@ -493,6 +629,8 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
     double *wb = calloc((size_t)P, sizeof *wb);
     gck_blk *bb = calloc((size_t)P, sizeof *bb);
     gck_reduced_layer *red = calloc(np ? np : 1, sizeof *red);
+    gck_finished_layer *fl = calloc(np ? np : 1, sizeof *fl);
+    void **vals = calloc(np ? np : 1, sizeof *vals);
     uint64_t *steps = malloc((np ? np : 1) * sizeof *steps);
     uint64_t desc[D_N] = {0};
     char why[512] = "";
@@ -501,10 +639,13 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
     char *R = NULL;
     const int f64 = cp != NULL && gck_checkpointer_config(cp)->dtype == GCK_DTYPE_F64;
     const size_t esz = f64 ? 8 : 4;
+    /* F32 and F64 are finished within the exchange, straight into the checkpoint's memory; BF16
+     * storage is finished by gck_flush_reduced from the exchanged f32 sums */
+    const int staged = P > 1 && cp != NULL && gck_checkpointer_config(cp)->dtype != GCK_DTYPE_BF16;
     if (cp == NULL) {
         desc[D_ERR] = E_NULL;
     } else if (L == NULL || off == NULL || all == NULL || order == NULL || wb == NULL || bb == NULL || red == NULL ||
-               steps == NULL) {
+               steps == NULL || fl == NULL || vals == NULL) {
         desc[D_ERR] = E_LOCAL;
         snprintf(why, sizeof why, "out of memory for %zu layers", np);
     } else {
@@ -515,11 +656,23 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
     /* the exchange's memory, taken before the one collective: a rank that cannot get it says so
      * there, and nobody sends (beyond INT_MAX values the check below refuses the call anyway) */
     if (desc[D_ERR] == E_NONE && P > 1 && off[np] <= (uint64_t)INT_MAX) {
-        W = gck_mpi_grow(&g_scratch.w, &g_scratch.w_bytes, off[np] * esz);
-        R = gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes, 2 * (size_t)(P - 1) * (GCK_MPI_CHUNK_BYTES / esz) * esz);
-        if (W == NULL || R == NULL || !gck_xbuf_alloc(&xb, off[np], P, esz)) {
+        if (staged && gck_flush_stage(cp, vals) == GCK_OK) {
+            /* the flat space: the checkpoint's memory, layers at their places in it */
+            W = vals[0];
+            for (size_t k = 1; k < np; k++)
+                off[k] = (size_t)((char *)vals[k] - (char *)W) / esz;
+            off[np] = off[np - 1] + L[np - 1].n;
+        } else if (!staged) {
+            W = gck_mpi_grow(&g_scratch.w, &g_scratch.w_bytes, off[np] * esz);
+        }
+        const gck_flat F = {.np = np, .L = L, .off = off};
+        const size_t rs = GCK_MPI_CHUNK_BYTES / esz + GCK_MPI_BLOCK;
+        R = gck_mpi_grow(&g_scratch.r, &g_scratch.r_bytes, 2 * (size_t)(P - 1) * rs * esz);
+        if (W == NULL || R == NULL || !gck_xbuf_alloc(&xb, &F, P, esz, staged)) {
             desc[D_ERR] = E_LOCAL;
-            snprintf(why, sizeof why, "out of memory for the exchange of %llu values", (unsigned long long)off[np]);
+            snprintf(why, sizeof why, "out of memory for the exchange of %llu values%s%s",
+                     (unsigned long long)off[np], W == NULL && staged ? ": " : "",
+                     W == NULL && staged ? gck_last_error() : "");
         }
     }
     /* the one small collective: everybody learns everybody's shape */
@@ -556,15 +709,25 @@ gck_status gck_mpi_flush(gck_checkpointer *cp, MPI_Comm comm, uint64_t first_ind
         MPI_Request sreq = MPI_REQUEST_NULL;
         if (!last[D_LUNI])
             MPI_Ibcast(steps, (int)np, MPI_UINT64_T, order[P - 1], comm, &sreq);
+        const gck_fin fin = {.cp = cp, .count = (size_t)K, .wsum = wsum};
         if (P > 1)
-            gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb);
+            gck_exchange(comm, P, me, order, all, &F, f64, W, R, &xb, staged ? &fin : NULL);
         MPI_Wait(&sreq, MPI_STATUS_IGNORE);
-        for (size_t k = 0; k < np; k++)
-            red[k] = (gck_reduced_layer){.data = P > 1 ? (char *)W + off[k] * esz : (void *)L[k].data,
-                                         .count = (size_t)K, .wsum = wsum, .step = steps[k]};
-        st = gck_flush_reduced(cp, all[D_NOW], step, red, out);
+        if (staged) {
+            gck_layer_sumsq(&F, P, GCK_MPI_CHUNK_BYTES / esz, &xb, fl);
+            for (size_t k = 0; k < np; k++)
+                fl[k].step = steps[k];
+            st = gck_flush_finished(cp, all[D_NOW], step, fl, out);
+        } else {
+            for (size_t k = 0; k < np; k++)
+                red[k] = (gck_reduced_layer){.data = P > 1 ? (char *)W + off[k] * esz : (void *)L[k].data,
+                                             .count = (size_t)K, .wsum = wsum, .step = steps[k]};
+            st = gck_flush_reduced(cp, all[D_NOW], step, red, out);
+        }
+    } else if (staged) {
+        gck_flush_unstage(cp); /* nothing was written into it */
     }
     gck_xbuf_free(&xb);
-    free(L), free(off), free(all), free(order), free(wb), free(bb), free(red), free(steps);
+    free(L), free(off), free(all), free(order), free(wb), free(bb), free(red), free(fl), free(vals), free(steps);
     return st;
 }

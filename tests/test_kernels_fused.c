@@ -176,6 +176,15 @@ static void test_axpy_init(void **state)
                 p->isa->axpy_init_f64(d64, w, x64, n);
                 for (size_t i = 0; i < n; i++)
                     gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f64 n=%zu i=%zu", p->isa->name, n, i);
+                /* the streaming versions: the same values, any alignment (the unaligned head) */
+                memset(d64, 0x5a, n * 8);
+                p->isa->axpy_init_nt_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_nt_f64 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d64, 0x5a, n * 8);
+                gck_axpy_init_nt_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "gck_axpy_init_nt_f64 n=%zu i=%zu", n, i);
                 memset(r64, 0, n * 8);
                 p->ref->axpy_f32_to_f64(r64, w, x32, n);
                 gck_axpy_init_f32_to_f64(d64, w, x32, n);
@@ -187,6 +196,11 @@ static void test_axpy_init(void **state)
                 for (size_t i = 0; i < n; i++)
                     if (!gck_same_f32(r32[i], d32[i]))
                         fail_msg("%s axpy_init_f32 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d32, 0x5a, n * 4);
+                p->isa->axpy_init_nt_f32(d32, fw, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("%s axpy_init_nt_f32 n=%zu i=%zu", p->isa->name, n, i);
                 memset(r32, 0, n * 4);
                 p->ref->axpy_f64_to_f32(r32, fw, x64, n);
                 p->isa->axpy_init_f64_to_f32(d32, fw, x64, n);

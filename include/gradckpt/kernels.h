@@ -254,6 +254,20 @@ GCK_API void gck_axpy_init_f32_to_f64(double *dst, double w, const float *x, siz
 /** dst[i] = 0 + ((float)x[i] * w), all in float. */
 GCK_API void gck_axpy_init_f64_to_f32(float *dst, float w, const double *x, size_t n);
 
+/**
+ * gck_axpy_init_f64 with streaming (non-temporal) stores where the ISA has
+ * them (x86: AVX2, AVX-512; scalar and NEON store as usual): the same
+ * values, written past the caches without first reading dst's lines. For a
+ * buffer that will not be read again before it would have left the caches
+ * (a pass over more data than the last-level cache holds); slower when it
+ * is read again soon. The stores are complete when the call returns.
+ *
+ * Ownership, errors, thread-safety: as gck_axpy_init_f64.
+ */
+GCK_API void gck_axpy_init_nt_f64(double *dst, double w, const double *x, size_t n);
+/** f32: gck_axpy_init_f32 with streaming stores (see gck_axpy_init_nt_f64). */
+GCK_API void gck_axpy_init_nt_f32(float *dst, float w, const float *x, size_t n);
+
 /* ---- 2-byte floats: bf16 and f16 ------------------------------------------
  *
  * Arrays of bf16 (bfloat16: 1 sign, 8 exponent, 7 mantissa bits) or f16

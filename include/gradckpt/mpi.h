@@ -43,13 +43,20 @@ extern "C" {
  * contiguous slice of the gradients from every rank's blocks, in the tree's
  * operand order) and an allgather of the slices, in chunks, the next
  * chunk's messages in flight while one is summed. Each rank sends and
- * receives about (P - 1) / P of the gradient bytes per phase. F32, F64 or
+ * receives about (P - 1) / P of the gradient bytes per phase. With F32 or
+ * F64 storage each rank finishes (mean, weighted mean) its own slice as it
+ * sums it, straight into the memory of the checkpoint it will record
+ * (gck_flush_stage), and the allgather delivers finished values there; the
+ * layers' sums of squares combine from the slices' pieces (cut at the
+ * kernels' 8192-element blocks) in the kernels' order, so only clipping
+ * that fires and a checksum read the values again. F32, F64 or
  * BF16 storage (BF16: the f32 sums are exchanged and the finished values
  * rounded to bf16 once, at the flush, as gck_flush does); the byte order of
  * all ranks must agree.
  *
- * Memory: a copy of the gradients and two chunks per peer of receive
- * buffers, kept per thread for reuse (gck_mpi_free_scratch frees them).
+ * Memory: two chunks per peer of receive buffers (and for BF16 storage a
+ * copy of the gradients), kept per thread for reuse (gck_mpi_free_scratch
+ * frees them).
  *
  * Ownership: *out (optional) receives a new reference as gck_flush's.
  * Errors (the same status on every rank, the message names the rank and

@@ -75,6 +75,84 @@ typedef struct gck_reduced_layer {
 GCK_API gck_status gck_flush_reduced(gck_checkpointer *cp, uint64_t now, uint64_t step,
                                      const gck_reduced_layer *layers, gck_checkpoint **out);
 
+/*
+ * Finishing in place: a transport that receives the combined sums piece by
+ * piece may finish each piece itself and write it straight into the memory
+ * of the checkpoint the window will record, so that the flush reads the
+ * values only when clipping fires or a checksum is configured. The calls:
+ * gck_flush_stage (the checkpoint's memory), gck_flush_finish_values per
+ * piece (the flush's own finishing arithmetic), gck_flush_finished (norms,
+ * clipping, checksum, record). F32 and F64 storage only.
+ */
+
+/**
+ * Creates the checkpoint the window will record (on the memory of the one
+ * it will evict, when that is free) and lends its values: values[k] (np
+ * entries, np the pending layers) receives the k-th pending layer's values
+ * in bytewise id order, each the layer's length of the storage dtype, in
+ * increasing addresses (values[k + 1] at or after the end of values[k];
+ * the gaps are padding nobody reads). Staging again releases the previous
+ * staged checkpoint.
+ *
+ * Ownership: the memory belongs to the staged checkpoint, which lives until
+ *            gck_flush_finished, gck_flush_unstage or any other call that
+ *            accumulates, flushes or destroys cp. No other call on cp may
+ *            run between staging and gck_flush_finished. The memory may be
+ *            the history's oldest checkpoint's (when nobody else holds it and
+ *            error_if_nonfinite is off, as gck_flush recycles it): stage only
+ *            when nothing can fail before gck_flush_finished, since values
+ *            written and then unstaged stay in that checkpoint.
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL cp or values),
+ *         GCK_ERR_NO_ACCUMULATED_GRADIENTS (nothing pending),
+ *         GCK_ERR_UNSUPPORTED (BF16 storage), GCK_ERR_NO_MEMORY; nothing
+ *         staged then.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_flush_stage(gck_checkpointer *cp, void **values);
+
+/**
+ * The flush's finishing of n values of a layer whose window summed `count`
+ * tensors with weight sum wsum (GCK_ACCUM_WEIGHTED_MEAN): dst = src / d, or
+ * the copy src * 1, exactly as gck_flush_reduced would store them when
+ * every pending layer has this count and wsum; returns gck_sumsq_f32 (or
+ * _f64) of dst. dst may equal src. Pieces cut at multiples of 8192
+ * elements from the layer's start (the kernels' block, kernels.h) give sums
+ * of squares that combine into the layer's as the kernels combine blocks:
+ * aligned power-of-two runs of blocks, pairwise.
+ *
+ * Ownership: reads src, writes dst (storage dtype, n values).
+ * Errors: none (NaN for NULL cp or BF16 storage).
+ * Thread-safety: any thread, on disjoint dst, while cp is not changed.
+ */
+GCK_API double gck_flush_finish_values(const gck_checkpointer *cp, size_t count, double wsum, void *dst,
+                                       const void *src, size_t n);
+
+/** What gck_flush_finished records for one pending layer. */
+typedef struct gck_finished_layer {
+    double sumsq;  /**< the sum of squares of the layer's finished values (see gck_flush_finish_values) */
+    uint64_t step; /**< the layer's step in the checkpoint */
+} gck_finished_layer;
+
+/**
+ * Closes the window as gck_flush_reduced does, from the staged checkpoint
+ * whose values the caller has finished (every value of every layer, with
+ * gck_flush_finish_values): layer norms, global norm, clipping (in place),
+ * checksum, history, ids, gck_flush_count. The checkpoint's step is `step`.
+ *
+ * Ownership: *out (optional) as gck_flush. The staged checkpoint is consumed
+ *            (on error too).
+ * Errors: GCK_ERR_INVALID_ARGUMENT (NULL cp or layers, nothing staged, the
+ *         pending layers changed since staging); GCK_ERR_NONFINITE as
+ *         gck_flush (the pending state kept). On error nothing but the
+ *         staged checkpoint changed.
+ * Thread-safety: one owner.
+ */
+GCK_API gck_status gck_flush_finished(gck_checkpointer *cp, uint64_t now, uint64_t step,
+                                      const gck_finished_layer *layers, gck_checkpoint **out);
+
+/** Releases a staged checkpoint (nothing for NULL cp or none staged). One owner. */
+GCK_API void gck_flush_unstage(gck_checkpointer *cp);
+
 /**
  * The checkpointer's configuration (weights point at its own copy), or NULL
  * for NULL. Borrowed: valid while cp lives. One owner.

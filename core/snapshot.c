@@ -187,8 +187,8 @@ gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dt
     return gck_add_tensor(s, name, dtype, shape, ndim, data, 0, "gck_snapshot_add_tensor_ref");
 }
 
-gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
-                                     size_t count)
+static gck_status gck_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                   size_t count, int hash)
 {
     GCK_TRY(gck_check_tensor_name(name));
     gck_snap_tensor *t = gck_calloc(1, sizeof *t);
@@ -201,11 +201,24 @@ gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtyp
     sh[0] = (int64_t)count;
     *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = 1, .data = (void *)(uintptr_t)data,
                            .nbytes = count * gck_dtype_size(dtype), .borrowed = 1};
-    gck_content_id(data, count, dtype, t->cid);
+    if (hash)
+        gck_content_id(data, count, dtype, t->cid);
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK)
         gck_snap_tensor_free(t);
     return st;
+}
+
+gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                     size_t count)
+{
+    return gck_add_borrowed(s, name, dtype, data, count, 1);
+}
+
+gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                     size_t count)
+{
+    return gck_add_borrowed(s, name, dtype, data, count, 0);
 }
 
 gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)

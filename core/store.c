@@ -402,7 +402,10 @@ static gck_status gck_load_file(const gck_store *s, const gck_ver *e, int check,
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here when it is the one restored; a delta's payloads are not, as every
      * tensor rebuilt from them is checked against its recorded content id */
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, check && !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
+    if (gck_is_coded(e)) /* payloads the file records no id for (newer files) are not hashed either */
+        GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, out), "version %" PRIu64, e->pub.version);
+    else
+        GCK_TRY_CTX(gck_snapshot_load_mmap(p, check, out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
@@ -1317,7 +1320,7 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
         GCK_TRY_CTX(gck_st_open(p, &lv->full), "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
         return GCK_OK;
     }
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, 0, &lv->delta), /* payloads are read as they are decoded */
+    GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, &lv->delta), /* payloads are read as they are decoded */
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
     GCK_TRY_CTX(gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index),
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);

@@ -599,7 +599,10 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
     snprintf(pname, sizeof pname, "d/%zu", i);
     if (json_object_set_new(o, "payload", json_string(pname)) != 0)
         return gck_fail_oom("delta description payload name", sizeof pname);
-    return gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, j->region, at);
+    /* no content id: a damaged payload either fails to decode or rebuilds
+     * bytes whose id differs from the item's recorded one, which every
+     * restore checks, so hashing the payloads too would only cost time */
+    return gck_snapshot_add_unhashed(delta, pname, GCK_DTYPE_U8, j->region, at);
 }
 
 /* One compression slot per OpenMP thread (contexts are made on first use). */

@@ -119,6 +119,12 @@ GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const
  * page faults. GCK_ERR_DIMENSION_MISMATCH (no message, dst untouched) when
  * they differ; any other error leaves dst's fields partly copied. */
 GCK_INTERNAL gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src);
+/* 1 when gck_snapshot_overwrite(dst, src) would copy (dst owns buffers for
+ * src's tensors and blobs, same names, dtypes, shapes, sizes, order). */
+GCK_INTERNAL int gck_snapshot_same_layout(const gck_snapshot *dst, const gck_snapshot *src);
+/* The part of gck_snapshot_overwrite after the values: ids and fields, for
+ * a caller that has copied the values itself (same layout required). */
+GCK_INTERNAL gck_status gck_snapshot_overwrite_ids(gck_snapshot *dst, const gck_snapshot *src);
 
 /* gck_snapshot_clone (public, snapshot.h): deep copy, content ids included. */
 

@@ -363,7 +363,7 @@ static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const
  * then compresses, in place, each plane whose sampled entropy is low. The
  * arena was touched by the previous delta, so this takes no page faults. */
 static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsigned char *region, const void *a,
-                                    const void *b, size_t n, size_t esz, gck_plane_out po[8])
+                                    const void *b, int adopt, size_t n, size_t esz, gck_plane_out po[8])
 {
     (void)z;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -379,6 +379,8 @@ static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsi
     if (n > 0)
         gck_xor_shuffle(region, a, b, n, esz);
 #endif
+    if (adopt && b != NULL && n > 0) /* a and b were just read: the copy is served from cache (gck_delta_encode) */
+        memcpy((void *)(uintptr_t)b, a, n * esz);
     for (size_t p = 0; p < esz; p++) {
         po[p] = (gck_plane_out){.mode = GCK_PLANE_RAW, .buf = region + p * n, .cap = n, .len = n};
         int huff;
@@ -534,6 +536,7 @@ enum { GCK_ENC_REF = GCK_DELTA_REF, GCK_ENC_XOR = GCK_DELTA_XOR, GCK_ENC_RAW = G
 typedef struct gck_enc_job {
     gck_item it, b;
     int enc;
+    int adopt;             /* copy the values into the base's after forming the planes */
     unsigned char *region; /* n * esz bytes of the arena (not for refs) */
     gck_plane_out po[8];
     gck_status st;
@@ -561,7 +564,7 @@ static void gck_run_job(const gck_delta_codec *c, gck_zslot *z, gck_enc_job *j)
     if (j->enc == GCK_ENC_REF)
         return;
     const size_t esz = gck_dtype_size(j->it.dtype);
-    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL,
+    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL, j->adopt,
                               j->it.nbytes / esz, esz, j->po);
     if (j->st != GCK_OK)
         snprintf(j->msg, sizeof j->msg, "%s", gck_last_error());
@@ -618,7 +621,7 @@ static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
     return GCK_OK;
 }
 
-gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
+gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base, int adopt,
                             uint64_t base_version, gck_snapshot **out)
 {
     /* room for every payload at its worst, in one buffer kept for the next delta */
@@ -651,6 +654,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
         const gck_item it = i < nt ? gck_item_of_tensor(target->tensors.items[i])
                                    : gck_item_of_blob(target->blobs.items[i - nt]);
         gck_plan_job(c, &it, base, &jobs[i]);
+        jobs[i].adopt = adopt && jobs[i].enc == GCK_ENC_XOR;
     }
     /* the planes of each tensor, on threads: every tensor's bytes are the same
      * whichever thread encodes it */

@@ -71,17 +71,23 @@ typedef struct gck_zslot {
     size_t scratch_cap;
 } gck_zslot;
 
+/* What one decoding thread decodes with (slot 0 also: big-endian encoding). */
+typedef struct gck_dslot {
+#ifdef GCK_HAVE_ZSTD
+    ZSTD_DCtx *dc[8];            /* one stream per byte plane (decoding goes chunk by chunk) */
+#endif
+    unsigned char *chunk;        /* one chunk of planes */
+    unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
+} gck_dslot;
+
 struct gck_delta_codec {
     int level;          /* 0: no zstd (every plane raw or rANS) */
     double entropy_max; /* planes above this order-0 entropy (fraction of 8 bits) are stored raw */
     int coder;          /* GCK_STORE_CODER_* */
-#ifdef GCK_HAVE_ZSTD
-    ZSTD_DCtx *dc[8];       /* one stream per byte plane (decoding goes chunk by chunk) */
-#endif
     gck_zslot *slots;       /* one per encoding thread */
     int nslots;
-    unsigned char *chunk;        /* one chunk of planes */
-    unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
+    gck_dslot *ds;          /* one per decoding thread (made as needed; ds[0] always) */
+    int nds;
     unsigned char *arena;        /* the payloads of one delta, reused by the next */
     size_t arena_cap, arena_used;
 };
@@ -104,6 +110,44 @@ int gck_delta_have_rans(void)
 #endif
 }
 
+static void gck_dslot_free(gck_dslot *d)
+{
+#ifdef GCK_HAVE_ZSTD
+    for (int p = 0; p < 8; p++)
+        ZSTD_freeDCtx(d->dc[p]);
+#endif
+    free(d->chunk), free(d->le_a), free(d->le_b);
+}
+
+/* At least `want` decoding slots. */
+static gck_status gck_ensure_dslots(gck_delta_codec *c, int want)
+{
+    if (want <= c->nds)
+        return GCK_OK;
+    gck_dslot *nd = gck_realloc(c->ds, (size_t)want * sizeof *nd);
+    if (nd == NULL)
+        return gck_fail_oom("delta decoding slots", (size_t)want * sizeof *nd);
+    c->ds = nd;
+    const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
+    for (; c->nds < want; c->nds++) {
+        gck_dslot *d = &c->ds[c->nds];
+        memset(d, 0, sizeof *d);
+        d->chunk = gck_aligned_alloc(bytes);
+        d->le_a = gck_aligned_alloc(bytes);
+        d->le_b = gck_aligned_alloc(bytes);
+        int ok = d->chunk && d->le_a && d->le_b;
+#ifdef GCK_HAVE_ZSTD
+        for (int p = 0; ok && p < 8; p++)
+            ok = (d->dc[p] = ZSTD_createDCtx()) != NULL;
+#endif
+        if (!ok) {
+            gck_dslot_free(d);
+            return gck_fail_oom("delta codec buffers", 3 * bytes);
+        }
+    }
+    return GCK_OK;
+}
+
 gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_delta_codec **out)
 {
     gck_delta_codec *c = gck_calloc(1, sizeof *c);
@@ -112,18 +156,10 @@ gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_
     c->level = gck_delta_have_zstd() ? level : 0;
     c->entropy_max = entropy_max;
     c->coder = coder;
-    const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
-    c->chunk = gck_aligned_alloc(bytes);
-    c->le_a = gck_aligned_alloc(bytes);
-    c->le_b = gck_aligned_alloc(bytes);
-    int ok = c->chunk && c->le_a && c->le_b;
-#ifdef GCK_HAVE_ZSTD
-    for (int p = 0; ok && p < 8; p++)
-        ok = (c->dc[p] = ZSTD_createDCtx()) != NULL;
-#endif
-    if (!ok) {
+    const gck_status st = gck_ensure_dslots(c, 1);
+    if (st != GCK_OK) {
         gck_delta_codec_destroy(c);
-        return gck_fail_oom("delta codec buffers", 3 * bytes);
+        return st;
     }
     *out = c;
     return GCK_OK;
@@ -133,10 +169,9 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
 {
     if (c == NULL)
         return;
-#ifdef GCK_HAVE_ZSTD
-    for (int p = 0; p < 8; p++)
-        ZSTD_freeDCtx(c->dc[p]);
-#endif
+    for (int t = 0; t < c->nds; t++)
+        gck_dslot_free(&c->ds[t]);
+    free(c->ds);
     for (int t = 0; t < c->nslots; t++) {
 #ifdef GCK_HAVE_ZSTD
         ZSTD_freeCCtx(c->slots[t].cctx);
@@ -145,7 +180,7 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
         free(c->slots[t].scratch);
     }
     free(c->slots);
-    free(c->chunk), free(c->le_a), free(c->le_b), free(c->arena);
+    free(c->arena);
     free(c);
 }
 
@@ -353,8 +388,9 @@ typedef struct gck_plane_out {
 static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const unsigned char *pb, size_t off,
                               size_t k, size_t esz)
 {
-    gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
-                          pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL, k, esz);
+    gck_dslot *d = &c->ds[0];
+    gck_xor_shuffle(d->chunk, gck_le_view(pa + off * esz, k, esz, d->le_a),
+                          pb ? gck_le_view(pb + off * esz, k, esz, d->le_b) : NULL, k, esz);
 }
 #endif
 
@@ -372,7 +408,7 @@ static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsi
         const size_t k = n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK;
         gck_shuffle_chunk((gck_delta_codec *)(uintptr_t)c, a, b, off, k, esz); /* serial on big-endian CPUs */
         for (size_t p = 0; p < esz; p++)
-            memcpy(region + p * n + off, c->chunk + p * k, k);
+            memcpy(region + p * n + off, c->ds[0].chunk + p * k, k);
         off += k;
     }
 #else
@@ -430,7 +466,7 @@ static int gck_rans_blocks_fit(const unsigned char *p, size_t len, size_t n, siz
 }
 
 /* The inverse of gck_encode_planes into dst (n * esz bytes). */
-static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
+static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
                                     size_t esz, void *dst)
 {
     unsigned char *pd = dst;
@@ -808,54 +844,88 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
     return GCK_OK;
 }
 
-/* Rebuilds item `o` into `out`, its content id checked when `check` (else the recorded one taken). */
-static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, json_t *o,
-                                  const gck_snapshot *delta, const gck_snapshot *base, int check, gck_snapshot *out)
-{
+/* One item of a delta being rebuilt: parsed, with its place in the output. */
+typedef struct gck_dec_job {
     gck_ditem d;
-    GCK_TRY(gck_parse_item(o, delta, format, &d));
-    const char *name = d.pub.name;
-    const gck_dtype dt = d.pub.dtype;
-    const size_t nbytes = d.pub.nbytes, esz = gck_dtype_size(dt);
-    const int enc = d.pub.enc;
+    const void *base; /* the base item's values (ref, xor), else NULL */
+    void *dst;
+    char *dcid;
+    gck_status st;
+    char msg[300]; /* the failing thread's message */
+} gck_dec_job;
+
+/* Parses item `o`, checks it against its base and adds its tensor or blob
+ * to `out` (values not yet written: gck_run_dec). Every size claim is
+ * backed by the payload (gck_parse_item, and rANS blocks here) before
+ * anything is allocated for it. */
+static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_snapshot *delta,
+                               const gck_snapshot *base, gck_snapshot *out, gck_dec_job *j)
+{
+    memset(j, 0, sizeof *j);
+    gck_ditem *d = &j->d;
+    GCK_TRY(gck_parse_item(o, delta, format, d));
+    const char *name = d->pub.name;
+    const gck_dtype dt = d->pub.dtype;
+    const size_t nbytes = d->pub.nbytes, esz = gck_dtype_size(dt);
+    const int enc = d->pub.enc;
     gck_item b;
-    const int has_base = gck_base_item(base, d.pub.blob, name, &b);
+    const int has_base = gck_base_item(base, d->pub.blob, name, &b);
     if (enc != GCK_ENC_RAW && !has_base)
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' refers to a base tensor that does not exist", name);
     if (enc != GCK_ENC_RAW && (b.dtype != dt || b.nbytes != nbytes))
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
-    void *dst;
-    char *dcid;
+    for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++)
+        if (d->pi[p].mode == GCK_PLANE_RANS && !gck_rans_blocks_fit(d->pi[p].p, d->pi[p].len, nbytes / esz, chunk))
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu: its rANS blocks do not fit its %zu bytes",
+                            name, p, d->pi[p].len);
+    j->base = enc != GCK_ENC_RAW ? b.data : NULL;
     gck_status st;
-    if (d.pub.blob) {
+    if (d->pub.blob) {
         gck_snap_blob *nb = NULL;
         st = gck_snapshot_new_blob(out, name, nbytes, &nb);
-        dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
+        j->dst = nb ? nb->data : NULL, j->dcid = nb ? nb->cid : NULL;
     } else {
         gck_snap_tensor *nt = NULL;
-        st = gck_snapshot_new_tensor(out, name, dt, d.pub.shape, d.pub.ndim, nbytes, &nt);
+        st = gck_snapshot_new_tensor(out, name, dt, d->pub.shape, d->pub.ndim, nbytes, &nt);
         if (st == GCK_ERR_INVALID_ARGUMENT)
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
-        dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;
+        j->dst = nt ? nt->data : NULL, j->dcid = nt ? nt->cid : NULL;
     }
-    GCK_TRY(st);
-    if (enc == GCK_ENC_REF) {
+    return st;
+}
+
+/* Writes job j's values, its content id checked when `check` (else the
+ * recorded one taken); on any thread, the failure in j->st and j->msg. */
+static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
+{
+    const gck_ditem *d = &j->d;
+    const char *name = d->pub.name;
+    const gck_dtype dt = d->pub.dtype;
+    const size_t nbytes = d->pub.nbytes, esz = gck_dtype_size(dt);
+    if (d->pub.enc == GCK_ENC_REF) {
         if (nbytes)
-            memcpy(dst, b.data, nbytes);
+            memcpy(j->dst, j->base, nbytes);
     } else {
-        st = gck_decode_planes(c, chunk, d.pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
-        if (st != GCK_OK)
-            return gck_fail(st, "item '%.200s': %s", name, gck_last_error());
+        gck_plane_in pi[8];
+        memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
+        const gck_status st = gck_decode_planes(c, chunk, pi, d->pub.enc == GCK_ENC_XOR ? j->base : NULL,
+                                                nbytes / esz, esz, j->dst);
+        if (st != GCK_OK) {
+            j->st = st;
+            snprintf(j->msg, sizeof j->msg, "item '%.200s': %s", name, gck_last_error());
+            return;
+        }
     }
     if (!check) {
-        snprintf(dcid, 24, "%s", d.pub.cid);
-        return GCK_OK;
+        snprintf(j->dcid, 24, "%s", d->pub.cid);
+        return;
     }
-    gck_content_id(dst, nbytes / esz, dt, dcid);
-    if (strcmp(dcid, d.pub.cid) != 0)
-        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
-                        dcid, d.pub.cid);
-    return GCK_OK;
+    gck_content_id(j->dst, nbytes / esz, dt, j->dcid);
+    if (strcmp(j->dcid, d->pub.cid) != 0) {
+        j->st = GCK_ERR_CORRUPT;
+        snprintf(j->msg, sizeof j->msg, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
+                 j->dcid, d->pub.cid);
+    }
 }
 
 /* A delta's parsed description. */
@@ -976,7 +1046,7 @@ gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, c
     gck_plane_in pi[8];
     memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
     const gck_status st =
-        gck_decode_planes(c, x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
+        gck_decode_planes(&c->ds[0], x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
 }
 
@@ -989,6 +1059,7 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         return st;
     json_t *items = dd.items; /* dd.root is freed below */
     gck_snapshot *s = NULL;
+    gck_dec_job *jobs = NULL;
     if ((st = gck_snapshot_create(delta->step, &s)) != GCK_OK ||
         (st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY)) != GCK_OK)
         goto done;
@@ -1019,12 +1090,44 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         limit += ((const gck_snap_tensor *)base->tensors.items[i])->nbytes;
     if (total <= limit)
         (void)gck_snapshot_reserve(s, total); /* failing it only means one allocation per tensor */
-    for (size_t i = 0; i < json_array_size(items); i++)
-        if ((st = gck_decode_item(c, dd.chunk, dd.format, json_array_get(items, i), delta, base, check, s)) != GCK_OK)
+    /* every item parsed and placed, then the values rebuilt on threads
+     * (tensors are independent: each one's bytes and id are the same
+     * whichever thread rebuilds it), the first failure in item order */
+    const size_t m = json_array_size(items);
+    jobs = gck_calloc(m ? m : 1, sizeof *jobs);
+    if (jobs == NULL) {
+        st = gck_fail_oom("delta decoding jobs", (m ? m : 1) * sizeof *jobs);
+        goto done;
+    }
+    for (size_t i = 0; i < m; i++)
+        if ((st = gck_plan_dec(dd.chunk, dd.format, json_array_get(items, i), delta, base, s, &jobs[i])) != GCK_OK)
             goto done;
+    int threads = 1;
+#if defined(_OPENMP)
+    if (total >= ((size_t)4 << 20) && m > 1) /* below that a thread costs more than it saves */
+        threads = omp_get_max_threads();
+#endif
+    if ((st = gck_ensure_dslots(c, threads)) != GCK_OK)
+        goto done;
+    const long lm = (long)m;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long i = 0; i < lm; i++) {
+#ifdef _OPENMP
+        gck_dslot *ds = &c->ds[omp_get_thread_num()];
+#else
+        gck_dslot *ds = &c->ds[0];
+#endif
+        gck_run_dec(ds, dd.chunk, check, &jobs[i]);
+    }
+    for (size_t i = 0; i < m; i++)
+        if (jobs[i].st != GCK_OK) {
+            st = gck_fail(jobs[i].st, "%s", jobs[i].msg);
+            goto done;
+        }
     *out = s;
     s = NULL;
 done:
+    free(jobs);
     json_decref(dd.root);
     gck_snapshot_destroy(s);
     return st;

@@ -644,6 +644,28 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
     return gck_snapshot_add_unhashed(delta, pname, GCK_DTYPE_U8, j->region, at);
 }
 
+/* OpenMP threads for coding m items of `bytes` in all (one below 4 MB,
+ * where a thread costs more than it saves). */
+static int gck_code_threads(size_t bytes, size_t m)
+{
+#ifdef _OPENMP
+    if (bytes >= ((size_t)4 << 20) && m > 1)
+        return omp_get_max_threads();
+#endif
+    (void)bytes, (void)m;
+    return 1;
+}
+
+/* This thread's slot index (0 outside a parallel region). */
+static int gck_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* One compression slot per OpenMP thread (contexts are made on first use). */
 static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
 {
@@ -677,10 +699,10 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_
     }
     c->arena_used = 0;
     const size_t nt = target->tensors.n, m = nt + target->blobs.n;
-    int threads = 1;
-#if defined(_OPENMP) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    if (need >= ((size_t)4 << 20) && m > 1) /* below that a thread costs more than it saves */
-        threads = omp_get_max_threads();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    const int threads = 1; /* the big-endian path shares the codec's chunk buffers */
+#else
+    const int threads = gck_code_threads(need, m);
 #endif
     GCK_TRY(gck_ensure_slots(c, threads));
     gck_enc_job *jobs = gck_calloc(m ? m : 1, sizeof *jobs);
@@ -696,14 +718,8 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_
      * whichever thread encodes it */
     const long lm = (long)m;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (long i = 0; i < lm; i++) {
-#ifdef _OPENMP
-        gck_zslot *z = &c->slots[omp_get_thread_num()];
-#else
-        gck_zslot *z = &c->slots[0];
-#endif
-        gck_run_job(c, z, &jobs[i]);
-    }
+    for (long i = 0; i < lm; i++)
+        gck_run_job(c, &c->slots[gck_thread_num()], &jobs[i]);
     gck_snapshot *d = NULL;
     json_t *items = NULL;
     char *js = NULL;
@@ -1102,23 +1118,13 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     for (size_t i = 0; i < m; i++)
         if ((st = gck_plan_dec(dd.chunk, dd.format, json_array_get(items, i), delta, base, s, &jobs[i])) != GCK_OK)
             goto done;
-    int threads = 1;
-#if defined(_OPENMP)
-    if (total >= ((size_t)4 << 20) && m > 1) /* below that a thread costs more than it saves */
-        threads = omp_get_max_threads();
-#endif
+    const int threads = gck_code_threads(total, m);
     if ((st = gck_ensure_dslots(c, threads)) != GCK_OK)
         goto done;
     const long lm = (long)m;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (long i = 0; i < lm; i++) {
-#ifdef _OPENMP
-        gck_dslot *ds = &c->ds[omp_get_thread_num()];
-#else
-        gck_dslot *ds = &c->ds[0];
-#endif
-        gck_run_dec(ds, dd.chunk, check, &jobs[i]);
-    }
+    for (long i = 0; i < lm; i++)
+        gck_run_dec(&c->ds[gck_thread_num()], dd.chunk, check, &jobs[i]);
     for (size_t i = 0; i < m; i++)
         if (jobs[i].st != GCK_OK) {
             st = gck_fail(jobs[i].st, "%s", jobs[i].msg);

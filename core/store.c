@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1340,6 +1341,10 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
     }
     GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, &lv->delta), /* payloads are read as they are decoded */
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+    /* often only a few items' payloads are read: no read-around of each page
+     * touched; an item about to be decoded asks for its pages (gck_will_read) */
+    if (lv->delta->map != NULL)
+        (void)posix_madvise(lv->delta->map, lv->delta->map_len, POSIX_MADV_RANDOM);
     GCK_TRY_CTX(gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index),
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
     return GCK_OK;

@@ -187,8 +187,8 @@ gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dt
     return gck_add_tensor(s, name, dtype, shape, ndim, data, 0, "gck_snapshot_add_tensor_ref");
 }
 
-gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
-                                     size_t count)
+static gck_status gck_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                   size_t count, int hash)
 {
     GCK_TRY(gck_check_tensor_name(name));
     gck_snap_tensor *t = gck_calloc(1, sizeof *t);
@@ -201,11 +201,24 @@ gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtyp
     sh[0] = (int64_t)count;
     *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = 1, .data = (void *)(uintptr_t)data,
                            .nbytes = count * gck_dtype_size(dtype), .borrowed = 1};
-    gck_content_id(data, count, dtype, t->cid);
+    if (hash)
+        gck_content_id(data, count, dtype, t->cid);
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK)
         gck_snap_tensor_free(t);
     return st;
+}
+
+gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                     size_t count)
+{
+    return gck_add_borrowed(s, name, dtype, data, count, 1);
+}
+
+gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *name, gck_dtype dtype, const void *data,
+                                     size_t count)
+{
+    return gck_add_borrowed(s, name, dtype, data, count, 0);
 }
 
 gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid)
@@ -592,7 +605,7 @@ done:
     return st;
 }
 
-gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
+int gck_snapshot_same_layout(const gck_snapshot *dst, const gck_snapshot *src)
 {
     int same = dst->map == NULL && dst->tensors.n == src->tensors.n && dst->blobs.n == src->blobs.n;
     for (size_t i = 0; same && i < src->tensors.n; i++) {
@@ -604,27 +617,41 @@ gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
         const gck_snap_blob *a = dst->blobs.items[i], *b = src->blobs.items[i];
         same = a->len == b->len && strcmp(a->name, b->name) == 0;
     }
-    if (!same)
+    return same;
+}
+
+gck_status gck_snapshot_overwrite_ids(gck_snapshot *dst, const gck_snapshot *src)
+{
+    for (size_t i = 0; i < src->tensors.n; i++)
+        memcpy(((gck_snap_tensor *)dst->tensors.items[i])->cid, ((const gck_snap_tensor *)src->tensors.items[i])->cid,
+               sizeof ((gck_snap_tensor *)0)->cid);
+    for (size_t i = 0; i < src->blobs.n; i++)
+        memcpy(((gck_snap_blob *)dst->blobs.items[i])->cid, ((const gck_snap_blob *)src->blobs.items[i])->cid,
+               sizeof ((gck_snap_blob *)0)->cid);
+    gck_meta_clear(&dst->meta);
+    gck_meta_clear(&dst->sysmeta);
+    free(dst->loss_cid);
+    dst->loss_cid = NULL;
+    return gck_snapshot_copy_fields(dst, src, NULL);
+}
+
+gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src)
+{
+    if (!gck_snapshot_same_layout(dst, src))
         return GCK_ERR_DIMENSION_MISMATCH;
     for (size_t i = 0; i < src->tensors.n; i++) {
         gck_snap_tensor *a = dst->tensors.items[i];
         const gck_snap_tensor *b = src->tensors.items[i];
         if (b->nbytes)
             memcpy(a->data, b->data, b->nbytes);
-        memcpy(a->cid, b->cid, sizeof a->cid);
     }
     for (size_t i = 0; i < src->blobs.n; i++) {
         gck_snap_blob *a = dst->blobs.items[i];
         const gck_snap_blob *b = src->blobs.items[i];
         if (b->len)
             memcpy(a->data, b->data, b->len);
-        memcpy(a->cid, b->cid, sizeof a->cid);
     }
-    gck_meta_clear(&dst->meta);
-    gck_meta_clear(&dst->sysmeta);
-    free(dst->loss_cid);
-    dst->loss_cid = NULL;
-    return gck_snapshot_copy_fields(dst, src, NULL);
+    return gck_snapshot_overwrite_ids(dst, src);
 }
 
 

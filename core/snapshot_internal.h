@@ -83,6 +83,14 @@ GCK_INTERNAL gck_status gck_blob_oom(const char *param, size_t len);
  * alive and unchanged for the snapshot's life): no copy of large values. */
 GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *name, gck_dtype dtype,
                                                   const void *data, size_t count);
+/* The same without a content id (left empty): the tensor's file records
+ * none for it. For a store's coded payloads, whose integrity rests on the
+ * ids of the tensors rebuilt from them (see gck_delta_encode). */
+GCK_INTERNAL gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *name, gck_dtype dtype,
+                                                  const void *data, size_t count);
+/* gck_snapshot_load_mmap without verification, where a tensor whose file
+ * records no content id gets an empty one instead of being hashed. */
+GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out);
 
 /* Checks a tensor name: non-empty, <= GCK_NAME_MAX, not reserved. */
 GCK_INTERNAL gck_status gck_check_tensor_name(const char *name);
@@ -111,6 +119,12 @@ GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const
  * page faults. GCK_ERR_DIMENSION_MISMATCH (no message, dst untouched) when
  * they differ; any other error leaves dst's fields partly copied. */
 GCK_INTERNAL gck_status gck_snapshot_overwrite(gck_snapshot *dst, const gck_snapshot *src);
+/* 1 when gck_snapshot_overwrite(dst, src) would copy (dst owns buffers for
+ * src's tensors and blobs, same names, dtypes, shapes, sizes, order). */
+GCK_INTERNAL int gck_snapshot_same_layout(const gck_snapshot *dst, const gck_snapshot *src);
+/* The part of gck_snapshot_overwrite after the values: ids and fields, for
+ * a caller that has copied the values itself (same layout required). */
+GCK_INTERNAL gck_status gck_snapshot_overwrite_ids(gck_snapshot *dst, const gck_snapshot *src);
 
 /* gck_snapshot_clone (public, snapshot.h): deep copy, content ids included. */
 

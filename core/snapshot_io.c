@@ -109,7 +109,7 @@ static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const 
         GCK_KV(GCK_METADATA_PREFIX, "loss_cid", "", s->loss_cid);
     for (size_t i = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        if (keep == NULL || keep[i])
+        if ((keep == NULL || keep[i]) && t->cid[0] != '\0') /* an empty id is not recorded */
             GCK_KV(GCK_METADATA_PREFIX "cid.", t->name, "", t->cid);
     }
     for (size_t i = 0; i < s->blobs.n; i++) {
@@ -497,6 +497,9 @@ static int gck_read_hashed(int fd, unsigned char *data, size_t nbytes, uint64_t 
  * aligned for its type. Without `verify`, content ids are taken from the
  * file's metadata where it records them, so nothing reads the values. */
 /* A tensor read ahead of the build loop (gck_load_tensors). */
+/* The id of a tensor whose file records none, loaded without hashing. */
+static const char gck_no_cid[24];
+
 typedef struct gck_pre {
     void *data; /* in the snapshot's arena; NULL: not read ahead */
     char cid[24];
@@ -594,7 +597,9 @@ static gck_status gck_build_tensors(const char *path, int fd, uint64_t data_off,
         if (data == NULL)
             return gck_fail_ctx(is_blob ? gck_blob_oom(e[i].name + plen, nbytes) : gck_tensor_oom(e[i].name, 0, nbytes),
                                 "%.300s", path);
-        const char *cid = done ? pre[i].cid : verify ? NULL : gck_recorded_cid(md, e[i].name);
+        const char *cid = done ? pre[i].cid : verify > 0 ? NULL : gck_recorded_cid(md, e[i].name);
+        if (cid == NULL && verify < 0)
+            cid = gck_no_cid; /* not recorded, not hashed */
         char hashed[24];
         if (!borrow && !done) {
             int err;
@@ -644,7 +649,9 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             const size_t i = (size_t)k, nbytes = (size_t)(e[i].end - e[i].begin);
             if (pre[i].data == NULL)
                 continue;
-            const char *rec = verify ? NULL : gck_recorded_cid(md, e[i].name);
+            const char *rec = verify > 0 ? NULL : gck_recorded_cid(md, e[i].name);
+            if (rec == NULL && verify < 0)
+                rec = gck_no_cid;
             if (rec == NULL) {
                 pre[i].err = gck_read_hashed(fd, pre[i].data, nbytes, data_off + e[i].begin, e[i].dtype, pre[i].cid);
             } else {
@@ -823,7 +830,7 @@ static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use
     st = gck_load_tensors(path, fd, h.data_off, h.e, h.n, s, s->map, h.md, verify);
     if (st != GCK_OK)
         goto done;
-    if (h.md != NULL && verify)
+    if (h.md != NULL && verify > 0)
         st = gck_check_cids(path, h.md, s);
 done:
     gck_header_free(&h);
@@ -861,7 +868,12 @@ gck_status gck_snapshot_load(const char *path, gck_snapshot **out)
 
 gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **out)
 {
-    return gck_snapshot_load_impl(path, 1, verify, out);
+    return gck_snapshot_load_impl(path, 1, verify != 0, out);
+}
+
+gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out)
+{
+    return gck_snapshot_load_impl(path, 1, -1, out);
 }
 
 /* ---- chosen tensors straight into the caller's memory -------------------------- */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -402,7 +403,10 @@ static gck_status gck_load_file(const gck_store *s, const gck_ver *e, int check,
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here when it is the one restored; a delta's payloads are not, as every
      * tensor rebuilt from them is checked against its recorded content id */
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, check && !gck_is_coded(e), out), "version %" PRIu64, e->pub.version);
+    if (gck_is_coded(e)) /* payloads the file records no id for (newer files) are not hashed either */
+        GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, out), "version %" PRIu64, e->pub.version);
+    else
+        GCK_TRY_CTX(gck_snapshot_load_mmap(p, check, out), "version %" PRIu64, e->pub.version);
     return GCK_OK;
 }
 
@@ -724,8 +728,9 @@ static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
 /* Writes content (against base content, or full when base is NULL) as the
  * data file of version v, added to `written` (open, for the commit to
  * fsync); *name_out points at its name there. */
-static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot *content, const gck_snapshot *base,
-                                    uint64_t base_v, gck_names *written, const char **name_out, uint64_t *bytes_out)
+static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot *content, gck_snapshot *base,
+                                    int adopt, uint64_t base_v, gck_names *written, const char **name_out,
+                                    uint64_t *bytes_out)
 {
     char name[96], p[PATH_MAX];
     const int packed = base == NULL && s->cfg.compress_full;
@@ -744,7 +749,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
     int fd = -1;
     if (base != NULL || packed) {
         gck_snapshot *d = NULL;
-        GCK_TRY(gck_delta_encode(s->codec, content, base, base_v, &d));
+        GCK_TRY(gck_delta_encode(s->codec, content, base, adopt, base_v, &d));
         st = gck_snapshot_write_unsynced(d, p, &fd);
         gck_snapshot_destroy(d);
     } else {
@@ -852,6 +857,15 @@ static gck_status gck_check_save(const gck_store *s, const gck_snapshot *snap, c
     return GCK_OK;
 }
 
+/* 1 when the policy makes the save after version v (of full_bytes, its
+ * chain `chain` files long) a full version: then v is not kept in memory. */
+static int gck_next_full(const gck_store *s, uint64_t v, uint64_t full_bytes, size_t chain)
+{
+    const gck_policy *pol = gck_manager_policy(s->cur.m);
+    return (pol->keep_every_n > 0 && (v + 1) % pol->keep_every_n == 0) || pol->max_checkpoints <= 1 ||
+           full_bytes <= pol->delta_threshold_bytes || chain >= pol->max_checkpoints;
+}
+
 /* A save, on the caller's thread or the background one (arguments checked). */
 static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const char *const *tags, size_t n_tags,
                                uint64_t *version_out)
@@ -885,19 +899,26 @@ static gck_status gck_save_now(gck_store *s, const gck_snapshot *snap, const cha
 
     gck_names written = {0}, replaced = {0};
     gck_state next = {0};
-    gck_snapshot *owned_base = NULL;
-    const gck_snapshot *base = NULL;
+    gck_snapshot *owned_base = NULL, *base = NULL;
     const char *name = NULL;
     uint64_t bytes = 0;
     int renamed = 0;
     gck_status st = GCK_OK;
-    if (p.is_delta && s->cache != NULL && s->cache_version == p.base)
-        base = s->cache; /* the usual case: the previous save's content */
-    else if (p.is_delta && (st = gck_restore_in(s, &s->cur, p.base, 1, &owned_base)) != GCK_OK)
+    /* the usual case: the previous save's content, in memory; when the
+     * next save is a delta on this one, the encoder also copies this
+     * snapshot's values into it as it reads them (adopt; completed after
+     * the commit, and no longer the base version's content if this save
+     * fails) */
+    int adopt = 0;
+    if (p.is_delta && s->cache != NULL && s->cache_version == p.base) {
+        base = s->cache;
+        adopt = !gck_next_full(s, p.version, full_bytes, gck_chain_files(&s->cur, p.base) + 1) &&
+                gck_snapshot_same_layout(s->cache, snap);
+    } else if (p.is_delta && (st = gck_restore_in(s, &s->cur, p.base, 1, &owned_base)) != GCK_OK)
         goto done;
     else if (p.is_delta)
         base = owned_base;
-    st = gck_write_version(s, p.version, snap, base, p.base, &written, &name, &bytes);
+    st = gck_write_version(s, p.version, snap, base, adopt, p.base, &written, &name, &bytes);
     gck_snapshot_destroy(owned_base);
     if (st != GCK_OK || (st = gck_state_clone(&s->cur, &next)) != GCK_OK)
         goto done;
@@ -962,6 +983,8 @@ done:
         free(names[i]);
     free(names), free(cids);
     if (st != GCK_OK && !renamed) {
+        if (adopt)
+            s->cache_version = 0; /* partly this snapshot's values: no version's content */
         gck_state_clear(&next);
         gck_names_drop(s, &written, 1);
         gck_names_drop(s, &replaced, 0);
@@ -976,12 +999,11 @@ done:
      * when the layout is unchanged); without it the next save reads it back.
      * Not copied when the policy makes the next save full anyway (then the
      * buffers stay for a later save, marked as holding no version). */
-    const gck_policy *pol = gck_manager_policy(s->cur.m);
-    const int next_full = (pol->keep_every_n > 0 && (p.version + 1) % pol->keep_every_n == 0) ||
-                          pol->max_checkpoints <= 1 || full_bytes <= pol->delta_threshold_bytes ||
-                          gck_chain_files(&s->cur, p.version) >= pol->max_checkpoints;
-    const gck_status cs =
-        next_full ? GCK_OK : s->cache ? gck_snapshot_overwrite(s->cache, snap) : GCK_ERR_NOT_FOUND;
+    const int next_full = gck_next_full(s, p.version, full_bytes, gck_chain_files(&s->cur, p.version));
+    const gck_status cs = next_full  ? GCK_OK
+                          : adopt    ? gck_snapshot_overwrite_ids(s->cache, snap)
+                          : s->cache ? gck_snapshot_overwrite(s->cache, snap)
+                                     : GCK_ERR_NOT_FOUND;
     if (cs != GCK_OK) {
         gck_snapshot_destroy(s->cache);
         s->cache = NULL;
@@ -1317,8 +1339,12 @@ static gck_status gck_open_level(gck_store *s, gck_rlevel *lv)
         GCK_TRY_CTX(gck_st_open(p, &lv->full), "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
         return GCK_OK;
     }
-    GCK_TRY_CTX(gck_snapshot_load_mmap(p, 0, &lv->delta), /* payloads are read as they are decoded */
+    GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, &lv->delta), /* payloads are read as they are decoded */
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
+    /* often only a few items' payloads are read: no read-around of each page
+     * touched; an item about to be decoded asks for its pages (gck_will_read) */
+    if (lv->delta->map != NULL)
+        (void)posix_madvise(lv->delta->map, lv->delta->map_len, POSIX_MADV_RANDOM);
     GCK_TRY_CTX(gck_delta_index_open(lv->delta, lv->e.pub.is_delta ? lv->e.pub.delta_from : 0, &lv->index),
                 "version %" PRIu64 " (%s)", lv->e.pub.version, lv->e.rec->file);
     return GCK_OK;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #ifdef GCK_HAVE_ZSTD
@@ -71,17 +73,23 @@ typedef struct gck_zslot {
     size_t scratch_cap;
 } gck_zslot;
 
+/* What one decoding thread decodes with (slot 0 also: big-endian encoding). */
+typedef struct gck_dslot {
+#ifdef GCK_HAVE_ZSTD
+    ZSTD_DCtx *dc[8];            /* one stream per byte plane (decoding goes chunk by chunk) */
+#endif
+    unsigned char *chunk;        /* one chunk of planes */
+    unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
+} gck_dslot;
+
 struct gck_delta_codec {
     int level;          /* 0: no zstd (every plane raw or rANS) */
     double entropy_max; /* planes above this order-0 entropy (fraction of 8 bits) are stored raw */
     int coder;          /* GCK_STORE_CODER_* */
-#ifdef GCK_HAVE_ZSTD
-    ZSTD_DCtx *dc[8];       /* one stream per byte plane (decoding goes chunk by chunk) */
-#endif
     gck_zslot *slots;       /* one per encoding thread */
     int nslots;
-    unsigned char *chunk;        /* one chunk of planes */
-    unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
+    gck_dslot *ds;          /* one per decoding thread (made as needed; ds[0] always) */
+    int nds;
     unsigned char *arena;        /* the payloads of one delta, reused by the next */
     size_t arena_cap, arena_used;
 };
@@ -104,6 +112,44 @@ int gck_delta_have_rans(void)
 #endif
 }
 
+static void gck_dslot_free(gck_dslot *d)
+{
+#ifdef GCK_HAVE_ZSTD
+    for (int p = 0; p < 8; p++)
+        ZSTD_freeDCtx(d->dc[p]);
+#endif
+    free(d->chunk), free(d->le_a), free(d->le_b);
+}
+
+/* At least `want` decoding slots. */
+static gck_status gck_ensure_dslots(gck_delta_codec *c, int want)
+{
+    if (want <= c->nds)
+        return GCK_OK;
+    gck_dslot *nd = gck_realloc(c->ds, (size_t)want * sizeof *nd);
+    if (nd == NULL)
+        return gck_fail_oom("delta decoding slots", (size_t)want * sizeof *nd);
+    c->ds = nd;
+    const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
+    for (; c->nds < want; c->nds++) {
+        gck_dslot *d = &c->ds[c->nds];
+        memset(d, 0, sizeof *d);
+        d->chunk = gck_aligned_alloc(bytes);
+        d->le_a = gck_aligned_alloc(bytes);
+        d->le_b = gck_aligned_alloc(bytes);
+        int ok = d->chunk && d->le_a && d->le_b;
+#ifdef GCK_HAVE_ZSTD
+        for (int p = 0; ok && p < 8; p++)
+            ok = (d->dc[p] = ZSTD_createDCtx()) != NULL;
+#endif
+        if (!ok) {
+            gck_dslot_free(d);
+            return gck_fail_oom("delta codec buffers", 3 * bytes);
+        }
+    }
+    return GCK_OK;
+}
+
 gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_delta_codec **out)
 {
     gck_delta_codec *c = gck_calloc(1, sizeof *c);
@@ -112,18 +158,10 @@ gck_status gck_delta_codec_create(int level, double entropy_max, int coder, gck_
     c->level = gck_delta_have_zstd() ? level : 0;
     c->entropy_max = entropy_max;
     c->coder = coder;
-    const size_t bytes = (size_t)GCK_DELTA_CHUNK * 8;
-    c->chunk = gck_aligned_alloc(bytes);
-    c->le_a = gck_aligned_alloc(bytes);
-    c->le_b = gck_aligned_alloc(bytes);
-    int ok = c->chunk && c->le_a && c->le_b;
-#ifdef GCK_HAVE_ZSTD
-    for (int p = 0; ok && p < 8; p++)
-        ok = (c->dc[p] = ZSTD_createDCtx()) != NULL;
-#endif
-    if (!ok) {
+    const gck_status st = gck_ensure_dslots(c, 1);
+    if (st != GCK_OK) {
         gck_delta_codec_destroy(c);
-        return gck_fail_oom("delta codec buffers", 3 * bytes);
+        return st;
     }
     *out = c;
     return GCK_OK;
@@ -133,10 +171,9 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
 {
     if (c == NULL)
         return;
-#ifdef GCK_HAVE_ZSTD
-    for (int p = 0; p < 8; p++)
-        ZSTD_freeDCtx(c->dc[p]);
-#endif
+    for (int t = 0; t < c->nds; t++)
+        gck_dslot_free(&c->ds[t]);
+    free(c->ds);
     for (int t = 0; t < c->nslots; t++) {
 #ifdef GCK_HAVE_ZSTD
         ZSTD_freeCCtx(c->slots[t].cctx);
@@ -145,7 +182,7 @@ void gck_delta_codec_destroy(gck_delta_codec *c)
         free(c->slots[t].scratch);
     }
     free(c->slots);
-    free(c->chunk), free(c->le_a), free(c->le_b), free(c->arena);
+    free(c->arena);
     free(c);
 }
 
@@ -353,8 +390,9 @@ typedef struct gck_plane_out {
 static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const unsigned char *pb, size_t off,
                               size_t k, size_t esz)
 {
-    gck_xor_shuffle(c->chunk, gck_le_view(pa + off * esz, k, esz, c->le_a),
-                          pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL, k, esz);
+    gck_dslot *d = &c->ds[0];
+    gck_xor_shuffle(d->chunk, gck_le_view(pa + off * esz, k, esz, d->le_a),
+                          pb ? gck_le_view(pb + off * esz, k, esz, d->le_b) : NULL, k, esz);
 }
 #endif
 
@@ -363,7 +401,7 @@ static void gck_shuffle_chunk(gck_delta_codec *c, const unsigned char *pa, const
  * then compresses, in place, each plane whose sampled entropy is low. The
  * arena was touched by the previous delta, so this takes no page faults. */
 static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsigned char *region, const void *a,
-                                    const void *b, size_t n, size_t esz, gck_plane_out po[8])
+                                    const void *b, int adopt, size_t n, size_t esz, gck_plane_out po[8])
 {
     (void)z;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -372,13 +410,15 @@ static gck_status gck_encode_planes(const gck_delta_codec *c, gck_zslot *z, unsi
         const size_t k = n - off < GCK_DELTA_CHUNK ? n - off : GCK_DELTA_CHUNK;
         gck_shuffle_chunk((gck_delta_codec *)(uintptr_t)c, a, b, off, k, esz); /* serial on big-endian CPUs */
         for (size_t p = 0; p < esz; p++)
-            memcpy(region + p * n + off, c->chunk + p * k, k);
+            memcpy(region + p * n + off, c->ds[0].chunk + p * k, k);
         off += k;
     }
 #else
     if (n > 0)
         gck_xor_shuffle(region, a, b, n, esz);
 #endif
+    if (adopt && b != NULL && n > 0) /* a and b were just read: the copy is served from cache (gck_delta_encode) */
+        memcpy((void *)(uintptr_t)b, a, n * esz);
     for (size_t p = 0; p < esz; p++) {
         po[p] = (gck_plane_out){.mode = GCK_PLANE_RAW, .buf = region + p * n, .cap = n, .len = n};
         int huff;
@@ -428,7 +468,7 @@ static int gck_rans_blocks_fit(const unsigned char *p, size_t len, size_t n, siz
 }
 
 /* The inverse of gck_encode_planes into dst (n * esz bytes). */
-static gck_status gck_decode_planes(gck_delta_codec *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
+static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi, const void *b, size_t n,
                                     size_t esz, void *dst)
 {
     unsigned char *pd = dst;
@@ -534,6 +574,7 @@ enum { GCK_ENC_REF = GCK_DELTA_REF, GCK_ENC_XOR = GCK_DELTA_XOR, GCK_ENC_RAW = G
 typedef struct gck_enc_job {
     gck_item it, b;
     int enc;
+    int adopt;             /* copy the values into the base's after forming the planes */
     unsigned char *region; /* n * esz bytes of the arena (not for refs) */
     gck_plane_out po[8];
     gck_status st;
@@ -561,7 +602,7 @@ static void gck_run_job(const gck_delta_codec *c, gck_zslot *z, gck_enc_job *j)
     if (j->enc == GCK_ENC_REF)
         return;
     const size_t esz = gck_dtype_size(j->it.dtype);
-    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL,
+    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL, j->adopt,
                               j->it.nbytes / esz, esz, j->po);
     if (j->st != GCK_OK)
         snprintf(j->msg, sizeof j->msg, "%s", gck_last_error());
@@ -599,7 +640,32 @@ static gck_status gck_emit_job(const gck_enc_job *j, size_t i, gck_snapshot *del
     snprintf(pname, sizeof pname, "d/%zu", i);
     if (json_object_set_new(o, "payload", json_string(pname)) != 0)
         return gck_fail_oom("delta description payload name", sizeof pname);
-    return gck_snapshot_add_borrowed(delta, pname, GCK_DTYPE_U8, j->region, at);
+    /* no content id: a damaged payload either fails to decode or rebuilds
+     * bytes whose id differs from the item's recorded one, which every
+     * restore checks, so hashing the payloads too would only cost time */
+    return gck_snapshot_add_unhashed(delta, pname, GCK_DTYPE_U8, j->region, at);
+}
+
+/* OpenMP threads for coding m items of `bytes` in all (one below 4 MB,
+ * where a thread costs more than it saves). */
+static int gck_code_threads(size_t bytes, size_t m)
+{
+#ifdef _OPENMP
+    if (bytes >= ((size_t)4 << 20) && m > 1)
+        return omp_get_max_threads();
+#endif
+    (void)bytes, (void)m;
+    return 1;
+}
+
+/* This thread's slot index (0 outside a parallel region). */
+static int gck_thread_num(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
 }
 
 /* One compression slot per OpenMP thread (contexts are made on first use). */
@@ -615,7 +681,7 @@ static gck_status gck_ensure_slots(gck_delta_codec *c, int want)
     return GCK_OK;
 }
 
-gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
+gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base, int adopt,
                             uint64_t base_version, gck_snapshot **out)
 {
     /* room for every payload at its worst, in one buffer kept for the next delta */
@@ -635,10 +701,10 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
     }
     c->arena_used = 0;
     const size_t nt = target->tensors.n, m = nt + target->blobs.n;
-    int threads = 1;
-#if defined(_OPENMP) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
-    if (need >= ((size_t)4 << 20) && m > 1) /* below that a thread costs more than it saves */
-        threads = omp_get_max_threads();
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    const int threads = 1; /* the big-endian path shares the codec's chunk buffers */
+#else
+    const int threads = gck_code_threads(need, m);
 #endif
     GCK_TRY(gck_ensure_slots(c, threads));
     gck_enc_job *jobs = gck_calloc(m ? m : 1, sizeof *jobs);
@@ -648,19 +714,14 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, cons
         const gck_item it = i < nt ? gck_item_of_tensor(target->tensors.items[i])
                                    : gck_item_of_blob(target->blobs.items[i - nt]);
         gck_plan_job(c, &it, base, &jobs[i]);
+        jobs[i].adopt = adopt && jobs[i].enc == GCK_ENC_XOR;
     }
     /* the planes of each tensor, on threads: every tensor's bytes are the same
      * whichever thread encodes it */
     const long lm = (long)m;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (long i = 0; i < lm; i++) {
-#ifdef _OPENMP
-        gck_zslot *z = &c->slots[omp_get_thread_num()];
-#else
-        gck_zslot *z = &c->slots[0];
-#endif
-        gck_run_job(c, z, &jobs[i]);
-    }
+    for (long i = 0; i < lm; i++)
+        gck_run_job(c, &c->slots[gck_thread_num()], &jobs[i]);
     gck_snapshot *d = NULL;
     json_t *items = NULL;
     char *js = NULL;
@@ -712,7 +773,11 @@ typedef struct gck_ditem {
     gck_plane_in pi[8]; /* enc != ref */
 } gck_ditem;
 
-static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int format, gck_ditem *d)
+/* peek: also read each zstd plane's frame header (its stated size), so a
+ * claim is refused before anything is allocated for it; without it (an
+ * index of a file of which few items are read) no payload byte is touched
+ * here: gck_decode_planes checks the frames before it writes anything. */
+static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int format, int peek, gck_ditem *d)
 {
     memset(d, 0, sizeof *d);
     const char *name = json_string_value(json_object_get(o, "name"));
@@ -790,7 +855,7 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
     for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++) {
         int ok = d->pi[p].mode == GCK_PLANE_RAW ? d->pi[p].len == nbytes / esz : 1;
 #ifdef GCK_HAVE_ZSTD
-        if (d->pi[p].mode == GCK_PLANE_ZSTD)
+        if (d->pi[p].mode == GCK_PLANE_ZSTD && peek)
             ok = ZSTD_getFrameContentSize(d->pi[p].p, d->pi[p].len) == (unsigned long long)(nbytes / esz);
 #endif
         if (!ok)
@@ -801,54 +866,88 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
     return GCK_OK;
 }
 
-/* Rebuilds item `o` into `out`, its content id checked when `check` (else the recorded one taken). */
-static gck_status gck_decode_item(gck_delta_codec *c, size_t chunk, int format, json_t *o,
-                                  const gck_snapshot *delta, const gck_snapshot *base, int check, gck_snapshot *out)
-{
+/* One item of a delta being rebuilt: parsed, with its place in the output. */
+typedef struct gck_dec_job {
     gck_ditem d;
-    GCK_TRY(gck_parse_item(o, delta, format, &d));
-    const char *name = d.pub.name;
-    const gck_dtype dt = d.pub.dtype;
-    const size_t nbytes = d.pub.nbytes, esz = gck_dtype_size(dt);
-    const int enc = d.pub.enc;
+    const void *base; /* the base item's values (ref, xor), else NULL */
+    void *dst;
+    char *dcid;
+    gck_status st;
+    char msg[300]; /* the failing thread's message */
+} gck_dec_job;
+
+/* Parses item `o`, checks it against its base and adds its tensor or blob
+ * to `out` (values not yet written: gck_run_dec). Every size claim is
+ * backed by the payload (gck_parse_item, and rANS blocks here) before
+ * anything is allocated for it. */
+static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_snapshot *delta,
+                               const gck_snapshot *base, gck_snapshot *out, gck_dec_job *j)
+{
+    memset(j, 0, sizeof *j);
+    gck_ditem *d = &j->d;
+    GCK_TRY(gck_parse_item(o, delta, format, 1, d));
+    const char *name = d->pub.name;
+    const gck_dtype dt = d->pub.dtype;
+    const size_t nbytes = d->pub.nbytes, esz = gck_dtype_size(dt);
+    const int enc = d->pub.enc;
     gck_item b;
-    const int has_base = gck_base_item(base, d.pub.blob, name, &b);
+    const int has_base = gck_base_item(base, d->pub.blob, name, &b);
     if (enc != GCK_ENC_RAW && !has_base)
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' refers to a base tensor that does not exist", name);
     if (enc != GCK_ENC_RAW && (b.dtype != dt || b.nbytes != nbytes))
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
-    void *dst;
-    char *dcid;
+    for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++)
+        if (d->pi[p].mode == GCK_PLANE_RANS && !gck_rans_blocks_fit(d->pi[p].p, d->pi[p].len, nbytes / esz, chunk))
+            return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu: its rANS blocks do not fit its %zu bytes",
+                            name, p, d->pi[p].len);
+    j->base = enc != GCK_ENC_RAW ? b.data : NULL;
     gck_status st;
-    if (d.pub.blob) {
+    if (d->pub.blob) {
         gck_snap_blob *nb = NULL;
         st = gck_snapshot_new_blob(out, name, nbytes, &nb);
-        dst = nb ? nb->data : NULL, dcid = nb ? nb->cid : NULL;
+        j->dst = nb ? nb->data : NULL, j->dcid = nb ? nb->cid : NULL;
     } else {
         gck_snap_tensor *nt = NULL;
-        st = gck_snapshot_new_tensor(out, name, dt, d.pub.shape, d.pub.ndim, nbytes, &nt);
+        st = gck_snapshot_new_tensor(out, name, dt, d->pub.shape, d->pub.ndim, nbytes, &nt);
         if (st == GCK_ERR_INVALID_ARGUMENT)
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s': bad or repeated name", name);
-        dst = nt ? nt->data : NULL, dcid = nt ? nt->cid : NULL;
+        j->dst = nt ? nt->data : NULL, j->dcid = nt ? nt->cid : NULL;
     }
-    GCK_TRY(st);
-    if (enc == GCK_ENC_REF) {
+    return st;
+}
+
+/* Writes job j's values, its content id checked when `check` (else the
+ * recorded one taken); on any thread, the failure in j->st and j->msg. */
+static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
+{
+    const gck_ditem *d = &j->d;
+    const char *name = d->pub.name;
+    const gck_dtype dt = d->pub.dtype;
+    const size_t nbytes = d->pub.nbytes, esz = gck_dtype_size(dt);
+    if (d->pub.enc == GCK_ENC_REF) {
         if (nbytes)
-            memcpy(dst, b.data, nbytes);
+            memcpy(j->dst, j->base, nbytes);
     } else {
-        st = gck_decode_planes(c, chunk, d.pi, enc == GCK_ENC_XOR ? b.data : NULL, nbytes / esz, esz, dst);
-        if (st != GCK_OK)
-            return gck_fail(st, "item '%.200s': %s", name, gck_last_error());
+        gck_plane_in pi[8];
+        memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
+        const gck_status st = gck_decode_planes(c, chunk, pi, d->pub.enc == GCK_ENC_XOR ? j->base : NULL,
+                                                nbytes / esz, esz, j->dst);
+        if (st != GCK_OK) {
+            j->st = st;
+            snprintf(j->msg, sizeof j->msg, "item '%.200s': %s", name, gck_last_error());
+            return;
+        }
     }
     if (!check) {
-        snprintf(dcid, 24, "%s", d.pub.cid);
-        return GCK_OK;
+        snprintf(j->dcid, 24, "%s", d->pub.cid);
+        return;
     }
-    gck_content_id(dst, nbytes / esz, dt, dcid);
-    if (strcmp(dcid, d.pub.cid) != 0)
-        return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
-                        dcid, d.pub.cid);
-    return GCK_OK;
+    gck_content_id(j->dst, nbytes / esz, dt, j->dcid);
+    if (strcmp(j->dcid, d->pub.cid) != 0) {
+        j->st = GCK_ERR_CORRUPT;
+        snprintf(j->msg, sizeof j->msg, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
+                 j->dcid, d->pub.cid);
+    }
 }
 
 /* A delta's parsed description. */
@@ -935,7 +1034,7 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        if ((st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, &v[i])) != GCK_OK)
+        if ((st = gck_parse_item(json_array_get(dd.items, i), delta, dd.format, 0, &v[i])) != GCK_OK)
             goto done;
     qsort(v, n, sizeof *v, gck_ditem_cmp);
     for (size_t i = 1; i < n; i++)
@@ -960,16 +1059,36 @@ const gck_delta_item *gck_delta_index_find(const gck_delta_index *x, int blob, c
     return d ? &d->pub : NULL;
 }
 
+/* The esz planes at pi are about to be read whole: asks for their pages at
+ * once. An index's file is mapped without read-around (gck_open_level in
+ * store.c: a partial restore reads only its items' pages), so without this
+ * a whole restore through the index would read a page per fault. */
+static void gck_will_read(const gck_plane_in *pi, size_t esz)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t p = 0; p < esz; p++)
+        if (pi[p].len > 0) {
+            lo = (uintptr_t)pi[p].p < lo ? (uintptr_t)pi[p].p : lo;
+            hi = (uintptr_t)pi[p].p + pi[p].len > hi ? (uintptr_t)pi[p].p + pi[p].len : hi;
+        }
+    const long page = sysconf(_SC_PAGESIZE);
+    if (hi == 0 || page <= 0)
+        return;
+    lo -= lo % (uintptr_t)page;
+    (void)posix_madvise((void *)lo, hi - lo, POSIX_MADV_WILLNEED);
+}
+
 gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it, void *dst)
 {
     const gck_ditem *d = (const gck_ditem *)(const void *)it; /* pub is the first member */
     if (it->enc == GCK_ENC_REF)
         return GCK_OK;
     const size_t esz = gck_dtype_size(it->dtype);
+    gck_will_read(d->pi, esz);
     gck_plane_in pi[8];
     memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
     const gck_status st =
-        gck_decode_planes(c, x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
+        gck_decode_planes(&c->ds[0], x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
 }
 
@@ -982,6 +1101,7 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         return st;
     json_t *items = dd.items; /* dd.root is freed below */
     gck_snapshot *s = NULL;
+    gck_dec_job *jobs = NULL;
     if ((st = gck_snapshot_create(delta->step, &s)) != GCK_OK ||
         (st = gck_snapshot_copy_fields(s, delta, GCK_DELTA_KEY)) != GCK_OK)
         goto done;
@@ -1012,12 +1132,34 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
         limit += ((const gck_snap_tensor *)base->tensors.items[i])->nbytes;
     if (total <= limit)
         (void)gck_snapshot_reserve(s, total); /* failing it only means one allocation per tensor */
-    for (size_t i = 0; i < json_array_size(items); i++)
-        if ((st = gck_decode_item(c, dd.chunk, dd.format, json_array_get(items, i), delta, base, check, s)) != GCK_OK)
+    /* every item parsed and placed, then the values rebuilt on threads
+     * (tensors are independent: each one's bytes and id are the same
+     * whichever thread rebuilds it), the first failure in item order */
+    const size_t m = json_array_size(items);
+    jobs = gck_calloc(m ? m : 1, sizeof *jobs);
+    if (jobs == NULL) {
+        st = gck_fail_oom("delta decoding jobs", (m ? m : 1) * sizeof *jobs);
+        goto done;
+    }
+    for (size_t i = 0; i < m; i++)
+        if ((st = gck_plan_dec(dd.chunk, dd.format, json_array_get(items, i), delta, base, s, &jobs[i])) != GCK_OK)
             goto done;
+    const int threads = gck_code_threads(total, m);
+    if ((st = gck_ensure_dslots(c, threads)) != GCK_OK)
+        goto done;
+    const long lm = (long)m;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long i = 0; i < lm; i++)
+        gck_run_dec(&c->ds[gck_thread_num()], dd.chunk, check, &jobs[i]);
+    for (size_t i = 0; i < m; i++)
+        if (jobs[i].st != GCK_OK) {
+            st = gck_fail(jobs[i].st, "%s", jobs[i].msg);
+            goto done;
+        }
     *out = s;
     s = NULL;
 done:
+    free(jobs);
     json_decref(dd.root);
     gck_snapshot_destroy(s);
     return st;

@@ -51,9 +51,17 @@ GCK_INTERNAL int gck_delta_have_rans(void);
  * Byte planes are formed from the little-endian bytes on any CPU. The
  * payload tensors borrow memory of the codec: *out must be saved and
  * destroyed before the codec encodes again or is destroyed.
+ * With `adopt` (base non-NULL, owning its buffers, gck_snapshot_same_layout
+ * as target) each xor item's values are also copied into the base's, right
+ * after their planes are formed, while both are in cache: afterwards base
+ * holds target's values (ref items are equal already) but still its own
+ * ids and fields (gck_snapshot_overwrite_ids completes it). That fuses the
+ * store's copy of a saved snapshot into its in-memory base with the
+ * encoder's pass over the same bytes. On failure base is partly
+ * overwritten: the caller must no longer take it for the base version.
  */
-GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
-                                         uint64_t base_version, gck_snapshot **out);
+GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base,
+                                         int adopt, uint64_t base_version, gck_snapshot **out);
 
 /* Rebuilds the target from a loaded delta and its base, the content of
  * version base_version (NULL only when the delta has no ref/xor items).

@@ -495,6 +495,87 @@ static void test_faults_leave_store_unchanged(void **state)
     assert_true(alloc_failures > 10);
 }
 
+/* Version v of a state whose layout never changes (two drifting tensors, a
+ * frozen one, a blob): saves of it as deltas copy it into the store's
+ * in-memory base while encoding. */
+static gck_snapshot *make_flat(uint64_t v)
+{
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(v, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_set_timestamp(s, 2000 + v), GCK_OK);
+    static float a[3000], f[500];
+    static double b[700];
+    for (int i = 0; i < 3000; i++)
+        a[i] = (float)i * 0.01f + (float)v * 1e-3f * (float)(i % 7);
+    for (int i = 0; i < 700; i++)
+        b[i] = (double)i / 3.0 - (double)v * 0.5;
+    for (int i = 0; i < 500; i++)
+        f[i] = (float)i;
+    const int64_t sa = 3000, sb = 700, sf = 500;
+    unsigned char blob[100];
+    memset(blob, (int)v, sizeof blob);
+    assert_int_equal(gck_snapshot_add_tensor(s, "a", GCK_DTYPE_F32, &sa, 1, a), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, &sb, 1, b), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "frozen", GCK_DTYPE_F32, &sf, 1, f), GCK_OK);
+    assert_int_equal(gck_snapshot_set_optimizer_state(s, "a", blob, sizeof blob), GCK_OK);
+    return s;
+}
+
+static void assert_flat_restores(gck_store *st, uint64_t first, uint64_t last)
+{
+    for (uint64_t v = first; v <= last; v++) {
+        gck_snapshot *got = NULL, *want = make_flat(v);
+        assert_int_equal(gck_store_restore(st, v, &got), GCK_OK);
+        assert_same_snapshot(want, got);
+        gck_snapshot_destroy(got);
+        gck_snapshot_destroy(want);
+    }
+}
+
+/* A delta save copies the snapshot into the in-memory base as it encodes:
+ * a save failing at any I/O step after that must not leave the copy taken
+ * for the base version (the latest restores as it was, the next delta is
+ * against the true base), on the next save and after reopening. */
+static void test_failed_save_after_base_copy(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 100, 0, 0);
+    for (uint64_t v = 1; v <= 3; v++) {
+        gck_snapshot *s = make_flat(v);
+        assert_int_equal(gck_store_save(st, s, NULL, 0, NULL), GCK_OK);
+        gck_snapshot_destroy(s);
+    }
+    gck_snapshot *next = make_flat(4);
+    int failures = 0;
+    for (long k = 0;; k++) {
+        gck_io_fail_after(k, ENOSPC);
+        uint64_t v = 0;
+        const gck_status rc = gck_store_save(st, next, NULL, 0, &v);
+        gck_io_fail_after(-1, 0);
+        if (rc == GCK_OK || (rc == GCK_ERR_IO && strstr(gck_last_error(), "saved, but") != NULL)) {
+            assert_int_equal(v, 4);
+            break;
+        }
+        assert_int_equal(rc, GCK_ERR_IO);
+        failures++;
+        assert_flat_restores(st, 1, 3);
+    }
+    assert_true(failures > 2);
+    gck_snapshot_destroy(next);
+    for (uint64_t v = 5; v <= 6; v++) {
+        gck_snapshot *s = make_flat(v);
+        assert_int_equal(gck_store_save(st, s, NULL, 0, NULL), GCK_OK);
+        gck_snapshot_destroy(s);
+    }
+    assert_flat_restores(st, 1, 6);
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_flat_restores(st, 1, 6);
+    gck_store_close(st);
+}
+
 /* Kill a writer (saves, tags, evictions) at random moments; every reopen must
  * find a consistent store whose versions all verify and restore exactly. */
 static void test_crash_consistency(void **state)
@@ -2325,7 +2406,8 @@ int main(void)
         cmocka_unit_test(test_files_are_safetensors), cmocka_unit_test(test_frozen_delta_is_small),
         cmocka_unit_test(test_eviction_hidden_bases), cmocka_unit_test(test_manifest_hidden_bases), cmocka_unit_test(test_save_delta_file_packed), cmocka_unit_test(test_restore_back_from_latest),    cmocka_unit_test(test_lock),
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
-        cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_crash_consistency),
+        cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_failed_save_after_base_copy),
+        cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_delta_thread_independent),
         cmocka_unit_test(test_save_fsync_order),
         cmocka_unit_test(test_restore_into),

@@ -28,7 +28,9 @@ extern "C" {
  *   optimizer blob with the base's content id is a reference; one with the
  *   base's dtype and size is stored as the XOR of its bits with the base's,
  *   split into byte planes; anything else is stored whole (planes); an
- *   item's planes are one payload tensor (U8);
+ *   item's planes are one payload tensor (U8), for which the file records
+ *   no content id (older files do): every item rebuilt from it is checked
+ *   against the item's own recorded id, which a damaged payload fails;
  * - each byte plane is coded with what a sample of it says pays (coder
  *   GCK_STORE_CODER_AUTO): stored raw when its order-0 entropy is above
  *   zstd_max_entropy; zstd at zstd_level when it has long runs (frozen rows,
@@ -83,9 +85,9 @@ extern "C" {
  * between it and the latest than between it and the chain's full version
  * undoes the deltas in between on a copy of the latest (reading those
  * deltas and the version's own file, not the lower part of the chain;
- * every content id is checked as for any restore). Encoding spreads
- * tensors over OpenMP threads; the files are the same bytes on any thread
- * count.
+ * every content id is checked as for any restore). Encoding and a
+ * restore's decoding spread tensors over OpenMP threads; the files and the
+ * restored values are the same bytes on any thread count.
  */
 typedef struct gck_store gck_store;
 

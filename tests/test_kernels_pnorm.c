@@ -33,9 +33,19 @@ static int skip_large(size_t n, int k)
     return n > 100000 && k != GCK_K_UNIFORM && k != GCK_K_WITH_NAN;
 }
 
+/* On the scalar run both sides of these comparisons are the same code; every
+ * other ISA's run computes the scalar side on the same inputs. So the scalar
+ * run does not repeat them (the slow pow terms took minutes under qemu). */
+static int same_code(const gck_isa_pair *p)
+{
+    return p->isa == p->ref;
+}
+
 static void test_block_slots(void **state)
 {
     const gck_isa_pair *p = *state;
+    if (same_code(p))
+        return;
     for (size_t si = 0; si < gck_test_nsizes; si++) {
         const size_t n = gck_test_sizes[si];
         if (n > GCK_BLOCK)
@@ -72,6 +82,8 @@ static void test_block_slots(void **state)
 static void test_pnorm_matches_scalar(void **state)
 {
     const gck_isa_pair *p = *state;
+    if (same_code(p))
+        return;
     for (size_t si = 0; si < gck_test_nsizes; si++) {
         const size_t n = gck_test_sizes[si];
         for (int k = 0; k < GCK_K_COUNT; k++) {

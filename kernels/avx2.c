@@ -169,6 +169,7 @@ GCK_ALWAYS_INLINE __m256d gck_fl_terms_w(gck_fl_term t, int k_, __m256d acc, __m
     const gck_w16 wb_ = t != GCK_FL_DIST2 ? wa_                                                    \
                         : e == GCK_FL_BF16 ? gck_w16_bf16((const uint16_t *)b + (g)) : gck_w16_f16((const uint16_t *)b + (g));
 #define A_W(s_, q) gck_fl_terms_w(t, k_, s_, wa_.v[q], wb_.v[q])
+#define GCK_W16_PREFETCH(g) gck_prefetch_stripe16((const uint16_t *)a + (g), t == GCK_FL_DIST2 ? (const uint16_t *)b + (g) : NULL);
 GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s, double p,
                                       size_t n)
 {
@@ -179,6 +180,7 @@ GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *
 }
 #undef A
 #undef A_W
+#undef GCK_W16_PREFETCH
 #undef GCK_W16_LOAD
 #define GCK_FLOAT_LIKE_BLOCK gck_fl_block
 GCK_DEFINE_FLOAT_LIKE_BLOCKS()

@@ -101,9 +101,11 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
  * kernels (see gck_w16_bf16). The
  * including file defines GCK_W16_LOAD(g) (declarations that load and widen
  * elements g..g+15 of its inputs) and A_W(a, q) (a + the 4 terms of quarter
- * q of them, which may use k_); A_TAIL as for GCK_YMM_REDUCE. */
+ * q of them, which may use k_) and GCK_W16_PREFETCH(g) (the prefetch of
+ * stripe g); A_TAIL as for GCK_YMM_REDUCE. */
 #define GCK_YMM_REDUCE16(n) GCK_YMM_REDUCE_WALK(n, GCK_YMM_STRIPE16)
 #define GCK_YMM_STRIPE16                                                      \
+    GCK_W16_PREFETCH(s_)                                                      \
     GCK_YMM_FULL16(0, 1, 2, 3) GCK_YMM_FULL16(4, 5, 6, 7)                     \
     GCK_YMM_FULL16(8, 9, 10, 11) GCK_YMM_FULL16(12, 13, 14, 15)
 #define GCK_YMM_FULL16(k0, k1, k2, k3)                                        \

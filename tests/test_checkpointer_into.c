@@ -263,6 +263,13 @@ static void run_case(const tcase *t, int rec)
     gck_checkpointer_destroy(B);
 }
 
+/* Under an emulator or the sanitizers (GCK_TEST_EMULATED) error_if_nonfinite
+ * takes one value per configuration, alternating, instead of both: every pair
+ * of settings still meets (53 s of qemu-s390x for the 108 configurations). */
+#ifndef GCK_TEST_EMULATED
+#define GCK_TEST_EMULATED 0
+#endif
+
 static void test_flush_into_equals_flush(void **state)
 {
     (void)state;
@@ -276,7 +283,8 @@ static void test_flush_into_equals_flush(void **state)
                     for (int nf = 0; nf < 2; nf++) {
                         const tcase t = {.mode = modes[m], .dt = d ? GCK_DTYPE_F64 : GCK_DTYPE_F32, .input = input,
                                          .clip = clip, .nonfinite = nf, .cs = css[n % 3], .max = 1 + (size_t)n % 3};
-                        run_case(&t, n % 3);
+                        if (!GCK_TEST_EMULATED || nf == (m + d + input + clip) % 2)
+                            run_case(&t, n % 3);
                         n++;
                     }
 }

@@ -16,6 +16,15 @@ static const size_t g_sizes[] = {0,  1,  2,  3,   7,   15,  16,   17,   31,
 #define GUARD 64
 #define GUARD_BYTE 0xA5
 
+/* Under an emulator or the sanitizers (GCK_TEST_EMULATED) an ISA without a
+ * streaming path (all but AVX2 / AVX-512) walks the large sizes with one of
+ * the four layouts per esz and b, not all four: there nothing depends on the
+ * size (the small sizes cover every offset and tail), and the 8 MiB naive
+ * loops took 88 s of qemu-s390x. */
+#ifndef GCK_TEST_EMULATED
+#define GCK_TEST_EMULATED 0
+#endif
+
 /* Each buffer holds BIG_BYTES at any offset 0..MAX_OFF, with GUARD bytes
  * before (the offset's base) and after. */
 static uint8_t *g_a, *g_b, *g_src, *g_want, *g_ref, *g_out;
@@ -173,9 +182,12 @@ static void test_bytes_large(void **state)
     const gck_isa_pair *p = *state;
     /* input offsets, output offset, elements past the threshold */
     static const size_t cases[][4] = {{0, 0, 0, 0}, {13, 50, 24, 0}, {13, 50, 24, 37}, {3, 6, 5, 37}};
+    const int streams = p->isa->isa == GCK_ISA_AVX2 || p->isa->isa == GCK_ISA_AVX512;
     for (size_t ei = 0; ei < 4; ei++)
         for (int with_b = 0; with_b <= 1; with_b++)
             for (size_t ci = 0; ci < 4; ci++) {
+                if (GCK_TEST_EMULATED && !streams && ci != (ei * 2 + (size_t)with_b) % 4)
+                    continue; /* each layout still runs, with two of the eight kernels */
                 const size_t n = GCK_BYTES_NT_MIN / g_esz[ei] + cases[ci][3];
                 run_case(p, n, g_esz[ei], with_b, cases[ci][0], cases[ci][1], cases[ci][2],
                          1000 + ei * 2 + (size_t)with_b + ci * 10);

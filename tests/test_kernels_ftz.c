@@ -24,6 +24,14 @@
 #define FTZ_MODE 0
 #endif
 
+/* Under an emulator or the sanitizers (GCK_TEST_EMULATED) the scalar ISA's
+ * run of the public functions skips the ISA-on-1-thread pass: it is the
+ * scalar reference pass again, the same code (32 s of qemu-s390x for the
+ * three passes). */
+#ifndef GCK_TEST_EMULATED
+#define GCK_TEST_EMULATED 0
+#endif
+
 
 static void ftz_this_thread(int on)
 {
@@ -236,6 +244,8 @@ static void test_public_match_scalar(void **state)
         double want[NR] = {0};
         uint64_t want_acc = 0;
         for (int run = 0; run < 3; run++) { /* 0: scalar 1 thread; 1, 2: the ISA on 1 and 3 threads */
+            if (GCK_TEST_EMULATED && run == 1 && p->isa == p->ref)
+                continue;
             assert_int_equal(gck_isa_select(run == 0 ? GCK_ISA_SCALAR : p->isa->isa), GCK_OK);
             gck_test_set_threads(run == 2 ? 3 : 1);
             void *data[2] = {x, xf};

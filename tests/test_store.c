@@ -24,6 +24,11 @@
 #include "store_delta_internal.h"
 #include "snapshot_internal.h"
 
+/* Set under an emulator or the sanitizers: test_coders restores less often (there). */
+#ifndef GCK_TEST_EMULATED
+#define GCK_TEST_EMULATED 0
+#endif
+
 static char g_root[256];
 static int g_dir_no;
 
@@ -1722,10 +1727,19 @@ static void test_coders(void **state)
             }
             for (int reopen = 0; reopen <= 2; reopen++) {
                 for (uint64_t v = 1; v <= 6; v++) {
-                    gck_snapshot *got = NULL;
-                    assert_int_equal(gck_store_restore(st, v, &got), GCK_OK);
-                    assert_same_snapshot(vs[v], got);
-                    gck_snapshot_destroy(got);
+                    /* under an emulator or the sanitizers a reopened store restores each
+                     * version one way, whole or into memory, the other way at the other
+                     * reopening (31 s of qemu-s390x for every way at every stage) */
+                    const int whole = !GCK_TEST_EMULATED || reopen == 0 || (v + (uint64_t)reopen) % 2 == 0;
+                    const int into = !GCK_TEST_EMULATED || reopen == 0 || !whole;
+                    if (whole) {
+                        gck_snapshot *got = NULL;
+                        assert_int_equal(gck_store_restore(st, v, &got), GCK_OK);
+                        assert_same_snapshot(vs[v], got);
+                        gck_snapshot_destroy(got);
+                    }
+                    if (!into)
+                        continue;
                     into_set set;
                     into_alloc(&set, vs[v], 0x5a);
                     assert_int_equal(gck_store_restore_into(st, v, (const char *const *)set.names, set.dsts,

@@ -149,27 +149,10 @@ GCK_ALWAYS_INLINE __m256d gck_fl_terms(gck_fl_term t, gck_fl_elem e, int k_, __m
     }
 }
 
-/* a + the terms of widened quarters v (and w, dist2's second input); the
- * operations of gck_fl_terms on full lanes. */
-GCK_ALWAYS_INLINE __m256d gck_fl_terms_w(gck_fl_term t, int k_, __m256d acc, __m256d v, __m256d w)
-{
-    switch (t) {
-    case GCK_FL_SUMSQ: return _mm256_fmadd_pd(v, v, acc);
-    case GCK_FL_DIST2: {
-        const __m256d d = gck_ymm_sub_on_fma(v, w);
-        return GCK_YMM_ADDK(acc, _mm256_mul_pd(d, d));
-    }
-    default: return _mm256_add_pd(acc, gck_abs(v));
-    }
-}
-
 #define A(s_, g, m, f) gck_fl_terms(t, e, k_, s_, a, b, g, m, f, vs, vp)
-#define GCK_W16_LOAD(g)                                                                            \
-    const gck_w16 wa_ = e == GCK_FL_BF16 ? gck_w16_bf16((const uint16_t *)a + (g)) : gck_w16_f16((const uint16_t *)a + (g)); \
-    const gck_w16 wb_ = t != GCK_FL_DIST2 ? wa_                                                    \
-                        : e == GCK_FL_BF16 ? gck_w16_bf16((const uint16_t *)b + (g)) : gck_w16_f16((const uint16_t *)b + (g));
-#define A_W(s_, q) gck_fl_terms_w(t, k_, s_, wa_.v[q], wb_.v[q])
-#define GCK_W16_PREFETCH(g) gck_prefetch_stripe16((const uint16_t *)a + (g), t == GCK_FL_DIST2 ? (const uint16_t *)b + (g) : NULL);
+#define GCK_W16_LOAD(g) GCK_W16_LOAD_XY((const uint16_t *)a, (const uint16_t *)b, g)
+#define A_W(s_, q) GCK_W16_A_W(s_, q)
+#define GCK_W16_PREFETCH(g) GCK_W16_PREFETCH_XY((const uint16_t *)a, (const uint16_t *)b, g)
 GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s, double p,
                                       size_t n)
 {

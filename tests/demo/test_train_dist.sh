@@ -56,7 +56,9 @@ for K in 8 12; do
 done
 
 # killed at P = 2 after a save, resumed at P = 3
-long=(--steps 60 --save-every 2 --dims 16,64,32,4 --batch 48 --micro 12 --quiet)
+# long enough that the job is still running 100 ms after its first save on a
+# fast machine (60 steps had finished by then: "the killed job finished")
+long=(--steps 240 --save-every 2 --dims 16,64,32,4 --batch 48 --micro 12 --quiet)
 want=$("$train" --dir "$work/ref" --path checkpointer --reduce tree "${long[@]}" | digest)
 saved() { grep -q '"version"' "$work/killed/manifest.json" 2>/dev/null; }
 # mpiexec itself in the background (not through the function: a subshell), so that its children

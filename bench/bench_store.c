@@ -894,18 +894,21 @@ static size_t ss_report(void *ctx, const char **names, double *values, size_t ca
 
 static void register_small_save(void)
 {
-    static ss_ctx ctx[5];
+    static ss_ctx ctx[2][5];
     static const char *const names[5] = {"small_save/raw_durable", "small_save/snapshot", "small_save/store/full",
                                          "small_save/store/delta", "small_save/store/default"};
     static const int64_t size = 3 * SS_PARAMS;
-    for (int o = 0; o < 5; o++) {
-        ctx[o] = (ss_ctx){.op = o};
-        char name[96];
-        snprintf(name, sizeof name, "%s/1t", names[o]);
-        gck_bench_register(&(gck_bench_spec){.name = name, .body = ss_body, .prepare = ss_prepare, .ctx = &ctx[o],
-                                             .threads = 1, .bytes_per_elem = 4.0, .label = "f32 on disk",
-                                             .sizes = &size, .nsizes = 1, .report = ss_report,
-                                             .iterations = SS_ITERS});
+    /* 1 and 2 threads: the store may encode a delta's tensors on OpenMP threads */
+    for (int t = 1; t <= 2; t++) {
+        for (int o = 0; o < 5; o++) {
+            ctx[t - 1][o] = (ss_ctx){.op = o};
+            char name[96];
+            snprintf(name, sizeof name, "%s/%dt", names[o], t);
+            gck_bench_register(&(gck_bench_spec){.name = name, .body = ss_body, .prepare = ss_prepare,
+                                                 .ctx = &ctx[t - 1][o], .threads = t, .bytes_per_elem = 4.0,
+                                                 .label = "f32 on disk", .sizes = &size, .nsizes = 1,
+                                                 .report = ss_report, .iterations = SS_ITERS});
+        }
     }
 }
 

@@ -267,20 +267,23 @@ def small_save_rows(path):
         name = b["run_name"]
         if not name.startswith("small_save/"):
             continue
-        # small_save/<case>/<t>t/<n>[/iterations:<k>] -> <case>
-        case = "/".join(p for p in name.split("/")
-                        if not re.fullmatch(r"\d+t|\d+|iterations:\d+", p))
+        # small_save/<case>/<t>t/<n>[/iterations:<k>] -> (<case>, t)
+        parts = name.split("/")
+        case = "/".join(p for p in parts if not re.fullmatch(r"\d+t|\d+|iterations:\d+", p))
+        threads = next((int(p[:-1]) for p in parts if re.fullmatch(r"\d+t", p)), 1)
         secs = b["real_time"] * TIME_UNIT.get(b.get("time_unit", "ns"), 1e-9)
-        rep = reps.setdefault(case, {})
+        rep = reps.setdefault((case, threads), {})
         rep[b.get("repetition_index", len(rep))] = (secs, b.get("disk_bytes"))
-    ref = reps.get(SMALL_SAVE_REF, {})
     rows = []
-    for case in sorted(reps, key=lambda c: (c != SMALL_SAVE_REF, c)):
-        ts = [t for t, _ in reps[case].values()]
-        disk = next(iter(reps[case].values()))[1]
-        r = [reps[case][i][0] / ref[i][0] for i in reps[case] if i in ref]
+    # each case against raw_durable with the same thread count
+    for case, threads in sorted(reps, key=lambda c: (c[1], c[0] != SMALL_SAVE_REF, c[0])):
+        ref = reps.get((SMALL_SAVE_REF, threads), {})
+        ts = [t for t, _ in reps[(case, threads)].values()]
+        disk = next(iter(reps[(case, threads)].values()))[1]
+        r = [reps[(case, threads)][i][0] / ref[i][0] for i in reps[(case, threads)] if i in ref]
         med_ref = statistics.median(t for t, _ in ref.values()) if ref else None
-        rows.append([case.replace("small_save/", ""), str(len(ts)),
+        label = case.replace("small_save/", "") + ("" if threads == 1 else f", {threads} threads")
+        rows.append([label, str(len(ts)),
                      f"{fmt_time(statistics.median(ts))} ({fmt_time(min(ts))} – {fmt_time(max(ts))})",
                      f"{disk / 1e6:.3f}" if disk else "–", ratio(statistics.median(ts), med_ref),
                      f"{statistics.median(r):.2f} ({min(r):.2f} – {max(r):.2f})" if r else "–"])

@@ -150,21 +150,15 @@ GCK_ALWAYS_INLINE __m256d gck_fl_terms(gck_fl_term t, gck_fl_elem e, int k_, __m
 }
 
 #define A(s_, g, m, f) gck_fl_terms(t, e, k_, s_, a, b, g, m, f, vs, vp)
-#define GCK_W16_LOAD(g) GCK_W16_LOAD_XY((const uint16_t *)a, (const uint16_t *)b, g)
-#define A_W(s_, q) GCK_W16_A_W(s_, q)
-#define GCK_W16_PREFETCH(g) GCK_W16_PREFETCH_XY((const uint16_t *)a, (const uint16_t *)b, g)
 GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s, double p,
                                       size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
     if (e != GCK_FL_F32 && t != GCK_FL_POWSUM) /* 2-byte inputs: 16 widened per load (ymm_reduce.h) */
-        GCK_YMM_REDUCE16(n);
+        GCK_YMM_REDUCE16(n, (const uint16_t *)a, (const uint16_t *)b);
     GCK_YMM_REDUCE(n);
 }
 #undef A
-#undef A_W
-#undef GCK_W16_PREFETCH
-#undef GCK_W16_LOAD
 #define GCK_FLOAT_LIKE_BLOCK gck_fl_block
 GCK_DEFINE_FLOAT_LIKE_BLOCKS()
 

@@ -264,57 +264,43 @@ GCK_ALWAYS_INLINE __m512 gck_ld16w16(gck_fl_elem e, const uint16_t *p)
                             : _mm512_cvtph_ps(v);
 }
 
-/* a + the terms of 8 widened elements v (and w, dist2's second input). The
- * square of a widened value is exact, so sumsq's FMA rounds like the
- * reference's multiply and add. */
-GCK_ALWAYS_INLINE __m512d gck_fl16_terms(gck_fl_term t, int k_, __m512d acc, __m512d v, __m512d w)
+/* acc + the squared differences of 8 widened elements v and w (dist2);
+ * every other run register adds on the FMA pipes (GCK_ZMM_ADDK). */
+GCK_ALWAYS_INLINE __m512d gck_dist2_8(int k_, __m512d acc, __m512d v, __m512d w)
 {
-    switch (t) {
-    case GCK_FL_SUMSQ: return _mm512_fmadd_pd(v, v, acc);
-    case GCK_FL_DIST2: {
-        const __m512d d = gck_zmm_sub_on_fma(v, w);
-        return GCK_ZMM_ADDK(acc, _mm512_mul_pd(d, d));
-    }
-    default: return _mm512_add_pd(acc, _mm512_abs_pd(v));
-    }
+    const __m512d d = gck_zmm_sub_on_fma(v, w);
+    return GCK_ZMM_ADDK(acc, _mm512_mul_pd(d, d));
 }
 
-/* The zmm shape (run register k holds lanes 8k..8k+7, as GCK_AVX512_REDUCE):
- * a pair of run registers (k_ even, k_ + 1) wholly below the run's end takes
- * one load of 16 elements, widened to f32 in one zmm, whose halves widen into
- * the two registers; a partial stripe widens 8 at a time under its mask.
- * Widening 16 per load ran 1.4x the elements per second of the ymm shape's 4
- * per load (gck_ld16w4) on an Intel core, where each vcvtps2pd takes the
- * shuffle port once per 8 elements instead of once per 4. */
-#define GCK_FL16_ACC(s_, g, m)                                                                         \
+/* dist2 in the zmm shape (run register k holds lanes 8k..8k+7, as
+ * GCK_AVX512_REDUCE): a pair of run registers (k_ even, k_ + 1) wholly below
+ * the run's end takes one load of 16 elements per input, widened to f32 in
+ * one zmm, whose halves widen into the two registers; a partial stripe
+ * widens 8 at a time under its mask. On an Intel core this ran 1.4x the
+ * elements per second of 4 per load in cache, and at 64 Mi faster than the
+ * ymm shape that sumsq and asum take (each vcvtps2pd takes the shuffle port
+ * once per 8 elements instead of once per 4). */
+#define GCK_FL16_DIST2_ACC(s_, g, m)                                                                   \
     ((k_ & 1) == 0 && (g) + 16 <= r1_                                                                  \
-         ? (gck_fl16_prefetch(k_, x + (g), y + (g), t), wx_ = gck_ld16w16(e, x + (g)),                 \
-            wy_ = t == GCK_FL_DIST2 ? gck_ld16w16(e, y + (g)) : wx_,                                   \
-            gck_fl16_terms(t, k_, s_, _mm512_cvtps_pd(_mm512_castps512_ps256(wx_)),                    \
-                           _mm512_cvtps_pd(_mm512_castps512_ps256(wy_))))                              \
+         ? (gck_fl16_prefetch(k_, x + (g), y + (g)), wx_ = gck_ld16w16(e, x + (g)),                    \
+            wy_ = gck_ld16w16(e, y + (g)),                                                             \
+            gck_dist2_8(k_, s_, _mm512_cvtps_pd(_mm512_castps512_ps256(wx_)),                          \
+                        _mm512_cvtps_pd(_mm512_castps512_ps256(wy_))))                                 \
      : (k_ & 1) == 1 && (g) + 8 <= r1_                                                                 \
-         ? gck_fl16_terms(t, k_, s_, _mm512_cvtps_pd(gck_hi8(wx_)), _mm512_cvtps_pd(gck_hi8(wy_)))     \
-         : gck_fl16_terms(t, k_, s_, gck_ld16w8(e, x + (g), m),                                        \
-                          t == GCK_FL_DIST2 ? gck_ld16w8(e, y + (g), m) : _mm512_setzero_pd()))
-
-/* a + the terms of 4 widened elements v: sumsq or asum (the ymm shape's
- * partial stripes; lanes outside the mask are +0.0). */
-GCK_ALWAYS_INLINE __m256d gck_fl16_terms4(gck_fl_term t, int k_, __m256d acc, __m256d v)
-{
-    return gck_fl_terms_w(t, k_, acc, v, v);
-}
+         ? gck_dist2_8(k_, s_, _mm512_cvtps_pd(gck_hi8(wx_)), _mm512_cvtps_pd(gck_hi8(wy_)))           \
+         : gck_dist2_8(k_, s_, gck_ld16w8(e, x + (g), m), gck_ld16w8(e, y + (g), m)))
 
 /* Once per stripe (64 elements, 128 bytes per input). */
-GCK_ALWAYS_INLINE void gck_fl16_prefetch(int k_, const uint16_t *x, const uint16_t *y, gck_fl_term t)
+GCK_ALWAYS_INLINE void gck_fl16_prefetch(int k_, const uint16_t *x, const uint16_t *y)
 {
     if (k_ == 0)
-        gck_prefetch_stripe16(x, t == GCK_FL_DIST2 ? y : NULL);
+        gck_prefetch_stripe16(x, y);
 }
 
 GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s,
                                         double p, size_t n)
 {
-    const uint16_t *x = a, *y = t == GCK_FL_DIST2 ? b : a;
+    const uint16_t *x = a, *y = b; /* b: dist2's second input, else NULL and never read */
     if (t == GCK_FL_POWSUM) {
         const __m512d vs = _mm512_set1_pd(s), vp = _mm512_set1_pd(p);
 #define A(s_, g, m) _mm512_add_pd(s_, gck_pow_term(gck_ld16w8(e, x + (g), m), vs, vp, m))
@@ -327,18 +313,12 @@ GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void
          * (bf16 0.97, f16 1.0 of ref_read_16 against 0.81-0.89), at 64 Ki
          * 0.85-0.95x of it, still above the widen-only loop (Intel core);
          * dist2 ran faster in the zmm shape both ways. */
-#define A(s_, g, m) gck_fl16_terms4(t, k_, s_, gck_ld16w4(e, x + (g), m))
-#define GCK_W16_LOAD(g) GCK_W16_LOAD_XY(x, y, g)
-#define A_W(s_, q) GCK_W16_A_W(s_, q)
-#define GCK_W16_PREFETCH(g) GCK_W16_PREFETCH_XY(x, y, g)
-        GCK_YMM_REDUCE16(n);
+#define A(s_, g, m) gck_fl_terms_w(t, k_, s_, gck_ld16w4(e, x + (g), m), _mm256_setzero_pd())
+        GCK_YMM_REDUCE16(n, x, y);
 #undef A
-#undef A_W
-#undef GCK_W16_LOAD
-#undef GCK_W16_PREFETCH
     }
-    __m512 wx_ = _mm512_setzero_ps(), wy_ = wx_;
-    GCK_AVX512_REDUCE(n, GCK_FL16_ACC);
+    __m512 wx_ = _mm512_setzero_ps(), wy_ = wx_; /* dist2 */
+    GCK_AVX512_REDUCE(n, GCK_FL16_DIST2_ACC);
 }
 #define GCK_FLOAT_LIKE_BLOCK gck_fl16_block
 GCK_FL_SLOTS(bf16, GCK_FL_BF16)

@@ -75,10 +75,6 @@
 #define GCK_EW_IF_TAILS(...)
 #endif
 
-/* ---- the one loop ------------------------------------------------------------
- * STEP(w, m, j, k, A, X, C) updates elements [j, j + lanes) (a tail step: the
- * k elements [j, j + k)). GCK_EW_UNROLL steps per iteration, then single
- * steps, then at most one tail step. */
 /* Kernels whose step costs more than its memory traffic (the 2-byte scale and
  * amax, f32 -> bf16 rounding) prefetch x GCK_PREFETCH16_L1 bytes ahead, one
  * line per 64 bytes of an iteration: out of cache, their work kept the
@@ -89,26 +85,32 @@
  * convert_f32_to_f16 by 21 %), which therefore pass PF = 0. PF = 2 adds the
  * reductions' second prefetch into L2 (kernels_internal.h): amax, which
  * writes nothing, went from 0.79-0.85 to 0.94-1.15 of ref_read_16 with it;
- * scale and the conversion gained nothing and lost up to 10 % in cache. */
-#define GCK_EW_PREFETCH(PF, p, bytes)                                          \
+ * scale and the conversion gained nothing and lost up to 10 % in cache.
+ * An iteration of fewer than 64 bytes (the scalar build) prefetches only when
+ * it starts a new line: once per iteration doubled scale_bf16's time there. */
+#define GCK_EW_PREFETCH(PF, i, p, bytes)                                       \
     do {                                                                       \
-        if (PF) {                                                              \
+        if ((PF) && ((i) * sizeof *(p) % 64 < (bytes))) {                      \
             _Pragma("GCC unroll 8")                                            \
-            for (size_t b_ = 0; b_ < (bytes); b_ += 64)                        \
-            {                                                                  \
+            for (size_t b_ = 0; b_ < (bytes); b_ += 64) {                      \
                 __builtin_prefetch((const char *)(p) + GCK_PREFETCH16_L1 + b_, 0, 3); \
                 if ((PF) > 1)                                                  \
                     __builtin_prefetch((const char *)(p) + GCK_PREFETCH16_L2 + b_, 0, 2); \
             }                                                                  \
         }                                                                      \
     } while (0)
+
+/* ---- the one loop ------------------------------------------------------------
+ * STEP(w, m, j, k, A, X, C) updates elements [j, j + lanes) (a tail step: the
+ * k elements [j, j + k)). GCK_EW_UNROLL steps per iteration, then single
+ * steps, then at most one tail step. */
 #define GCK_EW_LOOP(W, STEP, A, X, C) GCK_EW_LOOP_PF(W, STEP, A, X, C, 0)
-#define GCK_EW_LOOP_PF(W, STEP, A, X, C, PF)                                          \
+#define GCK_EW_LOOP_PF(W, STEP, A, X, C, PF)                                   \
     do {                                                                       \
         const size_t l_ = GCK_STEP_LANES(W);                                        \
         size_t i_ = 0;                                                         \
         for (; i_ + GCK_EW_UNROLL * l_ <= n; i_ += GCK_EW_UNROLL * l_) {       \
-            GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL * l_ * sizeof *x);           \
+            GCK_EW_PREFETCH(PF, i_, x + i_, GCK_EW_UNROLL * l_ * sizeof *x);   \
             _Pragma("GCC unroll 8")                                            \
             for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \
                 STEP(W, full, i_ + u_ * l_, l_, A, X, C);                      \
@@ -216,7 +218,7 @@
             m_[u_] = GCK_OP(W, zero, C)();                                     \
         size_t i_ = 0;                                                         \
         for (; i_ + GCK_EW_UNROLL * l_ <= n; i_ += GCK_EW_UNROLL * l_) {       \
-            GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL * l_ * sizeof *x);       \
+            GCK_EW_PREFETCH(PF, i_, x + i_, GCK_EW_UNROLL * l_ * sizeof *x);   \
             GCK_V(W, C) v_[GCK_EW_UNROLL];                                     \
             _Pragma("GCC unroll 8")                                            \
             for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \

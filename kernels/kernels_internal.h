@@ -122,22 +122,14 @@ static inline double gck_fold_lanes(double lane[GCK_LANES])
     return lane[0];
 }
 
-/* ---- the reductions over floats: f32 and the 2-byte floats -------------------
- * sumsq, dist2, asum and powsum over f32, bf16 and f16 are one kernel per
- * term over the elements widened exactly to f64 (the 2-byte ones through
- * their f32 value), so each 2-byte kernel is the f32 kernel of the widened
- * array. A SIMD file defines GCK_FLOAT_LIKE_BLOCK(term, elem, a, b, s, p, n)
- * (always inline: term and elem are constants that fold away), the block
- * reduction of that term with b the second array of dist2 and s, p powsum's
- * scale and exponent, and gets the twelve slots from
- * GCK_DEFINE_FLOAT_LIKE_BLOCKS(). */
 /* The 2-byte reductions prefetch each stripe's 128 bytes twice (and y's too
  * when it is not NULL): into L1 2 KiB ahead, into L2 8 KiB ahead. Their
  * widening keeps the core busy, so the hardware prefetcher, which stops at
- * every 4 KiB page, ran too little ahead: sumsq over 64 Mi bf16 elements
- * (AVX-512, an Intel core) read at 0.38-0.52 of the plain read loop's rate
- * without prefetching, about 0.7 with the L1 prefetch alone, 0.83 with both
- * (1-4 KiB and 6-16 KiB measured alike; a non-temporal hint ran at half).
+ * every 4 KiB page, ran too little ahead: over 64 Mi bf16 elements (an
+ * Intel core) sumsq read at 0.32-0.39 of the plain read loop's rate without
+ * prefetching, about 0.7 with the L1 prefetch alone, 0.83 with both in the
+ * zmm shape (0.91-1.01 in the ymm shape it now takes); 1-4 KiB and 6-16 KiB
+ * measured alike, a non-temporal hint ran at half.
  * A prefetch past the end of the array is harmless: it never faults. */
 #define GCK_PREFETCH16_L1 2048
 #define GCK_PREFETCH16_L2 8192
@@ -156,6 +148,15 @@ static inline void gck_prefetch_stripe16(const uint16_t *x, const uint16_t *y)
         gck_prefetch_lines2(y);
 }
 
+/* ---- the reductions over floats: f32 and the 2-byte floats -------------------
+ * sumsq, dist2, asum and powsum over f32, bf16 and f16 are one kernel per
+ * term over the elements widened exactly to f64 (the 2-byte ones through
+ * their f32 value), so each 2-byte kernel is the f32 kernel of the widened
+ * array. A SIMD file defines GCK_FLOAT_LIKE_BLOCK(term, elem, a, b, s, p, n)
+ * (always inline: term and elem are constants that fold away), the block
+ * reduction of that term with b the second array of dist2 and s, p powsum's
+ * scale and exponent, and gets the twelve slots from
+ * GCK_DEFINE_FLOAT_LIKE_BLOCKS(). */
 typedef enum gck_fl_term { GCK_FL_SUMSQ, GCK_FL_DIST2, GCK_FL_ASUM, GCK_FL_POWSUM } gck_fl_term;
 typedef enum gck_fl_elem { GCK_FL_F32, GCK_FL_BF16, GCK_FL_F16 } gck_fl_elem;
 #define GCK_FL_SLOTS(t, E)                                                     \

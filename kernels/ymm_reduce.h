@@ -93,31 +93,30 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
     }
 #define GCK_YMM_FOLD_IN(k) o_[k] = _mm256_add_pd(o_[k], a##k##_);
 
-/* 16 elements per step, for the 2-byte inputs: one load of 16 elements is
- * widened into the 4 quarters that feed run registers k0..k0+3 (elements
- * g+4q..g+4q+3 to register k0+q, as in GCK_YMM_REDUCE), so every lane takes
- * the same terms in the same order. Widening 4 at a time (a 64-bit load,
- * zero-extend, shift or vcvtph2ps, vcvtps2pd per 4) was the limit of these
- * kernels (see gck_w16_bf16). The
- * including file defines GCK_W16_LOAD(g) (declarations that load and widen
- * elements g..g+15 of its inputs) and A_W(a, q) (a + the 4 terms of quarter
- * q of them, which may use k_) and GCK_W16_PREFETCH(g) (the prefetch of
- * stripe g); A_TAIL as for GCK_YMM_REDUCE. */
-#define GCK_YMM_REDUCE16(n) GCK_YMM_REDUCE_WALK(n, GCK_YMM_STRIPE16)
-#define GCK_YMM_STRIPE16                                                      \
-    GCK_W16_PREFETCH(s_)                                                      \
-    GCK_YMM_FULL16(0, 1, 2, 3) GCK_YMM_FULL16(4, 5, 6, 7)                     \
-    GCK_YMM_FULL16(8, 9, 10, 11) GCK_YMM_FULL16(12, 13, 14, 15)
-#define GCK_YMM_FULL16(k0, k1, k2, k3)                                        \
+/* 16 elements per step, for the 2-byte inputs x (and y, dist2's second):
+ * one load of 16 elements is widened into the 4 quarters that feed run
+ * registers k0..k0+3 (elements g+4q..g+4q+3 to register k0+q, as in
+ * GCK_YMM_REDUCE), so every lane takes the same terms in the same order.
+ * Widening 4 at a time (a 64-bit load, zero-extend, shift or vcvtph2ps,
+ * vcvtps2pd per 4) was the limit of these kernels (see gck_w16_bf16). Each
+ * stripe is prefetched ahead (gck_prefetch_stripe16). The including file
+ * has gck_fl_term t and gck_fl_elem e in scope and defines A_TAIL as for
+ * GCK_YMM_REDUCE. */
+#define GCK_YMM_REDUCE16(n, x, y) GCK_YMM_REDUCE_WALK(n, GCK_YMM_STRIPE16(x, y))
+#define GCK_YMM_STRIPE16(x, y)                                                \
+    gck_prefetch_stripe16((x) + s_, t == GCK_FL_DIST2 ? (y) + s_ : NULL);     \
+    GCK_YMM_FULL16(x, y, 0, 1, 2, 3) GCK_YMM_FULL16(x, y, 4, 5, 6, 7)         \
+    GCK_YMM_FULL16(x, y, 8, 9, 10, 11) GCK_YMM_FULL16(x, y, 12, 13, 14, 15)
+#define GCK_YMM_FULL16(x, y, k0, k1, k2, k3)                                  \
     {                                                                         \
-        GCK_W16_LOAD(s_ + 4 * (k0))                                           \
+        const gck_w16 wa_ = gck_w16_load(e, (x) + s_ + 4 * (k0));             \
+        const gck_w16 wb_ = t != GCK_FL_DIST2 ? wa_ : gck_w16_load(e, (y) + s_ + 4 * (k0)); \
         GCK_YMM_Q(k0, 0) GCK_YMM_Q(k1, 1) GCK_YMM_Q(k2, 2) GCK_YMM_Q(k3, 3)   \
     }
 #define GCK_YMM_Q(k, q)                                                       \
     {                                                                         \
         const int k_ = (k);                                                   \
-        (void)k_;                                                             \
-        a##k##_ = A_W(a##k##_, q);                                            \
+        a##k##_ = gck_fl_terms_w(t, k_, a##k##_, wa_.v[q], wb_.v[q]);         \
     }
 
 /* 16 elements, 2-byte floats, widened exactly to f64 in element order, 4 per
@@ -170,13 +169,5 @@ static inline __m256d gck_fl_terms_w(gck_fl_term t, int k_, __m256d acc, __m256d
     default: return _mm256_add_pd(acc, _mm256_andnot_pd(_mm256_set1_pd(-0.0), v));
     }
 }
-
-/* GCK_W16_LOAD, A_W and GCK_W16_PREFETCH over 2-byte inputs x and y (y read
- * by dist2 only), for a kernel with gck_fl_term t and gck_fl_elem e in scope. */
-#define GCK_W16_LOAD_XY(x, y, g)                                               \
-    const gck_w16 wa_ = gck_w16_load(e, (x) + (g));                            \
-    const gck_w16 wb_ = t != GCK_FL_DIST2 ? wa_ : gck_w16_load(e, (y) + (g));
-#define GCK_W16_A_W(s_, q) gck_fl_terms_w(t, k_, s_, wa_.v[q], wb_.v[q])
-#define GCK_W16_PREFETCH_XY(x, y, g) gck_prefetch_stripe16((x) + (g), t == GCK_FL_DIST2 ? (y) + (g) : NULL);
 
 #endif /* GCK_YMM_REDUCE_H */

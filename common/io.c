@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +75,12 @@ ssize_t gck_sys_write(int fd, const void *p, size_t len)
     return gck_io_should_fail() ? -1 : write(fd, p, len);
 }
 
+ssize_t gck_sys_writev(int fd, const struct iovec *iov, int n)
+{
+    gck_io_note('w');
+    return gck_io_should_fail() ? -1 : writev(fd, iov, n);
+}
+
 int gck_sys_fsync(int fd)
 {
     gck_io_note('f');
@@ -111,6 +118,30 @@ int gck_write_all(int fd, const void *p, size_t len)
         }
         c += w;
         len -= (size_t)w;
+    }
+    return 0;
+}
+
+int gck_writev_all(int fd, struct iovec *iov, size_t n)
+{
+    const long lim = sysconf(_SC_IOV_MAX);
+    const size_t most = lim >= 16 && lim <= INT_MAX ? (size_t)lim : 16; /* 16: POSIX's least */
+    while (n > 0 && iov->iov_len == 0)
+        iov++, n--;
+    while (n > 0) {
+        const ssize_t w = gck_sys_writev(fd, iov, (int)(n < most ? n : most));
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        size_t left = (size_t)w; /* past the whole vectors written, into the next one */
+        while (n > 0 && left >= iov->iov_len)
+            left -= iov->iov_len, iov++, n--;
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "status_internal.h"
 
@@ -13,6 +14,7 @@
  * made to fail by the hook below (setting errno). */
 GCK_INTERNAL int gck_sys_open(const char *path, int flags, int mode);
 GCK_INTERNAL ssize_t gck_sys_write(int fd, const void *p, size_t len);
+GCK_INTERNAL ssize_t gck_sys_writev(int fd, const struct iovec *iov, int n);
 GCK_INTERNAL int gck_sys_fsync(int fd);
 GCK_INTERNAL int gck_sys_close(int fd);
 GCK_INTERNAL int gck_sys_rename(const char *from, const char *to);
@@ -30,6 +32,12 @@ GCK_INTERNAL void gck_io_trace(char *buf, size_t cap);
 
 /* write(2) until done (through gck_sys_write); 0 on success, else errno. */
 GCK_INTERNAL int gck_write_all(int fd, const void *p, size_t len);
+
+/* writev(2) until every vector is written (through gck_sys_writev, at most
+ * sysconf(_SC_IOV_MAX) vectors per call; iov is advanced in place, so the caller's array
+ * is consumed); 0 on success, else errno. One system call where a file is
+ * many pieces: a store save of 48 small tensors made ~100 write calls. */
+GCK_INTERNAL int gck_writev_all(int fd, struct iovec *iov, size_t n);
 
 /* dir part of path ("." when none) into buf. */
 GCK_INTERNAL void gck_dirname(const char *path, char *buf, size_t cap);

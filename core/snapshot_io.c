@@ -6,11 +6,13 @@
  * sorted by dtype (the reference's enum order, widest first) and name. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -262,6 +264,19 @@ static int gck_save_fill(int fd, void *ctx)
     unsigned char len8[8];
     for (int i = 0; i < 8; i++)
         len8[i] = (unsigned char)((uint64_t)c->hlen >> (8 * i));
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    /* little-endian: the bytes are the caller's, gathered into one writev */
+    struct iovec *iov = malloc((c->n + 2) * sizeof *iov);
+    if (iov != NULL) {
+        iov[0] = (struct iovec){len8, 8};
+        iov[1] = (struct iovec){(void *)(uintptr_t)c->hdr, c->hlen};
+        for (size_t i = 0; i < c->n; i++)
+            iov[i + 2] = (struct iovec){(void *)(uintptr_t)c->e[i].data, c->e[i].nbytes};
+        const int err = gck_writev_all(fd, iov, c->n + 2);
+        free(iov);
+        return err;
+    }
+#endif
     int err = gck_write_all(fd, len8, 8);
     if (!err)
         err = gck_write_all(fd, c->hdr, c->hlen);

@@ -151,6 +151,23 @@ typedef struct kbench {
                    GCK_BENCH_A(GCK_CT(T), p), (size_t)n, SZ(T));               \
         return (double)((const uint8_t *)GCK_BENCH_C(uint8_t, p))[0];          \
     }
+/* the same with the planes given one pointer each (where they lie in c) */
+#define PLANES_BODY(name, T)                                                   \
+    static double bench_body_##name##_##T(void *c, int64_t n)                  \
+    {                                                                          \
+        const gck_bench_arrays *p = KC(c)->x;                                  \
+        const uint8_t *pl[8];                                                  \
+        for (size_t k = 0; k < SZ(T); k++)                                     \
+            pl[k] = GCK_BENCH_B(uint8_t, p) + k * (size_t)n;                   \
+        gck_##name(GCK_BENCH_C(GCK_CT(T), p), pl, GCK_BENCH_A(GCK_CT(T), p), (size_t)n, SZ(T)); \
+        return (double)((const uint8_t *)GCK_BENCH_C(uint8_t, p))[0];          \
+    }
+#define BYTE_PLANES_APART(name)                                                \
+    PLANES_BODY(name, f32)                                                     \
+    PLANES_BODY(name, f64)                                                     \
+    static const kbench bench_##name[] = {                                     \
+        {bench_body_##name##_f32, "_f32", "f32", "f32", 4, 4, 3 * 4, KB_CALLER}, \
+        {bench_body_##name##_f64, "_f64", "f64", "f64", 8, 8, 3 * 8, KB_CALLER}, {0}};
 #define BYTE_PLANES(name, OUT, IN)                                             \
     SHUFFLE_BODY(name, f32, OUT, IN)                                           \
     SHUFFLE_BODY(name, f64, OUT, IN)                                           \
@@ -221,6 +238,7 @@ CONVERT(convert_bf16_to_f32, f32, bf16)
 CONVERT(convert_f16_to_f32, f32, f16)
 BYTE_PLANES(xor_shuffle, u8, elem)
 BYTE_PLANES(unshuffle_xor, elem, u8)
+BYTE_PLANES_APART(unshuffle_xor_planes)
 HASH(fnv1a64)
 
 /* ---- registration: the kernels of api_list.h, each with its line above ------- */

@@ -17,7 +17,7 @@ import statistics
 import sys
 
 KERNELS = ["sumsq", "l2norm", "dist2", "pnorm", "div_sumsq", "scale_sumsq", "add", "axpy", "axpy_init", "scale",
-           "xor_shuffle", "unshuffle_xor"]
+           "xor_shuffle", "unshuffle_xor", "unshuffle_xor_planes"]
 DTYPES = {"f32": "s", "f64": "d"}  # -> BLAS precision prefix
 ISAS = ["scalar", "avx2", "avx512", "neon"]
 
@@ -42,6 +42,7 @@ PEERS = {
     # byte planes: read a and b, write a third array, like STREAM's add
     "xor_shuffle": (None, None, None, "ref_add3_{dt}"),
     "unshuffle_xor": (None, None, None, "ref_add3_{dt}"),
+    "unshuffle_xor_planes": (None, None, None, "ref_add3_{dt}"),
 }
 
 

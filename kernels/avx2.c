@@ -293,12 +293,12 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, 
         gck_stu8(dst + k * n + i, x[k], nt);
 }
 
-GCK_ALWAYS_INLINE void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *const *pl, const uint8_t *b, size_t esz,
                                        int xb, size_t i, int nt, __m256i ctl)
 {
     __m256i x[8];
     for (size_t k = 0; k < esz; k++)
-        x[k] = gck_ldu8(src + k * n + i);
+        x[k] = gck_ldu8(pl[k] + i);
     if (esz > 1) { /* the forward steps backwards */
         gck_transpose_units(x, esz);
         __m256i y[8];
@@ -338,9 +338,11 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8
     gck_xor_shuffle_range(dst, a, bx, n, esz, i, n);
 }
 
-GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *const *planes, const uint8_t *restrict b,
                                      size_t n, size_t esz, int xb)
 {
+    const uint8_t *pl[8];
+    gck_planes_local(pl, planes, esz);
     const __m256i ctl = gck_plane_ctl(esz, 1);
     const uint8_t *bx = xb ? b : NULL;
     size_t i = 0;
@@ -348,14 +350,14 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uin
         /* dst + i*esz reaches a 32-byte boundary only if dst is esz-aligned */
         if ((uintptr_t)dst % esz == 0)
             i = (32 - (uintptr_t)dst % 32) % 32 / esz;
-        gck_unshuffle_xor_range(dst, src, bx, n, esz, 0, i);
+        gck_unshuffle_xor_range(dst, pl, bx, esz, 0, i);
         for (; i + 32 <= n; i += 32)
-            gck_unshuffle_xor_block256(dst, src, b, n, esz, xb, i, 1, ctl);
+            gck_unshuffle_xor_block256(dst, pl, b, esz, xb, i, 1, ctl);
         _mm_sfence();
     }
     for (; i + 32 <= n; i += 32)
-        gck_unshuffle_xor_block256(dst, src, b, n, esz, xb, i, 0, ctl);
-    gck_unshuffle_xor_range(dst, src, bx, n, esz, i, n);
+        gck_unshuffle_xor_block256(dst, pl, b, esz, xb, i, 0, ctl);
+    gck_unshuffle_xor_range(dst, pl, bx, esz, i, n);
 }
 
 GCK_DEFINE_BYTES_ENTRIES(avx2)

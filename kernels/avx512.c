@@ -511,12 +511,12 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_block512(uint8_t *dst, const uint8_t *a, 
         gck_stb(dst + k * n + i, x[k], rem, full, nt);
 }
 
-GCK_ALWAYS_INLINE void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_block512(uint8_t *dst, const uint8_t *const *pl, const uint8_t *b, size_t esz,
                                        int xb, size_t i, size_t rem, int full, int nt, __m512i ctl)
 {
     __m512i x[8], g[8];
     for (size_t k = 0; k < esz; k++)
-        x[k] = gck_ldb(src + k * n + i, rem, full);
+        x[k] = gck_ldb(pl[k] + i, rem, full);
     if (esz > 1) { /* the forward steps backwards; the unit transpose is its own inverse */
         gck_transpose_units512(x, esz);
         for (size_t j = 0; j < esz; j++)
@@ -553,24 +553,26 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_avx512_t(uint8_t *restrict dst, const uin
         gck_xor_shuffle_block512(dst, a, b, n, esz, xb, i, n - i, 0, 0, ctl);
 }
 
-GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *restrict src,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const uint8_t *const *planes,
                                        const uint8_t *restrict b, size_t n, size_t esz, int xb)
 {
+    const uint8_t *pl[8];
+    gck_planes_local(pl, planes, esz);
     const __m512i ctl = gck_plane_ctl(esz, 1);
     size_t i = 0;
     if (n * esz >= GCK_BYTES_NT_MIN) {
         /* dst + i*esz reaches a 64-byte boundary only if dst is esz-aligned */
         if ((uintptr_t)dst % esz == 0)
             i = (64 - (uintptr_t)dst % 64) % 64 / esz;
-        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, 0, i, 0, 0, ctl);
+        gck_unshuffle_xor_block512(dst, pl, b, esz, xb, 0, i, 0, 0, ctl);
         for (; i + 64 <= n; i += 64)
-            gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, 64, 1, 1, ctl);
+            gck_unshuffle_xor_block512(dst, pl, b, esz, xb, i, 64, 1, 1, ctl);
         _mm_sfence();
     }
     for (; i + 64 <= n; i += 64)
-        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, 64, 1, 0, ctl);
+        gck_unshuffle_xor_block512(dst, pl, b, esz, xb, i, 64, 1, 0, ctl);
     if (i < n)
-        gck_unshuffle_xor_block512(dst, src, b, n, esz, xb, i, n - i, 0, 0, ctl);
+        gck_unshuffle_xor_block512(dst, pl, b, esz, xb, i, n - i, 0, 0, ctl);
 }
 
 GCK_DEFINE_BYTES_ENTRIES(avx512)

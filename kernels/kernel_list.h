@@ -94,10 +94,10 @@
     X(convert_f16_to_f32, void, (float *dst, const uint16_t *x, size_t n))        \
     /* bytes, any n, esz in {1, 2, 4, 8}: byte planes of n elements of esz     \
      * bytes, dst[k*n + i] = a[i*esz + k] ^ b[i*esz + k] (b NULL: ^ 0), and    \
-     * the inverse; dst never overlaps the inputs. Integer ops: every ISA      \
-     * trivially gives the same bytes. */                                       \
+     * the inverse, plane k read from planes[k]; dst never overlaps the      \
+     * inputs. Integer ops: every ISA trivially gives the same bytes. */       \
     X(xor_shuffle, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
-    X(unshuffle_xor, void, (void *dst, const uint8_t *src, const void *b, size_t n, size_t esz))
+    X(unshuffle_xor, void, (void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz))
 
 /* The C element type of each dtype token the lists and the elementwise
  * template use (f64, f32; bf16 and f16 as their bits, uint16_t; u8 for

@@ -417,32 +417,34 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8
     gck_xor_shuffle_range(dst, a, xb ? b : NULL, n, esz, i, n);
 }
 
-GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *restrict src, const uint8_t *restrict b,
+GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *const *planes, const uint8_t *restrict b,
                                      size_t n, size_t esz, int xb)
 {
+    const uint8_t *pl[8];
+    gck_planes_local(pl, planes, esz);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        const uint8_t *p = src + i, *pb = xb ? b + i * esz : NULL;
+        const uint8_t *pb = xb ? b + i * esz : NULL;
         uint8_t *o = dst + i * esz;
         if (esz == 1) {
-            vst1q_u8(o, GCK_XB(vld1q_u8(p), vld1q_u8(pb)));
+            vst1q_u8(o, GCK_XB(vld1q_u8(pl[0] + i), vld1q_u8(pb)));
         } else if (esz == 2) {
             uint8x16x2_t v;
             const uint8x16x2_t w = xb ? vld2q_u8(pb) : (uint8x16x2_t){{vdupq_n_u8(0), vdupq_n_u8(0)}};
             for (int k = 0; k < 2; k++)
-                v.val[k] = GCK_XB(vld1q_u8(p + k * n), w.val[k]);
+                v.val[k] = GCK_XB(vld1q_u8(pl[k] + i), w.val[k]);
             vst2q_u8(o, v);
         } else if (esz == 4) {
             uint8x16x4_t v;
             const uint8x16x4_t w = xb ? vld4q_u8(pb) : gck_zero_u8x4();
             for (int k = 0; k < 4; k++)
-                v.val[k] = GCK_XB(vld1q_u8(p + k * n), w.val[k]);
+                v.val[k] = GCK_XB(vld1q_u8(pl[k] + i), w.val[k]);
             vst4q_u8(o, v);
         } else {
             uint8x16x4_t v0, v1;
             const uint8x16x4_t w0 = xb ? vld4q_u8(pb) : gck_zero_u8x4(), w1 = xb ? vld4q_u8(pb + 64) : w0;
             for (int k = 0; k < 4; k++) {
-                const uint8x16_t lo = vld1q_u8(p + k * n), hi = vld1q_u8(p + (k + 4) * n);
+                const uint8x16_t lo = vld1q_u8(pl[k] + i), hi = vld1q_u8(pl[k + 4] + i);
                 v0.val[k] = GCK_XB(vzip1q_u8(lo, hi), w0.val[k]);
                 v1.val[k] = GCK_XB(vzip2q_u8(lo, hi), w1.val[k]);
             }
@@ -450,7 +452,7 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uin
             vst4q_u8(o + 64, v1);
         }
     }
-    gck_unshuffle_xor_range(dst, src, xb ? b : NULL, n, esz, i, n);
+    gck_unshuffle_xor_range(dst, pl, xb ? b : NULL, esz, i, n);
 }
 #undef GCK_XB
 

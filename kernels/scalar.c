@@ -175,7 +175,7 @@ static double gck_scale_sumsq_f32_block_scalar(float *dst, const float *x, float
     do {                                                                         \
         for (size_t i = 0; i < n; i++)                                           \
             for (size_t k = 0; k < (ESZ); k++)                                   \
-                BODY(i * (ESZ) + k, k * n + i, (B));                             \
+                BODY(i * (ESZ) + k, k, i, (B));                                  \
     } while (0)
 #define GCK_BYTES_BY_ESZ(B)                                                      \
     do {                                                                         \
@@ -190,7 +190,7 @@ static double gck_scale_sumsq_f32_block_scalar(float *dst, const float *x, float
 static void gck_xor_shuffle_scalar(uint8_t *restrict dst, const void *a, const void *b, size_t n, size_t esz)
 {
     const uint8_t *restrict pa = a, *restrict pb = b;
-#define BODY(e, p, B) dst[p] = (uint8_t)(pa[e] ^ ((B) ? pb[e] : 0))
+#define BODY(e, k, i, B) dst[(k) * n + (i)] = (uint8_t)(pa[e] ^ ((B) ? pb[e] : 0))
     if (pb != NULL)
         GCK_BYTES_BY_ESZ(1);
     else
@@ -198,11 +198,13 @@ static void gck_xor_shuffle_scalar(uint8_t *restrict dst, const void *a, const v
 #undef BODY
 }
 
-static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)
 {
     uint8_t *restrict pd = dst;
-    const uint8_t *restrict ps = src, *restrict pb = b;
-#define BODY(e, p, B) pd[e] = (uint8_t)(ps[p] ^ ((B) ? pb[e] : 0))
+    const uint8_t *restrict pb = b;
+    const uint8_t *pl[8]; /* local: a store through pd could otherwise change planes[k] (2-5x slower) */
+    gck_planes_local(pl, planes, esz);
+#define BODY(e, k, i, B) pd[e] = (uint8_t)(pl[k][i] ^ ((B) ? pb[e] : 0))
     if (pb != NULL)
         GCK_BYTES_BY_ESZ(1);
     else

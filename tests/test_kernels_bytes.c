@@ -1,4 +1,4 @@
-/* tests/test_kernels_bytes.c - xor_shuffle / unshuffle_xor on one ISA vs a naive loop and vs scalar. */
+/* tests/test_kernels_bytes.c - xor_shuffle / unshuffle_xor (planes together or apart) on one ISA vs a naive loop and vs scalar. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +77,15 @@ static void naive_unshuffle_xor(uint8_t *dst, const uint8_t *src, const uint8_t 
             dst[i * esz + k] = (uint8_t)(src[k * n + i] ^ (b ? b[i * esz + k] : 0));
 }
 
+/* pl[k] = the plane k of contiguous planes src (the table's slot takes one
+ * pointer per plane). */
+static const uint8_t *const *contig(const uint8_t *pl[8], const uint8_t *src, size_t n, size_t esz)
+{
+    for (size_t k = 0; k < esz; k++)
+        pl[k] = src + k * n;
+    return pl;
+}
+
 /* An output area at offset off with the guard pattern all around it. */
 static uint8_t *guarded(uint8_t *buf, size_t off, size_t len)
 {
@@ -139,24 +148,48 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
 
     /* round trip: the planes just made, back to a */
     out = guarded(g_out, (od + 5) % (MAX_OFF + 1), len);
-    p->isa->unshuffle_xor(out, want, b, n, esz);
+    const uint8_t *pl[8];
+    p->isa->unshuffle_xor(out, contig(pl, want, n, esz), b, n, esz);
     check_same(a, out, len, "round trip", n, esz, with_b, od);
     check_guards(g_out, out, len, "unshuffle_xor (round trip)");
 
     /* unshuffle_xor of unrelated random planes */
     naive_unshuffle_xor(want, src, b, n, esz);
     ref = guarded(g_ref, od, len);
-    p->ref->unshuffle_xor(ref, src, b, n, esz);
+    p->ref->unshuffle_xor(ref, contig(pl, src, n, esz), b, n, esz);
     check_same(want, ref, len, "scalar unshuffle_xor vs naive", n, esz, with_b, od);
     check_guards(g_ref, ref, len, "scalar unshuffle_xor");
     out = guarded(g_out, od, len);
-    p->isa->unshuffle_xor(out, src, b, n, esz);
+    p->isa->unshuffle_xor(out, contig(pl, src, n, esz), b, n, esz);
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
     check_guards(g_out, out, len, "unshuffle_xor");
     out = guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
     gck_unshuffle_xor(out, src, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor", n, esz, with_b, od);
     check_guards(g_out, out, len, "gck_unshuffle_xor");
+
+    /* the same planes each in a buffer of its own, in reverse order and at
+     * odd offsets (a reader's planes: some in its file, some decoded) */
+    uint8_t *own[8];
+    for (size_t k = 0; k < esz; k++) {
+        own[k] = malloc(n + 8);
+        assert_non_null(own[k]);
+        pl[esz - 1 - k] = memcpy(own[k] + (k * 3 + od) % 8, src + (esz - 1 - k) * n, n);
+    }
+    ref = guarded(g_ref, (od + 3) % (MAX_OFF + 1), len);
+    p->ref->unshuffle_xor(ref, pl, b, n, esz);
+    check_same(want, ref, len, "scalar unshuffle_xor, planes apart", n, esz, with_b, od);
+    check_guards(g_ref, ref, len, "scalar unshuffle_xor, planes apart");
+    out = guarded(g_out, (od + 7) % (MAX_OFF + 1), len);
+    p->isa->unshuffle_xor(out, pl, b, n, esz);
+    check_same(want, out, len, "unshuffle_xor, planes apart", n, esz, with_b, od);
+    check_guards(g_out, out, len, "unshuffle_xor, planes apart");
+    out = guarded(g_out, (od + 2) % (MAX_OFF + 1), len);
+    gck_unshuffle_xor_planes(out, pl, b, n, esz);
+    check_same(want, out, len, "gck_unshuffle_xor_planes", n, esz, with_b, od);
+    check_guards(g_out, out, len, "gck_unshuffle_xor_planes");
+    for (size_t k = 0; k < esz; k++)
+        free(own[k]);
 }
 
 /* Every size, every esz, b NULL or not; the small sizes under every output
@@ -218,6 +251,7 @@ static void test_bytes_edges(void **state)
     const uint8_t *a = g_a;
     gck_xor_shuffle(NULL, NULL, NULL, 0, 8);
     gck_unshuffle_xor(NULL, NULL, NULL, 0, 1);
+    gck_unshuffle_xor_planes(NULL, NULL, NULL, 0, 4);
     memset(g_out, GUARD_BYTE, 256);
     gck_xor_shuffle(g_out, a, NULL, 0, 4);
     gck_unshuffle_xor(g_out, a, NULL, 0, 2);

@@ -160,6 +160,7 @@ static const struct golden_pin {
     {"convert_f16_to_f32", UINT64_C(0xc9bd478d0dbc750f)},
     {"xor_shuffle", UINT64_C(0x72220b6895cf0236)},
     {"unshuffle_xor", UINT64_C(0xf89ffece726d07c5)},
+    {"unshuffle_xor_planes", UINT64_C(0x0d56c5aacded2bb9)},
     {"fnv1a64", UINT64_C(0x1330705258b52d96)},
 };
 
@@ -281,6 +282,15 @@ typedef struct golden_in {
         GOLDEN_SAMPLE(h, u8, g->out_u8, n * esz);                              \
     }
 #define G_UNSHUFFLE(name, A, X) G_SHUFFLE(name, A, X)
+/* the planes of G_UNSHUFFLE's input in reverse order */
+#define G_UNSHUFFLE_PLANES(name, A, X)                                         \
+    for (size_t esz = 1; esz <= 8; esz *= 2) {                                 \
+        const uint8_t *pl_[8];                                                 \
+        for (size_t k_ = 0; k_ < esz; k_++)                                    \
+            pl_[k_] = g->in_u8 + (esz - 1 - k_) * n;                           \
+        gck_##name(g->out_u8, pl_, esz == 4 ? NULL : g->in2_u8, n, esz);       \
+        GOLDEN_SAMPLE(h, u8, g->out_u8, n * esz);                              \
+    }
 #define G_HASH(name, A, X) h = hash_u64(h, gck_##name(g->in_u8, 8 * n, GCK_FNV1A64_INIT));
 
 static void golden_case(const golden_in *g, size_t n, uint64_t h_[K_COUNT])

@@ -426,6 +426,26 @@ GCK_API void gck_xor_shuffle(uint8_t *dst, const void *a, const void *b, size_t 
  */
 GCK_API void gck_unshuffle_xor(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz);
 
+/**
+ * gck_unshuffle_xor with each byte plane at its own address: plane k is the
+ * n bytes at planes[k], so
+ *
+ *     D[i*esz + k] = planes[k][i] ^ B[i*esz + k]    for k < esz, i < n.
+ *
+ * A reader whose planes live in different buffers (some still in the file
+ * it read, some decoded into scratch) rebuilds the values without first
+ * copying the planes next to each other. Same bytes on every ISA, same
+ * speed as gck_unshuffle_xor.
+ *
+ * Ownership: writes dst[0..n*esz), reads planes[0..esz) (n bytes each) and
+ *            b; keeps no reference. No alignment is needed.
+ * Preconditions (not checked): esz is 1, 2, 4 or 8; planes holds esz
+ *            non-NULL pointers when n > 0; dst overlaps no plane and not b.
+ *            Planes may overlap each other. n == 0 touches nothing.
+ * Thread-safety: safe to call concurrently on disjoint outputs.
+ */
+GCK_API void gck_unshuffle_xor_planes(void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz);
+
 /* ---- hashing --------------------------------------------------------------- */
 
 /**

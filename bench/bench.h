@@ -12,6 +12,12 @@
  * is faster than starting a second one. */
 const int64_t *gck_bench_sizes(int threads, size_t *count);
 
+/* The same with 512 Mi elements (1 GiB of 2-byte values) added on 1 thread:
+ * the 2-byte kernels and their references, whose 64 Mi arrays (128 MiB) a
+ * large last-level cache may partly hold (480 MiB on the Intel VM of
+ * README's third machine), so 64 Mi there mixes cache and DRAM. */
+const int64_t *gck_bench_sizes16(int threads, size_t *count);
+
 /*
  * Inputs shared by every benchmark of one element type: two arrays a and b of
  * random values in [-1, 1] (a sum of four uniforms: normal-ish, never
@@ -78,7 +84,7 @@ typedef struct gck_bench_family {
 void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, size_t nops, int threads);
 
 /* Registers "ref_<name>/<threads>t/<n>" over 2-byte elements (one array
- * read, gck_bench_arrays_of(2)) over gck_bench_sizes(threads). */
+ * read, gck_bench_arrays_of(2)) over gck_bench_sizes16(threads). */
 void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads);
 
 #define GCK_BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -20,6 +20,19 @@ const int64_t *gck_bench_sizes(int threads, size_t *count)
     return sizes + first;
 }
 
+static const int64_t sizes16[] = {
+    16, 256, INT64_C(1) << 10, INT64_C(1) << 12, INT64_C(1) << 14, INT64_C(1) << 16, INT64_C(1) << 18,
+    INT64_C(1) << 20, INT64_C(1) << 22, INT64_C(1) << 24, INT64_C(1) << 26, INT64_C(1) << 29,
+};
+
+const int64_t *gck_bench_sizes16(int threads, size_t *count)
+{
+    if (threads > 1)
+        return gck_bench_sizes(threads, count);
+    *count = GCK_BENCH_COUNT(sizes16);
+    return sizes16;
+}
+
 static gck_bench_arrays pools[] = { { .elem = 1 }, { .elem = 2 }, { .elem = 4 }, { .elem = 8 } };
 
 gck_bench_arrays *gck_bench_arrays_of(size_t elem)
@@ -170,7 +183,7 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
 void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads)
 {
     size_t nsizes;
-    const int64_t *sz = gck_bench_sizes(threads, &nsizes);
+    const int64_t *sz = gck_bench_sizes16(threads, &nsizes);
     char full[128];
     snprintf(full, sizeof full, "ref_%s/%dt", name, threads);
     gck_bench_register(&(gck_bench_spec){

@@ -263,7 +263,8 @@ static void register_family(const char *kernel, const kbench *f, int threads)
 {
     static const int64_t hash_sizes[] = {1024, 65536, 1048576};
     size_t nsizes;
-    const int64_t *sizes = gck_bench_sizes(threads, &nsizes);
+    /* the 2-byte kernels (2-byte arrays only) also at 1 GiB: gck_bench_sizes16 */
+    const int64_t *sizes = f->acc == 2 && f->x == 2 ? gck_bench_sizes16(threads, &nsizes) : gck_bench_sizes(threads, &nsizes);
     char name[128], label[64];
     if (f->kind == KB_HASH) {
         if (threads != 1)

@@ -53,6 +53,8 @@ MIXED = {
     "axpy_f32_to_f64": ("axpy", "f64"), "axpy_f64_to_f32": ("axpy", "f32"),
     "axpy_init_f32_to_f64": ("axpy_init", "f64"), "axpy_init_f64_to_f32": ("axpy_init", "f32"),
     "axpy_init_nt_f64": ("axpy_init", "f64"), "axpy_init_nt_f32": ("axpy_init", "f32"),
+    "scale_into_f64": ("axpy_init", "f64"), "scale_into_f32": ("axpy_init", "f32"),
+    "scale_into_nt_f64": ("axpy_init", "f64"), "scale_into_nt_f32": ("axpy_init", "f32"),
 }
 
 # bf16 / f16 inputs (2 bytes read per element) into f32 / f64 accumulators

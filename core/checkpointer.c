@@ -1011,16 +1011,27 @@ static gck_status gck_finish_clip(gck_checkpointer *cp, const gck_pending *p, gc
         gck_set_norms(L, np, dt);
         *after = gck_global_norm_of(L, np);
     } else {
-        /* elementwise (the pieces' sums are not wanted): one region */
+        /* elementwise (the pieces' sums are not wanted): one region. A clip
+         * is x * s written into L, with no sum of squares computed; past the
+         * last-level cache's share with streaming stores, since L (the
+         * caller's buffers for gck_flush_into) is not read back before the
+         * pass ends (trainer_ckpt, 1 thread, k = 4: small2k 24.6-25.3 ->
+         * 21.6-22.5 ms, resnet50 and gpt2s 7 % less on the Intel VM) */
+        size_t bytes = 0;
+        for (size_t k = 0; k < np; k++)
+            bytes += L[k].n * esz;
+        const int nt = bytes >= cp->llc_bytes;
         GCK_FOR_EACH_PIECE(np, L[i].n, {
             char *to = (char *)L[i].values + lo * esz;
             const char *from = (const char *)p->bufs[i] + lo * esz;
             if (!clips)
                 memcpy(to, from, len * esz);
             else if (dt == GCK_DTYPE_F64)
-                (void)gck_scale_sumsq_f64((double *)(void *)to, (const double *)(const void *)from, s, len);
+                (nt ? gck_scale_into_nt_f64 : gck_scale_into_f64)((double *)(void *)to, s,
+                                                                  (const double *)(const void *)from, len);
             else
-                (void)gck_scale_sumsq_f32((float *)(void *)to, (const float *)(const void *)from, (float)s, len);
+                (nt ? gck_scale_into_nt_f32 : gck_scale_into_f32)((float *)(void *)to, (float)s,
+                                                                  (const float *)(const void *)from, len);
         });
         if (norms)
             *after = *norm;

@@ -66,6 +66,10 @@
     X(axpy_init_f64_to_f32, AXPY_INIT, f32, f64)                               \
     X(axpy_init_nt_f64, AXPY_INIT, f64, f64)                                   \
     X(axpy_init_nt_f32, AXPY_INIT, f32, f32)                                   \
+    X(scale_into_f64, AXPY_INIT, f64, f64)                                     \
+    X(scale_into_f32, AXPY_INIT, f32, f32)                                     \
+    X(scale_into_nt_f64, AXPY_INIT, f64, f64)                                  \
+    X(scale_into_nt_f32, AXPY_INIT, f32, f32)                                  \
     X(scale_f64, SCALE, f64, f64)                                              \
     X(scale_f32, SCALE, f32, f32)                                              \
     /* 2-byte floats (bf16, f16): reductions, mixed accumulation, scale */    \

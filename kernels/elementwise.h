@@ -141,6 +141,12 @@
 #define GCK_EW_STEP_AXPY_INIT_NT(w, m, j, k, A, X, C)                          \
     GCK_ST_NT_##m(w, A, dst + (j),                                             \
                   GCK_CVT(w, C, A)(GCK_OP(w, add, C)(zv_, GCK_OP(w, mul, C)(wv_, GCK_LD(w, m, X, C, x + (j), k)))), k)
+/* dst = x * w: gck_scale of a copy of x (-0 stays -0, where axpy_init's
+ * 0 + x * w gives +0); plain and streaming stores */
+#define GCK_EW_STEP_SCALE_INTO(w, m, j, k, A, X, C)                            \
+    GCK_ST(w, m, A, C, dst + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_), k)
+#define GCK_EW_STEP_SCALE_INTO_NT(w, m, j, k, A, X, C)                         \
+    GCK_ST_NT_##m(w, A, dst + (j), GCK_CVT(w, C, A)(GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_)), k)
 /* x = x * s */
 #define GCK_EW_STEP_SCALE(w, m, j, k, A, X, C)                                 \
     GCK_ST(w, m, A, C, x + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, A, C, x + (j), k), sv_), k)
@@ -166,14 +172,24 @@
         const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w), zv_ = GCK_OP(W, zero, C)(); \
         GCK_EW_LOOP(W, GCK_EW_STEP_AXPY_INIT, A, X, C);                        \
     }
-/* The same-type axpy_init (slot `base`) with streaming stores: the elements before the first
- * GCK_NT_ALIGN-aligned one of dst through base, the rest in streaming full steps (and an
- * ordinary tail), then the fence that orders them before anything the caller does next. */
-#define GCK_EW_AXPY_INIT_NT(slot, base, W, A, X, C)                            \
+#define GCK_EW_SCALE_INTO(slot, W, A, X, C)                                    \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
+    {                                                                          \
+        const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w);                         \
+        GCK_EW_LOOP(W, GCK_EW_STEP_SCALE_INTO, A, X, C);                       \
+    }
+/* A same-type dst = f(w, x) kernel (slot `base`, step STEP its streaming form) with streaming
+ * stores: the elements before the first GCK_NT_ALIGN-aligned one of dst through base, the rest
+ * in streaming full steps (and an ordinary tail), then the fence that orders them before
+ * anything the caller does next. */
+#define GCK_EW_AXPY_INIT_NT(slot, base, W, A, X, C) GCK_EW_NT(slot, base, GCK_EW_STEP_AXPY_INIT_NT, W, A, X, C)
+#define GCK_EW_SCALE_INTO_NT(slot, base, W, A, X, C) GCK_EW_NT(slot, base, GCK_EW_STEP_SCALE_INTO_NT, W, A, X, C)
+#define GCK_EW_NT(slot, base, STEP, W, A, X, C)                                \
     static void GCK_ISA_FN(slot##_body)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
     {                                                                          \
         const GCK_V(W, C) wv_ = GCK_OP(W, set1, C)(w), zv_ = GCK_OP(W, zero, C)(); \
-        GCK_EW_LOOP(W, GCK_EW_STEP_AXPY_INIT_NT, A, X, C);                     \
+        (void)zv_; /* axpy_init's +0; scale_into has none */                   \
+        GCK_EW_LOOP(W, STEP, A, X, C);                                         \
     }                                                                          \
     static void GCK_ISA_FN(slot)(GCK_CT(A) * dst, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
     {                                                                          \
@@ -266,6 +282,10 @@ GCK_EW_AXPY_INIT(axpy_init_f64_to_f32, GCK_W64, f32, f64, f32)
 /*                  slot              base of the unaligned head  width  acc  x  compute */
 GCK_EW_AXPY_INIT_NT(axpy_init_nt_f64, axpy_init_f64, GCK_W64, f64, f64, f64)
 GCK_EW_AXPY_INIT_NT(axpy_init_nt_f32, axpy_init_f32, GCK_W32, f32, f32, f32)
+GCK_EW_SCALE_INTO(scale_into_f64,       GCK_W64, f64, f64, f64)
+GCK_EW_SCALE_INTO(scale_into_f32,       GCK_W32, f32, f32, f32)
+GCK_EW_SCALE_INTO_NT(scale_into_nt_f64, scale_into_f64, GCK_W64, f64, f64, f64)
+GCK_EW_SCALE_INTO_NT(scale_into_nt_f32, scale_into_f32, GCK_W32, f32, f32, f32)
 GCK_EW_SCALE(scale_f64,          GCK_W64, f64,      f64, 0)
 GCK_EW_SCALE(scale_f32,          GCK_W32, f32,      f32, 0)
 GCK_EW_AMAX(amax_f64,            GCK_W64,      f64, f64, 0)

@@ -56,6 +56,10 @@
     /* the same, full vectors stored past the caches (streaming stores) */     \
     X(axpy_init_nt_f64, void, (double *dst, double w, const double *x, size_t n)) \
     X(axpy_init_nt_f32, void, (float *dst, float w, const float *x, size_t n)) \
+    X(scale_into_f64, void, (double *dst, double w, const double *x, size_t n)) \
+    X(scale_into_f32, void, (float *dst, float w, const float *x, size_t n)) \
+    X(scale_into_nt_f64, void, (double *dst, double w, const double *x, size_t n)) \
+    X(scale_into_nt_f32, void, (float *dst, float w, const float *x, size_t n)) \
     /* 2-byte floats: bf16 and f16 arrays of uint16_t. Every element is widened \
      * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_scalar.h define \
      * it) and then treated as the f32 kernels treat a float: the reductions \

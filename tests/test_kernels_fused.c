@@ -195,6 +195,38 @@ static void test_axpy_init(void **state)
                 gck_axpy_init_nt_f64(d64, w, x64, n);
                 for (size_t i = 0; i < n; i++)
                     gck_assert_same_f64(r64[i], d64[i], "gck_axpy_init_nt_f64 n=%zu i=%zu", n, i);
+                /* scale_into: a copy of x scaled in place by the reference */
+                memcpy(r64, x64, n * 8);
+                p->ref->scale_f64(r64, w, n);
+                memset(d64, 0x5a, n * 8);
+                p->isa->scale_into_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "%s scale_into_f64 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d64, 0x5a, n * 8);
+                p->isa->scale_into_nt_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "%s scale_into_nt_f64 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d64, 0x5a, n * 8);
+                gck_scale_into_nt_f64(d64, w, x64, n);
+                for (size_t i = 0; i < n; i++)
+                    gck_assert_same_f64(r64[i], d64[i], "gck_scale_into_nt_f64 n=%zu i=%zu", n, i);
+                memcpy(r32, x32, n * 4);
+                p->ref->scale_f32(r32, fw, n);
+                memset(d32, 0x5a, n * 4);
+                p->isa->scale_into_f32(d32, fw, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("%s scale_into_f32 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d32, 0x5a, n * 4);
+                p->isa->scale_into_nt_f32(d32, fw, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("%s scale_into_nt_f32 n=%zu i=%zu", p->isa->name, n, i);
+                memset(d32, 0x5a, n * 4);
+                gck_scale_into_f32(d32, fw, x32, n);
+                for (size_t i = 0; i < n; i++)
+                    if (!gck_same_f32(r32[i], d32[i]))
+                        fail_msg("gck_scale_into_f32 n=%zu i=%zu", n, i);
                 memset(r64, 0, n * 8);
                 p->ref->axpy_f32_to_f64(r64, w, x32, n);
                 gck_axpy_init_f32_to_f64(d64, w, x32, n);
@@ -219,11 +251,17 @@ static void test_axpy_init(void **state)
                         fail_msg("%s axpy_init_f64_to_f32 n=%zu i=%zu", p->isa->name, n, i);
             }
     }
-    /* -0 in, +0 out */
+    /* -0 in, +0 out; scale_into keeps -0 */
     const double nz = -0.0;
     double out = 1.0;
     gck_axpy_init_f64(&out, 1.0, &nz, 1);
     assert_false(signbit(out));
+    gck_scale_into_f64(&out, 2.0, &nz, 1);
+    assert_true(out == 0.0 && signbit(out));
+    const float nzf = -0.0f;
+    float outf = 1.0f;
+    gck_scale_into_nt_f32(&outf, 3.0f, &nzf, 1);
+    assert_true(outf == 0.0f && signbit(outf));
 }
 
 GCK_PER_ISA_MAIN(setup, teardown,

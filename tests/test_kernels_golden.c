@@ -130,6 +130,10 @@ static const struct golden_pin {
     {"axpy_init_f64_to_f32", UINT64_C(0x7cbb1a2b34d43f53)},
     {"axpy_init_nt_f64", UINT64_C(0xefdbc70d12869179)}, /* axpy_init_f64's: the same values */
     {"axpy_init_nt_f32", UINT64_C(0x9464a99295d65619)},
+    {"scale_into_f64", UINT64_C(0xe7ce49c7882dc879)},
+    {"scale_into_f32", UINT64_C(0x1b083250bb883899)},
+    {"scale_into_nt_f64", UINT64_C(0xe7ce49c7882dc879)}, /* scale_into_f64's: the same values */
+    {"scale_into_nt_f32", UINT64_C(0x1b083250bb883899)},
     {"scale_f64", UINT64_C(0x7e637e5f7e5903ca)},
     {"scale_f32", UINT64_C(0x7ad2e0ae9f51b022)},
     {"sumsq_bf16", UINT64_C(0x290945860f48d109)},

@@ -268,6 +268,24 @@ GCK_API void gck_axpy_init_nt_f64(double *dst, double w, const double *x, size_t
 /** f32: gck_axpy_init_f32 with streaming stores (see gck_axpy_init_nt_f64). */
 GCK_API void gck_axpy_init_nt_f32(float *dst, float w, const float *x, size_t n);
 
+/**
+ * dst[i] = x[i] * w: gck_scale_f64 of a copy of x, in one pass, bit for bit
+ * (-0 stays -0 and NaN stays NaN, where gck_axpy_init_f64's 0 + x * w
+ * turns -0 into +0). For writing scaled values into another buffer, as a
+ * clip into the caller's gradient buffer does, without reading dst first
+ * or computing anything else. dst and x may not overlap.
+ *
+ * Ownership: writes dst, reads x; keeps no reference.  Errors: none.
+ * Thread-safety: see the common rules above.
+ */
+GCK_API void gck_scale_into_f64(double *dst, double w, const double *x, size_t n);
+/** f32: dst[i] = x[i] * w in float (gck_scale_f32 of a copy). */
+GCK_API void gck_scale_into_f32(float *dst, float w, const float *x, size_t n);
+/** gck_scale_into_f64 with streaming stores, as gck_axpy_init_nt_f64 is gck_axpy_init_f64's. */
+GCK_API void gck_scale_into_nt_f64(double *dst, double w, const double *x, size_t n);
+/** f32: gck_scale_into_f32 with streaming stores (see gck_axpy_init_nt_f64). */
+GCK_API void gck_scale_into_nt_f32(float *dst, float w, const float *x, size_t n);
+
 /* ---- 2-byte floats: bf16 and f16 ------------------------------------------
  *
  * Arrays of bf16 (bfloat16: 1 sign, 8 exponent, 7 mantissa bits) or f16

@@ -163,10 +163,36 @@ static void test_mixed_precision(void **state)
     }
 }
 
-/* The first term of an accumulation: 0 + x*w, exactly axpy into zeros. */
+typedef void (*into64_fn)(double *dst, double w, const double *x, size_t n);
+typedef void (*into32_fn)(float *dst, float w, const float *x, size_t n);
+
+/* fn(dst, w, x, n) over poisoned dst gives want, element for element. */
+static void check_into64(const char *isa, const char *what, into64_fn fn, const double *want, double *dst, double w,
+                         const double *x, size_t n)
+{
+    memset(dst, 0x5a, n * 8);
+    fn(dst, w, x, n);
+    for (size_t i = 0; i < n; i++)
+        gck_assert_same_f64(want[i], dst[i], "%s %s n=%zu i=%zu", isa, what, n, i);
+}
+
+static void check_into32(const char *isa, const char *what, into32_fn fn, const float *want, float *dst, float w,
+                         const float *x, size_t n)
+{
+    memset(dst, 0x5a, n * 4);
+    fn(dst, w, x, n);
+    for (size_t i = 0; i < n; i++)
+        if (!gck_same_f32(want[i], dst[i]))
+            fail_msg("%s %s n=%zu i=%zu: want %a got %a", isa, what, n, i, (double)want[i], (double)dst[i]);
+}
+
+/* The first term of an accumulation: 0 + x*w, exactly axpy into zeros; and
+ * scale_into, x*w, exactly scale of a copy; the streaming versions give the
+ * same values at any alignment (the unaligned head). */
 static void test_axpy_init(void **state)
 {
     const gck_isa_pair *p = *state;
+    const char *isa = p->isa->name;
     static const double ws[] = {1.0, -2.5, 0x1p-140, NAN};
     for (size_t si = 0; si < gck_test_nsizes; si++) {
         const size_t n = gck_test_sizes[si];
@@ -183,72 +209,35 @@ static void test_axpy_init(void **state)
                 const float fw = (float)w;
                 memset(r64, 0, n * 8);
                 p->ref->axpy_f64(r64, w, x64, n);
-                p->isa->axpy_init_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f64 n=%zu i=%zu", p->isa->name, n, i);
-                /* the streaming versions: the same values, any alignment (the unaligned head) */
-                memset(d64, 0x5a, n * 8);
-                p->isa->axpy_init_nt_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_nt_f64 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d64, 0x5a, n * 8);
-                gck_axpy_init_nt_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "gck_axpy_init_nt_f64 n=%zu i=%zu", n, i);
-                /* scale_into: a copy of x scaled in place by the reference */
+                check_into64(isa, "axpy_init_f64", p->isa->axpy_init_f64, r64, d64, w, x64, n);
+                check_into64(isa, "axpy_init_nt_f64", p->isa->axpy_init_nt_f64, r64, d64, w, x64, n);
+                check_into64("public", "gck_axpy_init_nt_f64", gck_axpy_init_nt_f64, r64, d64, w, x64, n);
                 memcpy(r64, x64, n * 8);
                 p->ref->scale_f64(r64, w, n);
-                memset(d64, 0x5a, n * 8);
-                p->isa->scale_into_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "%s scale_into_f64 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d64, 0x5a, n * 8);
-                p->isa->scale_into_nt_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "%s scale_into_nt_f64 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d64, 0x5a, n * 8);
-                gck_scale_into_nt_f64(d64, w, x64, n);
-                for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "gck_scale_into_nt_f64 n=%zu i=%zu", n, i);
+                check_into64(isa, "scale_into_f64", p->isa->scale_into_f64, r64, d64, w, x64, n);
+                check_into64(isa, "scale_into_nt_f64", p->isa->scale_into_nt_f64, r64, d64, w, x64, n);
+                check_into64("public", "gck_scale_into_nt_f64", gck_scale_into_nt_f64, r64, d64, w, x64, n);
+                memset(r32, 0, n * 4);
+                p->ref->axpy_f32(r32, fw, x32, n);
+                check_into32("public", "gck_axpy_init_f32", gck_axpy_init_f32, r32, d32, fw, x32, n);
+                check_into32(isa, "axpy_init_nt_f32", p->isa->axpy_init_nt_f32, r32, d32, fw, x32, n);
                 memcpy(r32, x32, n * 4);
                 p->ref->scale_f32(r32, fw, n);
-                memset(d32, 0x5a, n * 4);
-                p->isa->scale_into_f32(d32, fw, x32, n);
-                for (size_t i = 0; i < n; i++)
-                    if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("%s scale_into_f32 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d32, 0x5a, n * 4);
-                p->isa->scale_into_nt_f32(d32, fw, x32, n);
-                for (size_t i = 0; i < n; i++)
-                    if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("%s scale_into_nt_f32 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d32, 0x5a, n * 4);
-                gck_scale_into_f32(d32, fw, x32, n);
-                for (size_t i = 0; i < n; i++)
-                    if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("gck_scale_into_f32 n=%zu i=%zu", n, i);
+                check_into32(isa, "scale_into_f32", p->isa->scale_into_f32, r32, d32, fw, x32, n);
+                check_into32(isa, "scale_into_nt_f32", p->isa->scale_into_nt_f32, r32, d32, fw, x32, n);
+                check_into32("public", "gck_scale_into_f32", gck_scale_into_f32, r32, d32, fw, x32, n);
+                /* across types */
                 memset(r64, 0, n * 8);
                 p->ref->axpy_f32_to_f64(r64, w, x32, n);
                 gck_axpy_init_f32_to_f64(d64, w, x32, n);
                 for (size_t i = 0; i < n; i++)
-                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f32_to_f64 n=%zu i=%zu", p->isa->name, n, i);
-                memset(r32, 0, n * 4);
-                p->ref->axpy_f32(r32, fw, x32, n);
-                gck_axpy_init_f32(d32, fw, x32, n);
-                for (size_t i = 0; i < n; i++)
-                    if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("%s axpy_init_f32 n=%zu i=%zu", p->isa->name, n, i);
-                memset(d32, 0x5a, n * 4);
-                p->isa->axpy_init_nt_f32(d32, fw, x32, n);
-                for (size_t i = 0; i < n; i++)
-                    if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("%s axpy_init_nt_f32 n=%zu i=%zu", p->isa->name, n, i);
+                    gck_assert_same_f64(r64[i], d64[i], "%s axpy_init_f32_to_f64 n=%zu i=%zu", isa, n, i);
                 memset(r32, 0, n * 4);
                 p->ref->axpy_f64_to_f32(r32, fw, x64, n);
                 p->isa->axpy_init_f64_to_f32(d32, fw, x64, n);
                 for (size_t i = 0; i < n; i++)
                     if (!gck_same_f32(r32[i], d32[i]))
-                        fail_msg("%s axpy_init_f64_to_f32 n=%zu i=%zu", p->isa->name, n, i);
+                        fail_msg("%s axpy_init_f64_to_f32 n=%zu i=%zu", isa, n, i);
             }
     }
     /* -0 in, +0 out; scale_into keeps -0 */

@@ -94,13 +94,32 @@ GCK_ALWAYS_INLINE __m256 gck_w32_cvt_bf16_f32(__m128i v)
 {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
 }
-GCK_ALWAYS_INLINE __m128i gck_w32_cvt_f32_bf16(__m256 v)
+/* the bf16 bits of each f32 lane, in its low 16 bits: a NaN lane's sum is
+ * or-ed to all ones before the shift */
+GCK_ALWAYS_INLINE __m256i gck_avx2_round_bf16(__m256 v)
 {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    const __m256i r = _mm256_or_si256(_mm256_srli_epi32(_mm256_add_epi32(u, bias), 16), _mm256_srli_epi32(nan, 16));
+    return _mm256_srli_epi32(_mm256_or_si256(_mm256_add_epi32(u, bias), nan), 16);
+}
+GCK_ALWAYS_INLINE __m128i gck_w32_cvt_f32_bf16(__m256 v)
+{
+    const __m256i r = gck_avx2_round_bf16(v);
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}
+/* two w32 steps of bf16 per 32-byte load and store (elementwise.h's
+ * GCK_EW_SCALE_BF16): zero words below each element give its f32 bits */
+#define GCK_PAIR16_BF16 1
+GCK_ALWAYS_INLINE void gck_pair16_load_bf16(const uint16_t *p, __m256 *lo, __m256 *hi)
+{
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p), z = _mm256_setzero_si256();
+    *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v));
+    *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v));
+}
+GCK_ALWAYS_INLINE void gck_pair16_store_bf16(uint16_t *p, __m256 lo, __m256 hi)
+{
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_packus_epi32(gck_avx2_round_bf16(lo), gck_avx2_round_bf16(hi)));
 }
 /* f16 <-> f32: F16C, the IEEE conversions ops_scalar.h writes out (the
  * rounding mode is the instruction's immediate, not MXCSR's) */

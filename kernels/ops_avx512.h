@@ -74,12 +74,27 @@ GCK_ALWAYS_INLINE __m512 gck_w32_cvt_bf16_f32(__m256i v)
 {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
 }
-GCK_ALWAYS_INLINE __m256i gck_w32_cvt_f32_bf16(__m512 v)
+/* the bf16 bits of each f32 lane, in its low 16 bits */
+GCK_ALWAYS_INLINE __m512i gck_avx512_round_bf16(__m512 v)
 {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
     const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    return _mm512_cvtepi32_epi16(_mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0xffff)));
+    return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0xffff));
+}
+GCK_ALWAYS_INLINE __m256i gck_w32_cvt_f32_bf16(__m512 v) { return _mm512_cvtepi32_epi16(gck_avx512_round_bf16(v)); }
+/* two w32 steps of bf16 per 64-byte load and store (elementwise.h's
+ * GCK_EW_SCALE_BF16): zero words below each element give its f32 bits */
+#define GCK_PAIR16_BF16 1
+GCK_ALWAYS_INLINE void gck_pair16_load_bf16(const uint16_t *p, __m512 *lo, __m512 *hi)
+{
+    const __m512i v = _mm512_loadu_si512(p), z = _mm512_setzero_si512();
+    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, v));
+    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, v));
+}
+GCK_ALWAYS_INLINE void gck_pair16_store_bf16(uint16_t *p, __m512 lo, __m512 hi)
+{
+    _mm512_storeu_si512(p, _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi)));
 }
 /* f16 <-> f32: the IEEE conversions ops_scalar.h writes out (the rounding
  * mode is the instruction's immediate, not MXCSR's) */

@@ -83,9 +83,10 @@ typedef struct gck_bench_family {
  * "<prefix><name><suffix>/<threads>t/<n>" over gck_bench_sizes(threads). */
 void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, size_t nops, int threads);
 
-/* Registers "ref_<name>/<threads>t/<n>" over 2-byte elements (one array
- * read, gck_bench_arrays_of(2)) over gck_bench_sizes16(threads). */
-void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads);
+/* Registers "ref_<name>/<threads>t/<n>" over 2-byte elements
+ * (gck_bench_arrays_of(2)) over gck_bench_sizes16(threads); bytes_per_elem:
+ * 2 per array the body reads. */
+void gck_bench_add_ref16(const char *name, gck_bench_body body, size_t bytes_per_elem, int threads);
 
 #define GCK_BENCH_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

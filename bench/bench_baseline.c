@@ -4,7 +4,9 @@
  * loops the compiler makes for the same traffic as the kernels, with no
  * ordering or rounding promises, so kernel GB/s / ref GB/s is the fraction of
  * the achievable bandwidth. Uses no gradckpt header beyond the shim's:
- *   ref_read   s += x[i]         1 array read          (sumsq, l2norm, dist2)
+ *   ref_read   s += x[i]         1 array read          (sumsq, l2norm)
+ *   ref_read2  s += a[i] + b[i]  2 arrays read         (dist2: on one Intel VM
+ *                                  two streams read 0.88x one stream's GB/s)
  *   ref_rmw2   acc[i] += x[i]    2 read, 1 written     (add, axpy)
  *   ref_rmw1   x[i] *= s         1 read, 1 written     (scale)
  *   ref_add3   c[i] = a[i] + b[i]  2 read, 1 other written: STREAM's "add"
@@ -16,6 +18,7 @@
  *                  (in cache, the ceiling of sumsq/l2norm/dist2 f32)
  *   ref_read_16    s ^= x[i] over 2-byte elements: the read limit of the bf16
  *                  and f16 reductions (GB/s, beside ref_read_f32's)
+ *   ref_read2_16   s ^= a[i] ^ b[i]: the same for dist2 of 2-byte elements
  *   ref_widen_bf16, ref_widen_f16  only the widening of 2-byte elements to
  *                  f64 (bf16: a 16-bit shift, f16: vcvtph2ps, then vcvtps2pd),
  *                  no arithmetic: the in-cache ceiling of their reductions
@@ -84,6 +87,21 @@ static volatile double ref_scale = GCK_BENCH_SCALE;
             s += part[k];                                                                \
         return (double)s;                                                                \
     }                                                                                    \
+    static double read2_chunk_##sfx(void *c, size_t lo, size_t len)                      \
+    {                                                                                    \
+        enum { LANES = 256 / sizeof(T) };                                                \
+        const T *a = A(T, c) + lo, *b = B(T, c) + lo;                                    \
+        T part[LANES] = { 0 }, s = 0;                                                    \
+        size_t i = 0;                                                                    \
+        for (; i + LANES <= len; i += LANES)                                             \
+            for (size_t k = 0; k < LANES; k++)                                           \
+                part[k] += a[i + k] + b[i + k];                                          \
+        for (; i < len; i++)                                                             \
+            s += a[i] + b[i];                                                            \
+        for (size_t k = 0; k < LANES; k++)                                               \
+            s += part[k];                                                                \
+        return (double)s;                                                                \
+    }                                                                                    \
     static double rmw2_chunk_##sfx(void *c, size_t lo, size_t len)                       \
     {                                                                                    \
         T *acc = A(T, c) + lo;                                                           \
@@ -118,6 +136,7 @@ static volatile double ref_scale = GCK_BENCH_SCALE;
     }                                                                                    \
     static double copy_##sfx(void *c, int64_t n) { return over_chunks(copy_chunk_##sfx, c, n); } \
     static double read_##sfx(void *c, int64_t n) { return over_chunks(read_chunk_##sfx, c, n); } \
+    static double read2_##sfx(void *c, int64_t n) { return over_chunks(read2_chunk_##sfx, c, n); } \
     static double add3_##sfx(void *c, int64_t n) { return over_chunks(add3_chunk_##sfx, c, n); } \
     static double rmw2_##sfx(void *c, int64_t n) { return over_chunks(rmw2_chunk_##sfx, c, n); } \
     static double rmw1_##sfx(void *c, int64_t n) { return over_chunks(rmw1_chunk_##sfx, c, n); }
@@ -175,6 +194,21 @@ static double read_chunk_16(void *c, size_t lo, size_t len)
     return (double)s;
 }
 
+static double read2_chunk_16(void *c, size_t lo, size_t len)
+{
+    const uint16_t *a = A(uint16_t, c) + lo, *b = B(uint16_t, c) + lo;
+    uint16_t part[128] = { 0 }, s = 0;
+    size_t i = 0;
+    for (; i + 128 <= len; i += 128)
+        for (size_t k = 0; k < 128; k++)
+            part[k] ^= a[i + k] ^ b[i + k];
+    for (; i < len; i++)
+        s ^= a[i] ^ b[i];
+    for (size_t k = 0; k < 128; k++)
+        s ^= part[k];
+    return (double)s;
+}
+
 #ifdef __AVX2__
 #define REF_WIDEN16(name, CVT4)                                                            \
     static double name(void *c, size_t lo, size_t len)                                     \
@@ -204,16 +238,20 @@ REF_WIDEN16(widen_chunk_f16, _mm_cvtph_ps)
 #endif
 
 static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
+static double read2_16(void *c, int64_t n) { return over_chunks(read2_chunk_16, c, n); }
 static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
 static double widen_f16(void *c, int64_t n) { return over_chunks(widen_chunk_f16, c, n); }
 
 static const struct {
     const char *name;
     gck_bench_body body;
-} refs16[] = { { "read_16", read_16 }, { "widen_bf16", widen_bf16 }, { "widen_f16", widen_f16 } };
+    size_t bytes; /* per element: 2 per array read */
+} refs16[] = { { "read_16", read_16, 2 }, { "read2_16", read2_16, 4 }, { "widen_bf16", widen_bf16, 2 },
+               { "widen_f16", widen_f16, 2 } };
 
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),
+    GCK_BENCH_OP(read2, 2),
     { { "widen_f32", NULL }, 1, { widen_f32, NULL } },
     GCK_BENCH_OP(rmw2, 3),
     GCK_BENCH_OP(rmw1, 2),
@@ -235,5 +273,5 @@ void gck_bench_register_baseline(int threads)
     /* registered by baseline-built code: this file's -march=native may use
      * instructions valgrind cannot run (icount.py runs the registration) */
     for (size_t i = 0; i < GCK_BENCH_COUNT(refs16); i++)
-        gck_bench_add_ref16(refs16[i].name, refs16[i].body, threads);
+        gck_bench_add_ref16(refs16[i].name, refs16[i].body, refs16[i].bytes, threads);
 }

@@ -180,7 +180,7 @@ void gck_bench_add_ops(const gck_bench_family *fam, const gck_bench_op *ops, siz
     }
 }
 
-void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads)
+void gck_bench_add_ref16(const char *name, gck_bench_body body, size_t bytes_per_elem, int threads)
 {
     size_t nsizes;
     const int64_t *sz = gck_bench_sizes16(threads, &nsizes);
@@ -192,7 +192,7 @@ void gck_bench_add_ref16(const char *name, gck_bench_body body, int threads)
         .prepare = gck_bench_prepare_arrays,
         .ctx = gck_bench_arrays_of(2),
         .threads = threads,
-        .bytes_per_elem = 2,
+        .bytes_per_elem = bytes_per_elem,
         .label = "ref 16-bit",
         .sizes = sz,
         .nsizes = nsizes,

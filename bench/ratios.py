@@ -28,7 +28,7 @@ PEERS = {
     #         BLAS peer             BLAS nrm2             naive loop           bandwidth reference
     "sumsq": ("openblas_{p}dot_xx", "openblas_{p}nrm2", "naive_sumsq_{dt}", "ref_read_{dt}"),
     "l2norm": ("openblas_{p}dot_xx", "openblas_{p}nrm2", "naive_sumsq_{dt}", "ref_read_{dt}"),
-    "dist2": ("openblas_{p}dot_ab", "openblas_{p}nrm2", "naive_dist2_{dt}", "ref_read_{dt}"),
+    "dist2": ("openblas_{p}dot_ab", "openblas_{p}nrm2", "naive_dist2_{dt}", "ref_read2_{dt}"),
     "add": ("openblas_{p}axpy", None, None, "ref_rmw2_{dt}"),
     "axpy": ("openblas_{p}axpy", None, "naive_axpy_{dt}", "ref_rmw2_{dt}"),
     "scale": ("openblas_{p}scal", None, None, "ref_rmw1_{dt}"),
@@ -64,7 +64,7 @@ MIXED.update({f"{op}_{h}_to_{dt}": (op, dt)
 # The other 2-byte kernels: name -> (bandwidth reference, in-cache widening
 # ceiling). GB/s compare like for like: the reductions with the 16-bit read,
 # scale with f32's x *= s, the conversions with f32's copy.
-HALF = {f"{k}_{h}": ("ref_read_16", f"ref_widen_{h}" if k != "pnorm" else None)
+HALF = {f"{k}_{h}": ("ref_read2_16" if k == "dist2" else "ref_read_16", f"ref_widen_{h}" if k != "pnorm" else None)
         for k in ("sumsq", "l2norm", "dist2", "pnorm") for h in ("bf16", "f16")}
 HALF.update({f"pnorm_{h}_inf": ("ref_read_16", f"ref_widen_{h}") for h in ("bf16", "f16")})  # amax
 HALF.update({f"scale_{h}": ("ref_rmw1_f32", None) for h in ("bf16", "f16")})

@@ -38,10 +38,24 @@ build() {
   [ -x "$bench" ] || { echo "bench.sh: $bench was not built (google-benchmark missing?)" >&2; exit 2; }
 }
 
+# A VM that hands freed memory back to its host at once (virtio-balloon free
+# page reporting, min_free_ms 0) pays a host page fault on every page it
+# touches again: on one such VM a store save ran at 0.3 GB/s instead of 0.8,
+# the time in the kernel's page copies. Only a warning: the fix changes the
+# machine (bench/README.md, "Run").
+check_machine() {
+  local p=/sys/module/page_reporting/parameters/min_free_ms
+  if [ -r "$p" ] && [ "$(cat "$p")" -lt 10000 ]; then
+    echo "bench.sh: warning: free page reporting returns freed memory to the host after $(cat "$p") ms;" \
+      "benchmarks that allocate (store, snapshot, restore) will be slow and noisy (bench/README.md, \"Run\")" >&2
+  fi
+}
+
 run() {  # OUT.json [FILTER] [REPS]
   (($# >= 1 && $# <= 3)) || usage
   local out=$1 filter=${2:-$DEFAULT_FILTER} reps=${3:-10}  # empty: the default
   build
+  check_machine
   # shellcheck disable=SC2086  # GCK_BENCH_ARGS is a list of flags
   "$bench" --benchmark_filter="$filter" --benchmark_repetitions="$reps" \
     --benchmark_enable_random_interleaving=true --benchmark_min_time=0.1 \

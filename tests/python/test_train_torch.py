@@ -3,6 +3,7 @@ with the uninterrupted run's weights bit for bit; 1 and 2 threads agree."""
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,17 +29,18 @@ def run(args):
     return r.stdout
 
 
-def run_and_kill(args, rng):
+def run_and_kill(args, rng, after_save=False):
     """Starts a run and SIGKILLs it at a random moment: after a random number of saves plus a
-    random delay (mid-step or mid-save), or at a random time from the start. True if it was killed."""
+    random delay (mid-step or mid-save), or at a random time from the start; after_save: after
+    its first save. True if it was killed (a run may finish first)."""
     p = subprocess.Popen([sys.executable, SCRIPT] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     deadline = time.monotonic() + TIMEOUT
     try:
-        if rng.random() < 0.3:
+        if not after_save and rng.random() < 0.3:
             time.sleep(rng.uniform(0.0, 4.0))  # maybe still importing, maybe training
         else:
-            saves = rng.randint(1, 3)
+            saves = 1 if after_save else rng.randint(1, 3)
             for line in p.stdout:
                 if "saved" in line:
                     saves -= 1
@@ -68,11 +70,18 @@ def test_killed_and_resumed_equals_uninterrupted_and_threads_agree(tmp_path):
     rng = random.Random(seed)
     run_dir = str(tmp_path / "killed")
     kills = 0
-    killed = run_and_kill(["--dir", run_dir, "--threads", str(rng.choice((1, 2)))] + ARGS, rng)
-    kills += killed
+    for attempt in range(4):
+        # A run that finished before its kill landed (its random moment came after the last
+        # step: a fast machine) leaves nothing to resume: start afresh and kill it after a save.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        killed = run_and_kill(["--dir", run_dir, "--threads", str(rng.choice((1, 2)))] + ARGS, rng,
+                              after_save=attempt > 0)
+        kills += killed
+        if killed:
+            break
     if not os.path.exists(os.path.join(run_dir, "config.json")):
         # killed before the run wrote its options: start it again
-        killed = run_and_kill(["--dir", run_dir, "--threads", "1"] + ARGS, rng)
+        killed = run_and_kill(["--dir", run_dir, "--threads", "1"] + ARGS, rng, after_save=True)
         kills += killed
     for _ in range(2):
         kills += run_and_kill(["--resume", run_dir, "--threads", str(rng.choice((1, 2)))], rng)

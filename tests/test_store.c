@@ -1673,10 +1673,12 @@ static void test_delta_format3_reads(void **state)
 /* Version v of a run whose planes call for every codec: AdamW-like weights
  * drifting slowly (low-entropy exponent planes: rANS; middling: Huffman), an
  * embedding of which a few rows change (long runs of zero XOR: zstd), noise
- * (raw), and a small tensor (too short to code). */
+ * (raw), and a small tensor (too short to code). N is one chunk and 8 Ki
+ * more: a rANS plane of w holds a 32-way block and a 4-way one (blocks
+ * below 40 KiB). */
 static gck_snapshot *coded_version(uint64_t v)
 {
-    enum { N = 1 << 16, ROWS = 256, COLS = 128 };
+    enum { N = (1 << 17) + (1 << 13), ROWS = 256, COLS = 128 };
     gck_snapshot *s = NULL;
     assert_int_equal(gck_snapshot_create(v, &s), GCK_OK);
     assert_int_equal(gck_snapshot_set_timestamp(s, 5000 + v), GCK_OK);

@@ -1673,12 +1673,12 @@ static void test_delta_format3_reads(void **state)
 /* Version v of a run whose planes call for every codec: AdamW-like weights
  * drifting slowly (low-entropy exponent planes: rANS; middling: Huffman), an
  * embedding of which a few rows change (long runs of zero XOR: zstd), noise
- * (raw), and a small tensor (too short to code). N is one chunk and 8 Ki
- * more: a rANS plane of w holds a 32-way block and a 4-way one (blocks
- * below 40 KiB). */
+ * (raw), and a small tensor (too short to code). "codes" is one byte plane
+ * of one chunk and 8 Ki more, of 2-bit values: its rANS plane holds a 32-way
+ * block and a 4-way one (blocks below 40 KiB). */
 static gck_snapshot *coded_version(uint64_t v)
 {
-    enum { N = (1 << 17) + (1 << 13), ROWS = 256, COLS = 128 };
+    enum { N = 1 << 16, ROWS = 256, COLS = 128, NC = GCK_DELTA_CHUNK + (1 << 13) };
     gck_snapshot *s = NULL;
     assert_int_equal(gck_snapshot_create(v, &s), GCK_OK);
     assert_int_equal(gck_snapshot_set_timestamp(s, 5000 + v), GCK_OK);
@@ -1701,7 +1701,12 @@ static gck_snapshot *coded_version(uint64_t v)
     assert_int_equal(gck_snapshot_add_tensor(s, "noise", GCK_DTYPE_U32, &ws, 1, noise), GCK_OK);
     assert_int_equal(gck_snapshot_add_tensor(s, "tiny", GCK_DTYPE_F64, &ts, 1, tiny), GCK_OK);
     assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", w, 4096), GCK_OK);
-    free(w), free(e), free(noise);
+    uint8_t *codes = malloc(NC);
+    for (size_t i = 0; i < NC; i++)
+        codes[i] = (uint8_t)(rng_next(&r) & 3u);
+    const int64_t cs = NC;
+    assert_int_equal(gck_snapshot_add_tensor(s, "codes", GCK_DTYPE_U8, &cs, 1, codes), GCK_OK);
+    free(w), free(e), free(noise), free(codes);
     return s;
 }
 

@@ -26,11 +26,14 @@ void gck_io_trace(char *buf, size_t cap)
     gck_io_trace_cap = cap;
     atomic_store(&gck_io_trace_len, 0);
     if (buf != NULL && cap > 0) {
-        buf[0] = '\0';
+        memset(buf, 0, cap); /* terminated wherever the notes stop */
         atomic_store(&gck_io_trace_buf, buf);
     }
 }
 
+/* Each call writes only its own slot: writing the terminator after it too
+ * let a call on another thread (the store's data-file fsync runs beside the
+ * manifest's) overwrite the next slot with it and cut the trace short. */
 static void gck_io_note(char what)
 {
     char *b = atomic_load(&gck_io_trace_buf);
@@ -38,7 +41,7 @@ static void gck_io_note(char what)
         return;
     const size_t at = atomic_fetch_add(&gck_io_trace_len, 1);
     if (at + 1 < gck_io_trace_cap)
-        b[at] = what, b[at + 1] = '\0';
+        b[at] = what;
 }
 
 void gck_io_fail_after(long k, int err)

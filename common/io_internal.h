@@ -27,7 +27,9 @@ GCK_INTERNAL void gck_io_fail_after(long k, int err);
 /* Test hook: from now on each of those calls appends one letter to buf
  * (NUL-terminated, at most cap - 1 letters): 'o' open, 'd' open of a
  * directory, 'w' write, 'f' fsync, 'c' close, 'r' rename, so a test can
- * check a writer's order of system calls. buf NULL stops it. One thread. */
+ * check a writer's order of system calls. buf NULL stops it. Calls on
+ * several threads (the store's fsyncs run two at once) each take their own
+ * letter, in the order they came; read buf once they have all returned. */
 GCK_INTERNAL void gck_io_trace(char *buf, size_t cap);
 
 /* write(2) until done (through gck_sys_write); 0 on success, else errno. */

@@ -66,9 +66,8 @@
  * Intel VM, a low-entropy plane: 7.5 KB coded in 11 us instead of 30 and
  * 6 % smaller; 32 KB in 48 us instead of 56; at 48 KB the 32-way form is
  * ahead). The stream records its form, so readers need no change. */
-#define GCK_RANS_ORDER RANS_ORDER_X32
 #define GCK_RANS_X32_MIN 40960
-#define GCK_RANS_ORDER_FOR(k) ((k) < GCK_RANS_X32_MIN ? 0 : GCK_RANS_ORDER)
+#define GCK_RANS_ORDER_FOR(k) ((k) < GCK_RANS_X32_MIN ? 0 : RANS_ORDER_X32)
 #endif
 
 /* What one encoding thread compresses with. */

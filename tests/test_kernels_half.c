@@ -227,6 +227,69 @@ static void test_reductions(void **state)
             }
 }
 
+/* dist2 where y is near x, so the SIMD kernels' f32-difference path is taken
+ * (test_reductions' y, of independent exponents, makes nearly every run fall
+ * back), with runs that must fall back planted among exact ones: a
+ * difference too wide for f32, one that overflows f32 (bf16), a NaN or Inf
+ * (kinds with-nan, with-inf, specials), a difference in the denormal range. */
+typedef double dist2_fn(const uint16_t *, const uint16_t *, size_t);
+
+typedef enum near_mode { NEAR_ONLY, NEAR_FAR_ONE, NEAR_OVERFLOW, NEAR_TINY, NEAR_COUNT } near_mode;
+
+static void fill_near(fmt f, uint16_t *y, uint16_t *x, size_t n, near_mode m, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = (uint16_t)(x[i] ^ (gck_test_rand(&seed) >> 61)); /* the 3 lowest mantissa bits */
+    if (n == 0)
+        return;
+    const size_t at = (size_t)(gck_test_rand(&seed) % n);
+    switch (m) {
+    case NEAR_FAR_ONE: { /* one side near 2^-20 (f16: 2^-10), the other near 1: the f32 difference rounds */
+        const uint16_t small = f == F_BF16 ? 0x3f81 - (20 << 7) : 0x3c01 - (10 << 10), one = f == F_BF16 ? 0x3f83 : 0x3c07;
+        const size_t at2 = (at + n / 2) % n; /* the larger one in x here, in y there */
+        x[at] = one, y[at] = small;
+        x[at2] = (uint16_t)(0x8000 | small), y[at2] = one;
+        break;
+    }
+    case NEAR_OVERFLOW: /* max - (-max): Inf in f32 for bf16 (exact for f16) */
+        y[at] = f == F_BF16 ? 0xff7f : 0xfbff;
+        x[at] = f == F_BF16 ? 0x7f7f : 0x7bff;
+        break;
+    case NEAR_TINY: /* two denormals: an exact denormal difference */
+        x[at] = 0x0005, y[at] = 0x0003;
+        break;
+    default: break;
+    }
+}
+
+static void test_dist2_near(void **state)
+{
+    const gck_isa_pair *p = *state;
+    for (int f = F_BF16; f <= F_F16; f++)
+        for (size_t si = 0; si < gck_test_nsizes; si++)
+            for (int k = 0; k < K_COUNT; k++)
+                for (int m = 0; m < NEAR_COUNT; m++) {
+                    const size_t n = gck_test_sizes[si];
+                    if (skip_case(si, k))
+                        continue;
+                    const size_t off = (size_t)(k + m) % (GCK_TEST_MAX_OFFSET + 1);
+                    uint16_t *x = g_x + off, *y = g_y + (GCK_TEST_MAX_OFFSET - off);
+                    fill16((fmt)f, x, n, (kind)k, 600 + n * 8 + (size_t)k);
+                    fill_near((fmt)f, y, x, n, (near_mode)m, 700 + n + (size_t)m);
+                    for (size_t i = 0; i < n; i++)
+                        g_w[i] = def_widen((fmt)f, x[i]), g_v[i] = def_widen((fmt)f, y[i]);
+                    dist2_fn *d16 = f == F_BF16 ? gck_dist2_bf16 : gck_dist2_f16;
+                    use(GCK_ISA_SCALAR);
+                    const double want = gck_dist2_f32(g_w, g_v, n), ref = d16(x, y, n);
+                    use(p->isa->isa);
+                    const double got = d16(x, y, n);
+                    gck_assert_same_f64(want, ref, "scalar vs widened f32: dist2_%s n=%zu %s near %d", fmt_names[f], n,
+                                        kind_names[k], m);
+                    gck_assert_same_f64(ref, got, "%s dist2_%s n=%zu %s near %d", p->isa->name, fmt_names[f], n,
+                                        kind_names[k], m);
+                }
+}
+
 /* ---- mixed accumulation, scale, widening -------------------------------------- */
 
 static const double g_weights[] = {0.5, -3.0, 1.0 / 3.0, 1e30, 1e-30, 0x1p-140, 0.0, -0.0, INFINITY, NAN};
@@ -443,6 +506,7 @@ static void test_null_empty(void **state)
 
 GCK_PER_ISA_MAIN(setup, teardown,
                  GCK_ISA_TEST(test_reductions),
+                 GCK_ISA_TEST(test_dist2_near),
                  GCK_ISA_TEST(test_mixed),
                  GCK_ISA_TEST(test_scale),
                  GCK_ISA_TEST(test_widen_all),

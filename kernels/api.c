@@ -18,7 +18,7 @@
 static double gck_reduce_op_n(gck_reduce_op op, const void *a, const void *b, void *m, double s, double p,
                               size_t n)
 {
-    const gck_reduce_args r = {gck_kernels_active(), op, a, b, m, s, p};
+    const gck_reduce_args r = {.t = gck_kernels_active(), .op = op, .a = a, .b = b, .m = m, .s = s, .p = p};
     return gck_reduce(&r, n);
 }
 
@@ -71,7 +71,7 @@ double gck_scale_sumsq_f32(float *dst, const float *x, float s, size_t n)
 double gck_l2norm_f64(const double *x, size_t n)
 {
     const gck_kernel_table *t = gck_kernels_active();
-    const gck_reduce_args r = {t, GCK_R_SUMSQ_F64, x, NULL, NULL, 0.0, 0.0};
+    const gck_reduce_args r = {.t = t, .op = GCK_R_SUMSQ_F64, .a = x};
     return gck_l2norm_f64_from(t, x, n, gck_reduce(&r, n));
 }
 
@@ -142,14 +142,14 @@ static double gck_pnorm(const void *x, gck_elem e, size_t n, double p)
         return gck_l2norm_elem(x, e, n);
     const gck_kernel_table *t = gck_kernels_active();
     if (p == 1.0) {
-        const gck_reduce_args r = {t, gck_pnorm_ops[e].asum, x, NULL, NULL, 0.0, 0.0};
+        const gck_reduce_args r = {.t = t, .op = gck_pnorm_ops[e].asum, .a = x};
         return gck_reduce(&r, n);
     }
     const double m = gck_amax(t, x, e, n);
     if (isinf(p) || isnan(m) || m == 0.0 || isinf(m))
         return m;
     const gck_pnorm_plan plan = gck_pnorm_plan_for(m, p);
-    const gck_reduce_args r = {t, gck_pnorm_ops[e].powsum, x, NULL, NULL, plan.s, p};
+    const gck_reduce_args r = {.t = t, .op = gck_pnorm_ops[e].powsum, .a = x, .s = plan.s, .p = p};
     return gck_pnorm_root(plan, m, gck_reduce(&r, n), p);
 }
 

@@ -230,6 +230,26 @@ static double gck_scale_sumsq_f32_block_avx2(float *dst, const float *x, float s
 #undef A
 }
 
+/* acc + w * x as axpy_f32 rounds it (product, then sum) */
+#define GCK_AXPY4(g, m, f) _mm_add_ps(gck_ld32(acc + (g), m, f), _mm_mul_ps(vw, gck_ld32(x + (g), m, f)))
+
+static double gck_axpy_div_sumsq_f32_block_avx2(float *acc, const float *x, float w, float d, size_t n)
+{
+    const __m128 vw = _mm_set1_ps(w), vd = _mm_set1_ps(d);
+#define A(s_, g, m, f) gck_store_sq_f32(acc + (g), _mm_div_ps(GCK_AXPY4(g, m, f), vd), m, f, s_)
+    GCK_YMM_REDUCE(n);
+#undef A
+}
+
+static double gck_axpy_scale_sumsq_f32_block_avx2(float *acc, const float *x, float w, float s, size_t n)
+{
+    const __m128 vw = _mm_set1_ps(w), vs = _mm_set1_ps(s);
+#define A(s_, g, m, f) gck_store_sq_f32(acc + (g), _mm_mul_ps(GCK_AXPY4(g, m, f), vs), m, f, s_)
+    GCK_YMM_REDUCE(n);
+#undef A
+}
+#undef GCK_AXPY4
+
 /* ---- elementwise and amax: the template over ops_avx2.h ---- */
 #include "elementwise.h"
 

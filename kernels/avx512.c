@@ -432,10 +432,17 @@ GCK_ALWAYS_INLINE __m512d gck_store_sq8(float *dst, __m256 v, __mmask8 m, __m512
  * take the 16-wide path: the even one computes and stores both halves. */
 #define GCK_F32_FUSED(s_, g, m, OP16, OP8)                                                                  \
     ((k_ & 1) == 0 && (g) + 16 <= r1_                                                                      \
-         ? (v16_ = OP16(_mm512_loadu_ps(x + (g))), _mm512_storeu_ps(dst + (g), v16_),                       \
+         ? (v16_ = OP16(GCK_F32_SRC16(g)), _mm512_storeu_ps(dst + (g), v16_),                               \
             gck_sq_add8(s_, _mm512_castps512_ps256(v16_)))                                                  \
      : (k_ & 1) == 1 && (g) + 8 <= r1_ ? gck_sq_add8(s_, gck_hi8(v16_))                                    \
-                                       : gck_store_sq8(dst + (g), OP8(_mm256_maskz_loadu_ps(m, x + (g))), m, s_))
+                                       : gck_store_sq8(dst + (g), OP8(GCK_F32_SRC8(g, m)), m, s_))
+/* The values the op applies to: x, or for the axpy forms dst + w * x as
+ * axpy_f32 rounds it (product, then sum; masked lanes 0 + w * 0). */
+#define GCK_F32_X16(g) _mm512_loadu_ps(x + (g))
+#define GCK_F32_X8(g, m) _mm256_maskz_loadu_ps(m, x + (g))
+#define GCK_F32_AXPY16(g) _mm512_add_ps(_mm512_loadu_ps(dst + (g)), _mm512_mul_ps(w16_, _mm512_loadu_ps(x + (g))))
+#define GCK_F32_AXPY8(g, m)                                                                               \
+    _mm256_add_ps(_mm256_maskz_loadu_ps(m, dst + (g)), _mm256_mul_ps(w8_, _mm256_maskz_loadu_ps(m, x + (g))))
 
 /* The two f32 fused kernels: dst = x / f or x * f, then the sum of squares. */
 #define GCK_F32_DIV16(v) _mm512_div_ps(v, f16_)
@@ -452,9 +459,27 @@ GCK_ALWAYS_INLINE __m512d gck_store_sq8(float *dst, __m256 v, __mmask8 m, __m512
         __m512 v16_ = _mm512_setzero_ps();                                     \
         GCK_AVX512_REDUCE(n, ACC);                                             \
     }
+#define GCK_DEFINE_F32_AXPY_FUSED(name, ACC)                                   \
+    static double name(float *dst, const float *x, float w, float f, size_t n) \
+    {                                                                          \
+        const __m512 f16_ = _mm512_set1_ps(f), w16_ = _mm512_set1_ps(w);       \
+        const __m256 f8_ = _mm256_set1_ps(f), w8_ = _mm256_set1_ps(w);         \
+        __m512 v16_ = _mm512_setzero_ps();                                     \
+        GCK_AVX512_REDUCE(n, ACC);                                             \
+    }
 
+#define GCK_F32_SRC16 GCK_F32_X16
+#define GCK_F32_SRC8 GCK_F32_X8
 GCK_DEFINE_F32_FUSED(gck_div_sumsq_f32_block_avx512, GCK_F32_ACC_DIV)
 GCK_DEFINE_F32_FUSED(gck_scale_sumsq_f32_block_avx512, GCK_F32_ACC_MUL)
+#undef GCK_F32_SRC16
+#undef GCK_F32_SRC8
+#define GCK_F32_SRC16 GCK_F32_AXPY16
+#define GCK_F32_SRC8 GCK_F32_AXPY8
+GCK_DEFINE_F32_AXPY_FUSED(gck_axpy_div_sumsq_f32_block_avx512, GCK_F32_ACC_DIV)
+GCK_DEFINE_F32_AXPY_FUSED(gck_axpy_scale_sumsq_f32_block_avx512, GCK_F32_ACC_MUL)
+#undef GCK_F32_SRC16
+#undef GCK_F32_SRC8
 
 static double gck_scale_sumsq_f64_block_avx512(double *dst, const double *x, double s, size_t n)
 {

@@ -31,6 +31,12 @@
     X(div_sumsq_f32_block, double, (float *dst, const float *x, float d, size_t n))    \
     X(scale_sumsq_f64_block, double, (double *dst, const double *x, double s, size_t n)) \
     X(scale_sumsq_f32_block, double, (float *dst, const float *x, float s, size_t n))  \
+    /* the same after an axpy: acc = (acc + w * x) / d or * s, each step      \
+     * rounded as axpy_f32 and div/scale_sumsq_f32 round it, so the block's    \
+     * bits are those of the two kernels in turn (a trainer's last micro-batch \
+     * add, mean and norm in one pass) */                                      \
+    X(axpy_div_sumsq_f32_block, double, (float *acc, const float *x, float w, float d, size_t n)) \
+    X(axpy_scale_sumsq_f32_block, double, (float *acc, const float *x, float w, float s, size_t n)) \
     /* max |x| over any n; NaN if any element is NaN */                          \
     X(amax_f64, double, (const double *x, size_t n))                              \
     X(amax_f32, double, (const float *x, size_t n))                               \

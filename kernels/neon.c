@@ -53,6 +53,7 @@ typedef struct gck_nctx {
     float *mf;           /* f32 array a fused kernel writes (may be af) */
     float64x2_t s, p;    /* scale or divisor; exponent */
     float32x4_t sf;      /* f32 scale or divisor */
+    float32x4_t wf;      /* the axpy forms' weight (x in bf, acc read from af, written to mf) */
 } gck_nctx;
 
 /* The terms of elements i .. i+3 (relative to the context's pointers). */
@@ -289,6 +290,25 @@ GCK_ALWAYS_INLINE float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t 
     return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
 }
 
+/* the axpy forms: v = af + w * bf as axpy_f32 rounds it, then as above */
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_axpy_div_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    const float32x4_t a = vaddq_f32(vld1q_f32(c->af + i), vmulq_f32(c->wf, vld1q_f32(c->bf + i)));
+    const float32x4_t v = vdivq_f32(a, c->sf);
+    vst1q_f32(c->mf + i, v);
+    const float64x2x2_t w = gck_widen4(v);
+    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+}
+
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_axpy_scale_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    const float32x4_t a = vaddq_f32(vld1q_f32(c->af + i), vmulq_f32(c->wf, vld1q_f32(c->bf + i)));
+    const float32x4_t v = vmulq_f32(a, c->sf);
+    vst1q_f32(c->mf + i, v);
+    const float64x2x2_t w = gck_widen4(v);
+    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+}
+
 /* ---- the block slots -------------------------------------------------------- */
 static double gck_sumsq_f64_block_neon(const double *x, size_t n)
 {
@@ -368,6 +388,18 @@ static double gck_scale_sumsq_f32_block_neon(float *dst, const float *x, float s
 {
     const gck_nctx c = {.af = x, .mf = dst, .sf = vdupq_n_f32(s)};
     return gck_neon_reduce(&c, n, gck_t_scale_sumsq_f32);
+}
+
+static double gck_axpy_div_sumsq_f32_block_neon(float *acc, const float *x, float w, float d, size_t n)
+{
+    const gck_nctx c = {.af = acc, .bf = x, .mf = acc, .sf = vdupq_n_f32(d), .wf = vdupq_n_f32(w)};
+    return gck_neon_reduce(&c, n, gck_t_axpy_div_sumsq_f32);
+}
+
+static double gck_axpy_scale_sumsq_f32_block_neon(float *acc, const float *x, float w, float s, size_t n)
+{
+    const gck_nctx c = {.af = acc, .bf = x, .mf = acc, .sf = vdupq_n_f32(s), .wf = vdupq_n_f32(w)};
+    return gck_neon_reduce(&c, n, gck_t_axpy_scale_sumsq_f32);
 }
 
 /* ---- elementwise and amax: the template over ops_neon.h ---- */

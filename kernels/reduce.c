@@ -42,6 +42,10 @@ static double gck_reduce_block(const gck_reduce_args *r, size_t lo, size_t len)
     case GCK_R_ASUM_F16: return r->t->asum_f16_block(a16, len);
     case GCK_R_POWSUM_BF16: return r->t->powsum_bf16_block(a16, r->p, r->s, len);
     case GCK_R_POWSUM_F16: return r->t->powsum_f16_block(a16, r->p, r->s, len);
+    case GCK_R_AXPY_DIV_SUMSQ_F32:
+        return r->t->axpy_div_sumsq_f32_block((float *)r->m + lo, a32, (float)r->w, (float)r->s, len);
+    case GCK_R_AXPY_SCALE_SUMSQ_F32:
+        return r->t->axpy_scale_sumsq_f32_block((float *)r->m + lo, a32, (float)r->w, (float)r->s, len);
     case GCK_R_SCALE_SUMSQ_F32:
     default: return r->t->scale_sumsq_f32_block((float *)r->m + lo, a32, (float)r->s, len);
     }
@@ -170,7 +174,7 @@ double gck_l2norm_f64_from(const gck_kernel_table *t, const double *x, size_t n,
     if (m == 0.0 || isinf(m))
         return m;
     const int k = gck_unit_exponent(m);
-    const gck_reduce_args rs = {t, GCK_R_SCALED_F64, x, NULL, NULL, ldexp(1.0, k), 0.0};
+    const gck_reduce_args rs = {.t = t, .op = GCK_R_SCALED_F64, .a = x, .s = ldexp(1.0, k)};
     return ldexp(sqrt(gck_reduce(&rs, n)), -k);
 }
 

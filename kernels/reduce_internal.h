@@ -86,7 +86,9 @@ typedef enum gck_reduce_op {
     GCK_R_ASUM_BF16,
     GCK_R_ASUM_F16,
     GCK_R_POWSUM_BF16,
-    GCK_R_POWSUM_F16
+    GCK_R_POWSUM_F16,
+    GCK_R_AXPY_DIV_SUMSQ_F32, /* m = (m + w * a) / s or * s, f32 */
+    GCK_R_AXPY_SCALE_SUMSQ_F32
 } gck_reduce_op;
 
 typedef struct gck_reduce_args {
@@ -95,6 +97,7 @@ typedef struct gck_reduce_args {
     const void *a, *b; /* inputs */
     void *m;           /* the array a fused kernel updates */
     double s, p;       /* scale / divisor, exponent */
+    double w;          /* the axpy forms' weight */
 } gck_reduce_args;
 
 /* Pairwise result of the blocks covering [lo, lo + len), on this thread; lo

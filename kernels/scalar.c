@@ -144,6 +144,21 @@ static inline double gck_scale_store_sq_f32(float *dst, const float *src, float 
     return (double)v * (double)v;
 }
 
+/* axpy_f32's value, then as above */
+static inline double gck_axpy_div_store_sq_f32(float *acc, const float *x, float w, float d)
+{
+    const float v = (*acc + w * *x) / d;
+    *acc = v;
+    return (double)v * (double)v;
+}
+
+static inline double gck_axpy_scale_store_sq_f32(float *acc, const float *x, float w, float s)
+{
+    const float v = (*acc + w * *x) * s;
+    *acc = v;
+    return (double)v * (double)v;
+}
+
 static double gck_div_sumsq_f64_block_scalar(double *dst, const double *x, double d, size_t n)
 {
     GCK_LANE_REDUCE(n, gck_div_store_sq_f64(&dst[i], &x[i], d));
@@ -162,6 +177,16 @@ static double gck_scale_sumsq_f64_block_scalar(double *dst, const double *x, dou
 static double gck_scale_sumsq_f32_block_scalar(float *dst, const float *x, float s, size_t n)
 {
     GCK_LANE_REDUCE(n, gck_scale_store_sq_f32(&dst[i], &x[i], s));
+}
+
+static double gck_axpy_div_sumsq_f32_block_scalar(float *acc, const float *x, float w, float d, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_axpy_div_store_sq_f32(&acc[i], &x[i], w, d));
+}
+
+static double gck_axpy_scale_sumsq_f32_block_scalar(float *acc, const float *x, float w, float s, size_t n)
+{
+    GCK_LANE_REDUCE(n, gck_axpy_scale_store_sq_f32(&acc[i], &x[i], w, s));
 }
 
 /* The elementwise kernels and amax: the template instantiated on plain C

@@ -110,6 +110,66 @@ static void test_fused_sumsq(void **state)
     }
 }
 
+/* The axpy forms of the f32 block slots: acc = (acc + w * x) / d or * s.
+ * Definition: axpy_f32 then div/scale_sumsq_f32_block, on this ISA; and
+ * the scalar slot, bit for bit (values and sum). acc and x misaligned
+ * differently; x may be acc (the in-place call of the list function). */
+static void test_axpy_fused_blocks(void **state)
+{
+    const gck_isa_pair *p = *state;
+    static const float ws[] = {1.0f, 0.3f, -1.7f};
+    float *want = g_y32, *got = g_z32, *acc0 = gck_test_alloc((GCK_BLOCK + 8) * 4);
+    for (size_t si = 0; si < gck_test_nsizes; si++) {
+        const size_t n = gck_test_sizes[si];
+        if (n > GCK_BLOCK)
+            continue;
+        for (size_t fi = 0; fi < NF; fi++)
+            for (int k = 0; k < GCK_K_COUNT; k++) {
+                const size_t off = (size_t)k % (GCK_TEST_MAX_OFFSET + 1), xoff = (size_t)(k + 1) % 2;
+                float *x = g_x32 + xoff;
+                gck_test_fill_f32(acc0, n, (gck_test_kind)((k + 3) % GCK_K_COUNT), n + 41);
+                gck_test_fill_f32(x, n, (gck_test_kind)k, n + 42);
+                const float f = (float)g_factors[fi], w = ws[(fi + (size_t)k) % 3];
+                const char *kn = gck_test_kind_name((gck_test_kind)k);
+                for (int scale = 0; scale <= 1; scale++) {
+                    double (*fused)(float *, const float *, float, float, size_t) =
+                        scale ? p->isa->axpy_scale_sumsq_f32_block : p->isa->axpy_div_sumsq_f32_block;
+                    double (*fused_ref)(float *, const float *, float, float, size_t) =
+                        scale ? p->ref->axpy_scale_sumsq_f32_block : p->ref->axpy_div_sumsq_f32_block;
+                    double (*plain)(float *, const float *, float, size_t) =
+                        scale ? p->isa->scale_sumsq_f32_block : p->isa->div_sumsq_f32_block;
+                    memcpy(want + off, acc0, n * 4);
+                    p->isa->axpy_f32(want + off, w, x, n);
+                    const double def = plain(want + off, want + off, f, n);
+                    memcpy(got + off, acc0, n * 4);
+                    const double ref = fused_ref(got + off, x, w, f, n);
+                    gck_assert_same_f64(def, ref, "scalar axpy_%s_sumsq_f32 n=%zu f=%a w=%a %s",
+                                        scale ? "scale" : "div", n, (double)f, (double)w, kn);
+                    memcpy(got + off, acc0, n * 4);
+                    const double isa = fused(got + off, x, w, f, n);
+                    gck_assert_same_f64(ref, isa, "%s axpy_%s_sumsq_f32 n=%zu f=%a w=%a %s", p->isa->name,
+                                        scale ? "scale" : "div", n, (double)f, (double)w, kn);
+                    for (size_t i = 0; i < n; i++)
+                        if (!gck_same_f32(want[off + i], got[off + i]))
+                            fail_msg("%s axpy_%s_sumsq_f32 n=%zu i=%zu %s: want %a got %a", p->isa->name,
+                                     scale ? "scale" : "div", n, i, kn, (double)want[off + i], (double)got[off + i]);
+                    /* in place: x is acc */
+                    memcpy(want + off, acc0, n * 4);
+                    p->isa->axpy_f32(want + off, w, want + off, n);
+                    const double def_in = plain(want + off, want + off, f, n);
+                    memcpy(got + off, acc0, n * 4);
+                    gck_assert_same_f64(def_in, fused(got + off, got + off, w, f, n), "%s in place n=%zu %s",
+                                        p->isa->name, n, kn);
+                    for (size_t i = 0; i < n; i++)
+                        if (!gck_same_f32(want[off + i], got[off + i]))
+                            fail_msg("%s in place axpy_%s_sumsq_f32 n=%zu i=%zu %s", p->isa->name,
+                                     scale ? "scale" : "div", n, i, kn);
+                }
+            }
+    }
+    free(acc0);
+}
+
 static void test_mixed_precision(void **state)
 {
     const gck_isa_pair *p = *state;
@@ -255,5 +315,6 @@ static void test_axpy_init(void **state)
 
 GCK_PER_ISA_MAIN(setup, teardown,
                  GCK_ISA_TEST(test_fused_sumsq),
+                 GCK_ISA_TEST(test_axpy_fused_blocks),
                  GCK_ISA_TEST(test_mixed_precision),
                  GCK_ISA_TEST(test_axpy_init))

@@ -273,40 +273,39 @@ GCK_ALWAYS_INLINE float64x2x2_t gck_t_scale_sumsq_f64(const gck_nctx *c, size_t 
                     gck_scale_store_sq_f64(c->m + i + 2, c->a + i + 2, c->s));
 }
 
-/* float v = x / d (one f32 rounding), stored, then (double)v * (double)v */
-GCK_ALWAYS_INLINE float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
+/* v stored at c->mf + i, then the squares of its widened lanes */
+GCK_ALWAYS_INLINE float64x2x2_t gck_store_sq_f32x4(const gck_nctx *c, size_t i, float32x4_t v)
 {
-    const float32x4_t v = vdivq_f32(vld1q_f32(c->af + i), c->sf);
     vst1q_f32(c->mf + i, v);
     const float64x2x2_t w = gck_widen4(v);
     return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+}
+
+/* float v = x / d (one f32 rounding), stored, then (double)v * (double)v */
+GCK_ALWAYS_INLINE float64x2x2_t gck_t_div_sumsq_f32(const gck_nctx *c, size_t i)
+{
+    return gck_store_sq_f32x4(c, i, vdivq_f32(vld1q_f32(c->af + i), c->sf));
 }
 
 GCK_ALWAYS_INLINE float64x2x2_t gck_t_scale_sumsq_f32(const gck_nctx *c, size_t i)
 {
-    const float32x4_t v = vmulq_f32(vld1q_f32(c->af + i), c->sf);
-    vst1q_f32(c->mf + i, v);
-    const float64x2x2_t w = gck_widen4(v);
-    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+    return gck_store_sq_f32x4(c, i, vmulq_f32(vld1q_f32(c->af + i), c->sf));
 }
 
-/* the axpy forms: v = af + w * bf as axpy_f32 rounds it, then as above */
+/* the axpy forms: af + w * bf as axpy_f32 rounds it, then as above */
+GCK_ALWAYS_INLINE float32x4_t gck_axpy_f32x4(const gck_nctx *c, size_t i)
+{
+    return vaddq_f32(vld1q_f32(c->af + i), vmulq_f32(c->wf, vld1q_f32(c->bf + i)));
+}
+
 GCK_ALWAYS_INLINE float64x2x2_t gck_t_axpy_div_sumsq_f32(const gck_nctx *c, size_t i)
 {
-    const float32x4_t a = vaddq_f32(vld1q_f32(c->af + i), vmulq_f32(c->wf, vld1q_f32(c->bf + i)));
-    const float32x4_t v = vdivq_f32(a, c->sf);
-    vst1q_f32(c->mf + i, v);
-    const float64x2x2_t w = gck_widen4(v);
-    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+    return gck_store_sq_f32x4(c, i, vdivq_f32(gck_axpy_f32x4(c, i), c->sf));
 }
 
 GCK_ALWAYS_INLINE float64x2x2_t gck_t_axpy_scale_sumsq_f32(const gck_nctx *c, size_t i)
 {
-    const float32x4_t a = vaddq_f32(vld1q_f32(c->af + i), vmulq_f32(c->wf, vld1q_f32(c->bf + i)));
-    const float32x4_t v = vmulq_f32(a, c->sf);
-    vst1q_f32(c->mf + i, v);
-    const float64x2x2_t w = gck_widen4(v);
-    return gck_pair(gck_sq(w.val[0]), gck_sq(w.val[1]));
+    return gck_store_sq_f32x4(c, i, vmulq_f32(gck_axpy_f32x4(c, i), c->sf));
 }
 
 /* ---- the block slots -------------------------------------------------------- */

@@ -143,7 +143,11 @@ static void test_slots_match_scalar(void **state)
            *g64 = gck_test_alloc(CAP * 8);
     float *f = gck_test_alloc(CAP * 4), *h = gck_test_alloc(CAP * 4), *w32 = gck_test_alloc(CAP * 4),
           *g32 = gck_test_alloc(CAP * 4);
+    uint16_t *hx = gck_test_alloc(CAP * 2), *hy = gck_test_alloc(CAP * 2), *hn = gck_test_alloc(CAP * 2);
     const char *name = t->name;
+#define RED2(slot, u, v, n_)                                                                                \
+    gck_assert_same_f64(r->slot(u, v, n_), t->slot(u, v, n_), "%s " #slot " " #v " n=%zu %s", name, n_, \
+                        fam_name[fam])
     for (size_t si = 0; si < NSIZES; si++)
         for (int fam = 0; fam < NFAM; fam++) {
             const size_t n = g_sizes[si];
@@ -225,8 +229,32 @@ static void test_slots_match_scalar(void **state)
             EW32(axpy_init_f64_to_f32, 0x1p-10f, x, n);
 #undef EW64
 #undef EW32
+            /* the axpy forms of the fused f32 slots, values and sums */
+            memcpy(w32, yf, n * 4), memcpy(g32, yf, n * 4);
+            gck_assert_same_f64(r->axpy_div_sumsq_f32_block(w32, xf, 0.5f, 3.0f, n),
+                                t->axpy_div_sumsq_f32_block(g32, xf, 0.5f, 3.0f, n), "%s axpy_div_sumsq_f32 n=%zu %s",
+                                name, n, fam_name[fam]);
+            same_arrays32(w32, g32, n, "axpy_div_sumsq_f32 values", n, fam);
+            memcpy(w32, yf, n * 4), memcpy(g32, yf, n * 4);
+            gck_assert_same_f64(r->axpy_scale_sumsq_f32_block(w32, xf, 1.0f, 0x1p-10f, n),
+                                t->axpy_scale_sumsq_f32_block(g32, xf, 1.0f, 0x1p-10f, n),
+                                "%s axpy_scale_sumsq_f32 n=%zu %s", name, n, fam_name[fam]);
+            same_arrays32(w32, g32, n, "axpy_scale_sumsq_f32 values", n, fam);
+            /* 2-byte dist2 on the f32 family's top halves, against y's
+             * (apart) and against themselves with the low bits changed
+             * (near: the f32-difference path of AVX-512, whose differences
+             * of denormals flush) */
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u, v;
+                memcpy(&u, &xf[i], 4), memcpy(&v, &yf[i], 4);
+                hx[i] = (uint16_t)(u >> 16), hy[i] = (uint16_t)(v >> 16), hn[i] = (uint16_t)(hx[i] ^ (i % 7));
+            }
+            RED2(dist2_bf16_block, hx, hy, n);
+            RED2(dist2_bf16_block, hx, hn, n);
+            RED2(dist2_f16_block, hx, hy, n);
+            RED2(dist2_f16_block, hx, hn, n);
         }
-    free(a), free(b), free(w64), free(g64), free(f), free(h), free(w32), free(g32);
+    free(a), free(b), free(w64), free(g64), free(f), free(h), free(w32), free(g32), free(hx), free(hy), free(hn);
 }
 
 /* The public kernels and list functions on the ISA and on scalar, 1 and 3

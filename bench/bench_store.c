@@ -70,6 +70,7 @@
 #include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/vfs.h>
@@ -636,6 +637,12 @@ void gck_bench_register_store(int threads)
  *   small_save/raw_durable    - the bare protocol on the same bytes: a new
  *                               file, three write() calls, fsync, rename over
  *                               the target, fsync of the directory;
+ *   small_save/raw_protocol   - the store's protocol on the same bytes, no
+ *                               store: a new data file written and fsynced
+ *                               on a helper thread while a 32 KiB manifest
+ *                               temp is written and fsynced here, the
+ *                               manifest renamed, the directory fsynced
+ *                               (what any store/<case> cannot go below);
  *   small_save/snapshot       - what a trainer does with gck_snapshot_save:
  *                               create a snapshot, add the 48 tensors by
  *                               reference, set step, lr and loader position
@@ -673,7 +680,7 @@ static const struct {
     {"h0.mlp.c_proj.bias", 64, 0}, {"ln_f.weight", 64, 0},  {"ln_f.bias", 64, 0}};
 
 typedef struct ss_ctx {
-    int op; /* 0 raw_durable, 1 snapshot, 2 store full, 3 store delta, 4 store default */
+    int op; /* 0 raw_durable, 1 snapshot, 2 store full, 3 store delta, 4 store default, 5 raw_protocol */
     gck_store *store;
     int next;
     double bytes;
@@ -805,12 +812,69 @@ static int ss_raw_save(int step)
     return bad ? -1 : 0;
 }
 
+#define SS_MANIFEST_BYTES 32768
+
+typedef struct ss_sync_job {
+    int fd, err;
+} ss_sync_job;
+
+static void *ss_sync_run(void *arg)
+{
+    ss_sync_job *j = arg;
+    j->err = fsync(j->fd) != 0;
+    return NULL;
+}
+
+/* The store's fewest fsyncs (issue 13): data file and manifest temp synced
+ * at once, rename, directory. */
+static int ss_protocol_save(int step)
+{
+    static char manifest[SS_MANIFEST_BYTES];
+    memset(manifest, ' ', sizeof manifest);
+    char data[600], tmp[600], dst[600];
+    snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, step);
+    snprintf(tmp, sizeof tmp, "%s/.manifest.tmp", g_ss_dir);
+    snprintf(dst, sizeof dst, "%s/manifest.json", g_ss_dir);
+    const int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    int bad = 0;
+    for (int k = 0; k < 3; k++)
+        bad |= write(fd, g_ss_state[step][k], SS_PARAMS * sizeof(float)) != (ssize_t)(SS_PARAMS * sizeof(float));
+    ss_sync_job job = {fd, 0};
+    pthread_t helper;
+    const int threaded = pthread_create(&helper, NULL, ss_sync_run, &job) == 0;
+    const int mfd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    bad |= mfd < 0 || write(mfd, manifest, sizeof manifest) != (ssize_t)sizeof manifest || fsync(mfd) != 0;
+    if (mfd >= 0)
+        bad |= close(mfd) != 0;
+    if (threaded)
+        pthread_join(helper, NULL);
+    else
+        ss_sync_run(&job);
+    bad |= job.err | (close(fd) != 0);
+    bad |= rename(tmp, dst) != 0;
+    const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bad |= dfd < 0 || fsync(dfd) != 0;
+    if (dfd >= 0)
+        close(dfd);
+    if (step >= 10) { /* keep ten data files, as the store's policy does */
+        snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, step - 10);
+        unlink(data);
+    }
+    return bad ? -1 : 0;
+}
+
 /* One save of `step` the benchmark's way; bytes written to *bytes. */
 static const char *ss_save(ss_ctx *f, int step, double *bytes)
 {
     if (f->op == 0) {
         *bytes = 3.0 * SS_PARAMS * sizeof(float);
         return ss_raw_save(step) == 0 ? NULL : "raw durable write failed";
+    }
+    if (f->op == 5) {
+        *bytes = 3.0 * SS_PARAMS * sizeof(float) + SS_MANIFEST_BYTES;
+        return ss_protocol_save(step) == 0 ? NULL : "the protocol's durable writes failed";
     }
     gck_snapshot *s = ss_snapshot(step);
     if (s == NULL)
@@ -848,7 +912,12 @@ static const char *ss_prepare(void *ctx, int64_t n, int threads)
     char sd[600];
     snprintf(sd, sizeof sd, "%s/store", g_ss_dir);
     rm_dir(sd);
-    if (f->op >= 2) {
+    for (int k = 0; f->op == 5 && k < SS_STEPS; k++) { /* every data file new, as the store's */
+        char data[600];
+        snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, k);
+        unlink(data);
+    }
+    if (f->op >= 2 && f->op <= 4) {
         gck_store_config c;
         gck_store_config_init(&c);
         if (f->op == 2)
@@ -894,13 +963,14 @@ static size_t ss_report(void *ctx, const char **names, double *values, size_t ca
 
 static void register_small_save(void)
 {
-    static ss_ctx ctx[2][5];
-    static const char *const names[5] = {"small_save/raw_durable", "small_save/snapshot", "small_save/store/full",
-                                         "small_save/store/delta", "small_save/store/default"};
+    static ss_ctx ctx[2][6];
+    static const char *const names[6] = {"small_save/raw_durable", "small_save/snapshot", "small_save/store/full",
+                                         "small_save/store/delta", "small_save/store/default",
+                                         "small_save/raw_protocol"};
     static const int64_t size = 3 * SS_PARAMS;
     /* 1 and 2 threads: the store may encode a delta's tensors on OpenMP threads */
     for (int t = 1; t <= 2; t++) {
-        for (int o = 0; o < 5; o++) {
+        for (int o = 0; o < 6; o++) {
             ctx[t - 1][o] = (ss_ctx){.op = o};
             char name[96];
             snprintf(name, sizeof name, "%s/%dt", names[o], t);

@@ -132,7 +132,7 @@ static inline double gck_fold_lanes(double lane[GCK_LANES])
  * measured alike, a non-temporal hint ran at half.
  * Two streams (dist2) take the L2 prefetch only 2.5 KiB ahead: with both at
  * 8 KiB dist2_bf16 read 0.78-0.80 of ref_read2_16 over 64 Mi elements (same
- * Intel VM), at 2-3 KiB 0.91-0.94, with the L1 prefetch alone 0.86-0.90.
+ * Intel VM), at 2-3 KiB 0.87-0.94, with the L1 prefetch alone 0.86-0.90.
  * A prefetch past the end of the array is harmless: it never faults. */
 #define GCK_PREFETCH16_L1 2048
 #define GCK_PREFETCH16_L2 8192

@@ -204,7 +204,7 @@ static double gck_tl_run(const gck_tl_job *j, size_t i, size_t lo, size_t len)
         if (e == GCK_E_F32 && ex == GCK_E_F32) {
             /* one kernel doing both per element: the axpy's values never go
              * back to memory before the division reads them (the trainer
-             * path's gpt120k step: 58.8 -> 50 us on the Intel VM) */
+             * path's gpt120k step: 59-64 -> 55-59 us on the Intel VM) */
             r.op = r.op == GCK_R_SCALE_SUMSQ_F32 ? GCK_R_AXPY_SCALE_SUMSQ_F32 : GCK_R_AXPY_DIV_SUMSQ_F32;
             r.a = x;
             r.w = j->w;

@@ -330,9 +330,9 @@ GCK_ALWAYS_INLINE void gck_fl16_prefetch(int k_, const uint16_t *x, const uint16
  * exact, for |wy| > |wx|, d + wy is), as do Inf, NaN and a flushed d;
  * bad_ collects the differing bits (GCK_AVX512_WALK then sums the run
  * again widened). It takes half the f32 -> f64 conversions, the widened
- * kernel's limit: in L1 (the Intel VM) 20.8 -> 25.7 GB/s, and with bf16
- * widened by one word permute (1 operation instead of a zero-extension and
- * a shift) 27-28. */
+ * kernel's limit: at 64 Ki elements (in L2, the Intel VM) 20.8 -> 25.7
+ * GB/s, and with bf16 widened by one word permute (1 operation instead of
+ * a zero-extension and a shift) 27-28. */
 GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
 {
     if (e != GCK_FL_BF16)

@@ -791,24 +791,40 @@ static gck_snapshot *ss_snapshot(int step)
     return s;
 }
 
+/* A new file at path holding step's state (three write() calls); its fd,
+ * or -1 (*bad set) when it cannot be created or written. */
+static int ss_write_state(const char *path, int step, int *bad)
+{
+    const int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    *bad |= fd < 0;
+    for (int k = 0; k < 3 && fd >= 0; k++)
+        *bad |= write(fd, g_ss_state[step][k], SS_PARAMS * sizeof(float)) != (ssize_t)(SS_PARAMS * sizeof(float));
+    return fd;
+}
+
+/* fsync of the benchmark directory (the renames in it); nonzero on failure */
+static int ss_sync_dir(void)
+{
+    const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const int bad = dfd < 0 || fsync(dfd) != 0;
+    if (dfd >= 0)
+        close(dfd);
+    return bad;
+}
+
 static int ss_raw_save(int step)
 {
     char tmp[600], dst[600];
     snprintf(tmp, sizeof tmp, "%s/.raw.tmp", g_ss_dir);
     snprintf(dst, sizeof dst, "%s/raw.bin", g_ss_dir);
-    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int bad = 0;
+    const int fd = ss_write_state(tmp, step, &bad);
     if (fd < 0)
         return -1;
-    int bad = 0;
-    for (int k = 0; k < 3; k++)
-        bad |= write(fd, g_ss_state[step][k], SS_PARAMS * sizeof(float)) != (ssize_t)(SS_PARAMS * sizeof(float));
     bad |= fsync(fd) != 0;
     bad |= close(fd) != 0;
     bad |= rename(tmp, dst) != 0;
-    const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    bad |= dfd < 0 || fsync(dfd) != 0;
-    if (dfd >= 0)
-        close(dfd);
+    bad |= ss_sync_dir();
     return bad ? -1 : 0;
 }
 
@@ -829,18 +845,15 @@ static void *ss_sync_run(void *arg)
  * at once, rename, directory. */
 static int ss_protocol_save(int step)
 {
-    static char manifest[SS_MANIFEST_BYTES];
-    memset(manifest, ' ', sizeof manifest);
+    static const char manifest[SS_MANIFEST_BYTES]; /* its bytes do not matter, its size does */
     char data[600], tmp[600], dst[600];
     snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, step);
     snprintf(tmp, sizeof tmp, "%s/.manifest.tmp", g_ss_dir);
     snprintf(dst, sizeof dst, "%s/manifest.json", g_ss_dir);
-    const int fd = open(data, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int bad = 0;
+    const int fd = ss_write_state(data, step, &bad);
     if (fd < 0)
         return -1;
-    int bad = 0;
-    for (int k = 0; k < 3; k++)
-        bad |= write(fd, g_ss_state[step][k], SS_PARAMS * sizeof(float)) != (ssize_t)(SS_PARAMS * sizeof(float));
     ss_sync_job job = {fd, 0};
     pthread_t helper;
     const int threaded = pthread_create(&helper, NULL, ss_sync_run, &job) == 0;
@@ -854,10 +867,7 @@ static int ss_protocol_save(int step)
         ss_sync_run(&job);
     bad |= job.err | (close(fd) != 0);
     bad |= rename(tmp, dst) != 0;
-    const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    bad |= dfd < 0 || fsync(dfd) != 0;
-    if (dfd >= 0)
-        close(dfd);
+    bad |= ss_sync_dir();
     if (step >= 10) { /* keep ten data files, as the store's policy does */
         snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, step - 10);
         unlink(data);

@@ -147,16 +147,14 @@ static inline double gck_scale_store_sq_f32(float *dst, const float *src, float 
 /* axpy_f32's value, then as above */
 static inline double gck_axpy_div_store_sq_f32(float *acc, const float *x, float w, float d)
 {
-    const float v = (*acc + w * *x) / d;
-    *acc = v;
-    return (double)v * (double)v;
+    const float a = *acc + w * *x;
+    return gck_div_store_sq_f32(acc, &a, d);
 }
 
 static inline double gck_axpy_scale_store_sq_f32(float *acc, const float *x, float w, float s)
 {
-    const float v = (*acc + w * *x) * s;
-    *acc = v;
-    return (double)v * (double)v;
+    const float a = *acc + w * *x;
+    return gck_scale_store_sq_f32(acc, &a, s);
 }
 
 static double gck_div_sumsq_f64_block_scalar(double *dst, const double *x, double d, size_t n)

@@ -22,6 +22,10 @@
  *   ref_widen_bf16, ref_widen_f16  only the widening of 2-byte elements to
  *                  f64 (bf16: a 16-bit shift, f16: vcvtph2ps, then vcvtps2pd),
  *                  no arithmetic: the in-cache ceiling of their reductions
+ *   ref_read2_16_busy<K>  ref_read2_16 with the 2-byte dist2 kernels'
+ *                  prefetching and K vector integer adds per 16 elements:
+ *                  a kernel of fixed arithmetic cost, whose GB/s out of cache
+ *                  is the ceiling of any kernel as fast in cache (x86, AVX2)
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -237,6 +241,62 @@ REF_WIDEN16(widen_chunk_f16, _mm_cvtph_ps)
 #define widen_chunk_f16 read_chunk_16
 #endif
 
+#if defined(__AVX2__) && defined(__GNUC__)
+/* Two streams read as ref_read2_16, prefetched as the 2-byte dist2 kernels
+ * prefetch (each stripe of 64 elements: its two lines 2 KiB ahead into L1
+ * and 2.5 KiB ahead into L2, GCK_PREFETCH16_L1 and _L2_PAIR in
+ * kernels/kernels_internal.h), with K vector adds per 16 elements on 8
+ * independent registers. The adds are asm so the compiler can neither fold
+ * nor drop them: the cost per element is fixed, the access pattern is the
+ * kernels'. Comparing a kernel's GB/s in cache with the busy reference that
+ * runs as fast in cache shows the share of ref_read2_16 that arithmetic of
+ * that cost leaves reachable out of cache. */
+#define REF_ADD(r, t) __asm__ volatile("vpaddd %1, %0, %0" : "+x"(r) : "x"(t));
+#define REF_ADD4(a, b, c, d) REF_ADD(a, b) REF_ADD(b, c) REF_ADD(c, d) REF_ADD(d, a)
+#define REF_BUSY16(name, K)                                                                \
+    static double name(void *c, size_t lo, size_t len)                                     \
+    {                                                                                      \
+        const uint16_t *a = A(uint16_t, c) + lo, *b = B(uint16_t, c) + lo;                 \
+        __m256i s = _mm256_setzero_si256(), r0 = _mm256_set1_epi32(1), r1 = r0, r2 = r0,  \
+                r3 = r0, r4 = r0, r5 = r0, r6 = r0, r7 = r0;                               \
+        for (size_t i = 0; i + 64 <= len; i += 64) {                                       \
+            const char *pa = (const char *)(a + i), *pb = (const char *)(b + i);           \
+            __builtin_prefetch(pa + 2048, 0, 3);                                           \
+            __builtin_prefetch(pa + 2048 + 64, 0, 3);                                      \
+            __builtin_prefetch(pa + 2560, 0, 2);                                           \
+            __builtin_prefetch(pa + 2560 + 64, 0, 2);                                      \
+            __builtin_prefetch(pb + 2048, 0, 3);                                           \
+            __builtin_prefetch(pb + 2048 + 64, 0, 3);                                      \
+            __builtin_prefetch(pb + 2560, 0, 2);                                           \
+            __builtin_prefetch(pb + 2560 + 64, 0, 2);                                      \
+            for (int q = 0; q < 4; q++) {                                                  \
+                s = _mm256_xor_si256(s, _mm256_loadu_si256((const __m256i *)(const void *)(a + i + 16 * q))); \
+                s = _mm256_xor_si256(s, _mm256_loadu_si256((const __m256i *)(const void *)(b + i + 16 * q))); \
+                for (int k = 0; k < (K); k += 8) {                                         \
+                    REF_ADD4(r0, r1, r2, r3)                                               \
+                    REF_ADD4(r4, r5, r6, r7)                                               \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        s = _mm256_xor_si256(s, _mm256_xor_si256(_mm256_xor_si256(r0, r1), _mm256_xor_si256(r2, r3))); \
+        s = _mm256_xor_si256(s, _mm256_xor_si256(_mm256_xor_si256(r4, r5), _mm256_xor_si256(r6, r7))); \
+        return (double)(_mm256_extract_epi32(s, 0) & 0xffff);                              \
+    }
+REF_BUSY16(busy16_chunk, 16)
+REF_BUSY16(busy24_chunk, 24)
+REF_BUSY16(busy32_chunk, 32)
+REF_BUSY16(busy40_chunk, 40)
+static double busy16(void *c, int64_t n) { return over_chunks(busy16_chunk, c, n); }
+static double busy24(void *c, int64_t n) { return over_chunks(busy24_chunk, c, n); }
+static double busy32(void *c, int64_t n) { return over_chunks(busy32_chunk, c, n); }
+static double busy40(void *c, int64_t n) { return over_chunks(busy40_chunk, c, n); }
+#define REF_BUSY_ENTRIES                                                                   \
+    , { "read2_16_busy16", busy16, 4 }, { "read2_16_busy24", busy24, 4 }, { "read2_16_busy32", busy32, 4 }, \
+        { "read2_16_busy40", busy40, 4 }
+#else
+#define REF_BUSY_ENTRIES
+#endif
+
 static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
 static double read2_16(void *c, int64_t n) { return over_chunks(read2_chunk_16, c, n); }
 static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
@@ -247,7 +307,7 @@ static const struct {
     gck_bench_body body;
     size_t bytes; /* per element: 2 per array read */
 } refs16[] = { { "read_16", read_16, 2 }, { "read2_16", read2_16, 4 }, { "widen_bf16", widen_bf16, 2 },
-               { "widen_f16", widen_f16, 2 } };
+               { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES };
 
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),

@@ -137,6 +137,18 @@ def table(header, rows):
     return "\n".join(out)
 
 
+def busy_rows(bw, small, big):
+    """The busy references (ref_read2_16_busy<K>) beside the 2-byte dist2 kernels, 1 thread: GB/s in and
+    out of cache and out ÷ ref_read2_16, sorted by in-cache speed."""
+    ref = bw.get(("ref_read2_16", 1, big))
+    names = sorted({name for (name, t, _) in bw if t == 1 and (name.startswith("ref_read2_16_busy")
+                                                                or name.startswith(("dist2_bf16/", "dist2_f16/")))})
+    rows = [(bw.get((nm, 1, small)), bw.get((nm, 1, big)), nm) for nm in names]
+    rows = [r for r in rows if r[0] is not None and r[1] is not None]
+    rows.sort(key=lambda r: -r[0])
+    return [[nm, gbs(i), gbs(o), ratio(o, ref)] for i, o, nm in rows]
+
+
 def kernel_rows(bw, small, big):
     def at(name, n, threads=1):
         return bw.get((name, threads, n)) if name else None
@@ -553,6 +565,13 @@ def main():
     print("\n## Peers and references (GB/s)\n")
     print(table(["benchmark", "in cache 1t", "out of cache 1t", "out of cache 2t"],
                 peer_rows(bw, small, big)))
+    busy = busy_rows(bw, small, big)
+    if any(r[0].startswith("ref_") for r in busy):
+        print("\n## Out of cache, by speed in cache: dist2 of 2-byte floats beside the busy references\n")
+        print("ref_read2_16_busy<K>: ref_read2_16 with the dist2 kernels' prefetching and K vector adds "
+              "per 16 elements (bench_baseline.c). A kernel as fast in cache as a busy reference can "
+              "expect about its share of ref_read2_16 out of cache.\n")
+        print(table(["benchmark (1 thread)", "GB/s in", "GB/s out", "÷ ref_read2_16"], busy))
     _, times = load_times(args.json, "cpu_time" if args.cpu_time else "real_time")
     trainer = trainer_table(times)
     if trainer:

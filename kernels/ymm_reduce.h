@@ -104,7 +104,10 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
  * GCK_YMM_REDUCE. */
 #define GCK_YMM_REDUCE16(n, x, y) GCK_YMM_REDUCE_WALK(n, GCK_YMM_STRIPE16(x, y))
 #define GCK_YMM_STRIPE16(x, y)                                                \
-    gck_prefetch_stripe16((x) + s_, t == GCK_FL_DIST2 ? (y) + s_ : NULL);     \
+    if (t == GCK_FL_DIST2)                                                    \
+        gck_prefetch_pair16((x) + s_, (y) + s_);                              \
+    else                                                                      \
+        gck_prefetch_stripe16((x) + s_, NULL);                                \
     GCK_YMM_FULL16(x, y, 0, 1, 2, 3) GCK_YMM_FULL16(x, y, 4, 5, 6, 7)         \
     GCK_YMM_FULL16(x, y, 8, 9, 10, 11) GCK_YMM_FULL16(x, y, 12, 13, 14, 15)
 #define GCK_YMM_FULL16(x, y, k0, k1, k2, k3)                                  \

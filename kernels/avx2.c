@@ -154,6 +154,8 @@ GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *
                                       size_t n)
 {
     const __m256d vs = _mm256_set1_pd(s), vp = _mm256_set1_pd(p);
+    if (e != GCK_FL_F32 && t == GCK_FL_DIST2) /* the difference in f32 where exact (ymm_reduce.h) */
+        GCK_YMM_REDUCE16_D2F(n, (const uint16_t *)a, (const uint16_t *)b);
     if (e != GCK_FL_F32 && t != GCK_FL_POWSUM) /* 2-byte inputs: 16 widened per load (ymm_reduce.h) */
         GCK_YMM_REDUCE16(n, (const uint16_t *)a, (const uint16_t *)b);
     GCK_YMM_REDUCE(n);

@@ -316,12 +316,12 @@ GCK_API double gck_l2norm_bf16(const uint16_t *x, size_t n);
 /** f16 version of gck_l2norm_bf16. */
 GCK_API double gck_l2norm_f16(const uint16_t *x, size_t n);
 /** gck_dist2_f32 of the widened arrays: sum of (a[i] - b[i])^2, the difference in f64.
- * Speed depends on the data, never the result: the AVX-512 kernel subtracts
- * in f32 where that is exact (checked per element; always so for nearby
- * snapshots) and squares with one FMA, which rounds as the f64 multiply and
- * add do on an exact difference; a block with an element where it is not
- * (magnitudes about 2^16 apart for bf16, 2^13 for f16; Inf, NaN) continues
- * widened, about 5 % slower than widening throughout. */
+ * Speed depends on the data, never the result: the AVX-512 and AVX2 kernels
+ * subtract in f32 where that is exact (checked per element; always so for
+ * nearby snapshots) and square with one FMA, which rounds as the f64
+ * multiply and add do on an exact difference; a block with an element where
+ * it is not (magnitudes about 2^16 apart for bf16, 2^13 for f16; Inf, NaN)
+ * continues widened, about 5 % slower than widening throughout. */
 GCK_API double gck_dist2_bf16(const uint16_t *a, const uint16_t *b, size_t n);
 /** f16 version of gck_dist2_bf16. */
 GCK_API double gck_dist2_f16(const uint16_t *a, const uint16_t *b, size_t n);

@@ -84,8 +84,12 @@
  * The same prefetch slowed the memory-bound kernels (add_f32 in L2 by 13 %,
  * convert_f32_to_f16 by 21 %), which therefore pass PF = 0. PF = 2 adds the
  * reductions' second prefetch into L2 (kernels_internal.h): amax, which
- * writes nothing, went from 0.79-0.85 to 0.94-1.15 of ref_read_16 with it;
- * scale and the conversion gained nothing and lost up to 10 % in cache.
+ * writes nothing, went from 0.79-0.85 to 0.94-1.15 of ref_read_16 with it,
+ * and the 2-byte scales take it too (64 Mi, Intel VM, alternating builds:
+ * scale_bf16 AVX-512 18.8-20.5 -> 24.2-25.2 GB/s, AVX2 20.3-20.8 ->
+ * 21.8-23.0; scale_f16 21-22 -> 23-34; in L2 within 2 %; an earlier
+ * measurement had found no gain for them). convert_f32_to_bf16 stays at 1:
+ * with 2 it ran 0-10 % slower.
  * The scalar build (one element per iteration) takes none: GCC vectorizes
  * its loop only without the call, and scale_bf16 ran 2-3x slower with it. */
 #define GCK_EW_PREFETCH(PF, p, bytes)                                          \
@@ -332,8 +336,8 @@ GCK_EW_AXPY_INIT(axpy_init_bf16_to_f32, GCK_W32, f32, bf16, f32)
 GCK_EW_AXPY_INIT(axpy_init_f16_to_f32,  GCK_W32, f32, f16, f32)
 GCK_EW_AXPY_INIT(axpy_init_bf16_to_f64, GCK_W64, f64, bf16, f64)
 GCK_EW_AXPY_INIT(axpy_init_f16_to_f64,  GCK_W64, f64, f16, f64)
-GCK_EW_SCALE_BF16(scale_bf16, 1)
-GCK_EW_SCALE(scale_f16,          GCK_W32, f16,      f32, 1)
+GCK_EW_SCALE_BF16(scale_bf16, 2)
+GCK_EW_SCALE(scale_f16,          GCK_W32, f16,      f32, 2)
 GCK_EW_AMAX(amax_bf16,           GCK_W32,      bf16, f32, 2)
 GCK_EW_AMAX(amax_f16,            GCK_W32,      f16, f32, 2)
 /*             slot                 width    dst   x    compute  prefetch */

@@ -158,6 +158,10 @@ GCK_ALWAYS_INLINE double gck_fl_block(gck_fl_term t, gck_fl_elem e, const void *
         GCK_YMM_REDUCE16_D2F(n, (const uint16_t *)a, (const uint16_t *)b);
     if (e != GCK_FL_F32 && t != GCK_FL_POWSUM) /* 2-byte inputs: 16 widened per load (ymm_reduce.h) */
         GCK_YMM_REDUCE16(n, (const uint16_t *)a, (const uint16_t *)b);
+    if (e == GCK_FL_F32 && t == GCK_FL_DIST2) /* f32: prefetched stripes (kernels_internal.h) */
+        GCK_YMM_REDUCE32_2(n, (const float *)a, (const float *)b);
+    if (e == GCK_FL_F32 && t != GCK_FL_POWSUM)
+        GCK_YMM_REDUCE32(n, (const float *)a);
     GCK_YMM_REDUCE(n);
 }
 #undef A

@@ -183,7 +183,7 @@ static double gck_sumsq_f64_block_avx512(const double *x, size_t n)
 static double gck_sumsq_f32_block_avx512(const float *x, size_t n)
 {
 #define A(s_, g, m) _mm256_fmadd_pd(gck_ld32w4(x + (g), m), gck_ld32w4(x + (g), m), s_)
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32(n, x);
 #undef A
 }
 
@@ -211,7 +211,7 @@ static double gck_dist2_f32_block_avx512(const float *a, const float *b, size_t 
 {
     /* masked lanes load +0 in both: 0 - 0 = +0, squared +0 */
 #define A(s_, g, m) GCK_YMM_ADDK(s_, gck_sq4(gck_ymm_sub_on_fma(gck_ld32w4(a + (g), m), gck_ld32w4(b + (g), m))))
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32_2(n, a, b);
 #undef A
 }
 
@@ -225,7 +225,7 @@ static double gck_asum_f64_block_avx512(const double *x, size_t n)
 static double gck_asum_f32_block_avx512(const float *x, size_t n)
 {
 #define A(s_, g, m) _mm256_add_pd(s_, _mm256_andnot_pd(_mm256_set1_pd(-0.0), gck_ld32w4(x + (g), m)))
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32(n, x);
 #undef A
 }
 

@@ -78,6 +78,11 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
         return gck_fold16(o_);                                                \
     } while (0)
 #define GCK_YMM_REDUCE(n) GCK_YMM_REDUCE_WALK(n, GCK_YMM_ACC16(GCK_YMM_FULL))
+/* GCK_YMM_REDUCE over f32 inputs x (and y, dist2's second), each stripe
+ * prefetched ahead (kernels_internal.h). */
+#define GCK_YMM_REDUCE32(n, x) GCK_YMM_REDUCE_WALK(n, gck_prefetch_stripe32((x) + s_); GCK_YMM_ACC16(GCK_YMM_FULL))
+#define GCK_YMM_REDUCE32_2(n, x, y)                                                                \
+    GCK_YMM_REDUCE_WALK(n, gck_prefetch_pair32((x) + s_, (y) + s_); GCK_YMM_ACC16(GCK_YMM_FULL))
 #define GCK_YMM_DECL(k) __m256d a##k##_ = _mm256_setzero_pd();
 #define GCK_YMM_FULL(k)                                                 \
     {                                                                   \

@@ -216,7 +216,7 @@ static double gck_div_sumsq_f32_block_avx2(float *dst, const float *x, float d, 
 {
     const __m128 vd = _mm_set1_ps(d);
 #define A(s_, g, m, f) gck_store_sq_f32(dst + (g), _mm_div_ps(gck_ld32(x + (g), m, f), vd), m, f, s_)
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32(n, x);
 #undef A
 }
 
@@ -232,7 +232,7 @@ static double gck_scale_sumsq_f32_block_avx2(float *dst, const float *x, float s
 {
     const __m128 vs = _mm_set1_ps(s);
 #define A(s_, g, m, f) gck_store_sq_f32(dst + (g), _mm_mul_ps(gck_ld32(x + (g), m, f), vs), m, f, s_)
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32(n, x);
 #undef A
 }
 
@@ -243,7 +243,7 @@ static double gck_axpy_div_sumsq_f32_block_avx2(float *acc, const float *x, floa
 {
     const __m128 vw = _mm_set1_ps(w), vd = _mm_set1_ps(d);
 #define A(s_, g, m, f) gck_store_sq_f32(acc + (g), _mm_div_ps(GCK_AXPY4(g, m, f), vd), m, f, s_)
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32_2(n, acc, x);
 #undef A
 }
 
@@ -251,7 +251,7 @@ static double gck_axpy_scale_sumsq_f32_block_avx2(float *acc, const float *x, fl
 {
     const __m128 vw = _mm_set1_ps(w), vs = _mm_set1_ps(s);
 #define A(s_, g, m, f) gck_store_sq_f32(acc + (g), _mm_mul_ps(GCK_AXPY4(g, m, f), vs), m, f, s_)
-    GCK_YMM_REDUCE(n);
+    GCK_YMM_REDUCE32_2(n, acc, x);
 #undef A
 }
 #undef GCK_AXPY4

@@ -75,6 +75,9 @@ static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
  * register, 0..7) and r1_ (the end of the current run). Full stripes pass
  * m = 0xFF, a constant the compiler folds into plain loads. */
 #define GCK_AVX512_REDUCE(n, ACC) GCK_AVX512_WALK(n, ACC, GCK_ZSTRIPE(ACC, g_), 0)
+/* The same with PF, a statement at g_, first in each full stripe (the f32
+ * inputs' prefetch, kernels_internal.h). */
+#define GCK_AVX512_REDUCE_PF(n, ACC, PF) GCK_AVX512_WALK(n, ACC, PF GCK_ZSTRIPE(ACC, g_), 0)
 
 /* The 8 run registers' terms of the full stripe at g. */
 #define GCK_ZSTRIPE(ACC, g)                                                    \
@@ -468,7 +471,7 @@ GCK_ALWAYS_INLINE __m512d gck_store_sq8(float *dst, __m256 v, __mmask8 m, __m512
         const __m512 f16_ = _mm512_set1_ps(f);                                 \
         const __m256 f8_ = _mm256_set1_ps(f);                                  \
         __m512 v16_ = _mm512_setzero_ps();                                     \
-        GCK_AVX512_REDUCE(n, ACC);                                             \
+        GCK_AVX512_REDUCE_PF(n, ACC, gck_prefetch_stripe32(x + g_););          \
     }
 #define GCK_DEFINE_F32_AXPY_FUSED(name, ACC)                                   \
     static double name(float *dst, const float *x, float w, float f, size_t n) \
@@ -476,7 +479,7 @@ GCK_ALWAYS_INLINE __m512d gck_store_sq8(float *dst, __m256 v, __mmask8 m, __m512
         const __m512 f16_ = _mm512_set1_ps(f), w16_ = _mm512_set1_ps(w);       \
         const __m256 f8_ = _mm256_set1_ps(f), w8_ = _mm256_set1_ps(w);         \
         __m512 v16_ = _mm512_setzero_ps();                                     \
-        GCK_AVX512_REDUCE(n, ACC);                                             \
+        GCK_AVX512_REDUCE_PF(n, ACC, gck_prefetch_pair32(dst + g_, x + g_););  \
     }
 
 #define GCK_F32_SRC16 GCK_F32_X16

@@ -56,20 +56,37 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
     OP(0) OP(1) OP(2) OP(3) OP(4) OP(5) OP(6) OP(7)                             \
     OP(8) OP(9) OP(10) OP(11) OP(12) OP(13) OP(14) OP(15)
 
-/* The walk: FULL is the statement list of one full stripe of 64 elements at
- * s_ (the run lanes a0_..a15_), partial stripes go through A_TAIL. */
-#define GCK_YMM_REDUCE_WALK(n, FULL)                                          \
+/* The walk: each run's full stripes of 64 elements at s_ (the run lanes
+ * a0_..a15_) through the statement list FAST, which may OR lanes into
+ * bad_ (an __m256) when CHECKED is 1: if any is set, that run's full
+ * stripes and those of the rest of the block are summed again from zero
+ * through SLOW. CHECKED 0 (a literal) folds the check and SLOW away.
+ * Partial stripes go through A_TAIL. */
+#define GCK_YMM_WALK(n, FAST, SLOW, CHECKED)                                  \
     do {                                                                      \
         __m256d o_[16];                                                       \
         for (int k_ = 0; k_ < 16; k_++)                                       \
             o_[k_] = _mm256_setzero_pd();                                     \
+        int slow_ = 0;                                                        \
         for (size_t r0_ = 0; r0_ < (n); r0_ += GCK_RUN) {                     \
             const size_t r1_ = (n) - r0_ < GCK_RUN ? (n) : r0_ + GCK_RUN;     \
             GCK_YMM_ACC16(GCK_YMM_DECL)                                       \
             size_t s_ = r0_;                                                  \
-            for (; s_ + GCK_LANES <= r1_; s_ += GCK_LANES) {                  \
-                FULL                                                          \
+            if (!slow_) {                                                     \
+                __m256 bad_ = _mm256_setzero_ps();                            \
+                (void)bad_;                                                   \
+                for (; s_ + GCK_LANES <= r1_; s_ += GCK_LANES) {              \
+                    FAST                                                      \
+                }                                                             \
+                slow_ = (CHECKED) && _mm256_movemask_ps(bad_) != 0;           \
+                if (slow_) {                                                  \
+                    GCK_YMM_ACC16(GCK_YMM_ZERO)                               \
+                }                                                             \
             }                                                                 \
+            if (slow_)                                                        \
+                for (s_ = r0_; s_ + GCK_LANES <= r1_; s_ += GCK_LANES) {      \
+                    SLOW                                                      \
+                }                                                             \
             if (s_ < r1_) {                                                   \
                 GCK_YMM_ACC16(GCK_YMM_TAIL)                                   \
             }                                                                 \
@@ -77,6 +94,8 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
         }                                                                     \
         return gck_fold16(o_);                                                \
     } while (0)
+#define GCK_YMM_REDUCE_WALK(n, FULL) GCK_YMM_WALK(n, FULL, FULL, 0)
+#define GCK_YMM_ZERO(k) a##k##_ = _mm256_setzero_pd();
 #define GCK_YMM_REDUCE(n) GCK_YMM_REDUCE_WALK(n, GCK_YMM_ACC16(GCK_YMM_FULL))
 /* GCK_YMM_REDUCE over f32 inputs x (and y, dist2's second), each stripe
  * prefetched ahead (kernels_internal.h). */
@@ -143,39 +162,13 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
  * three vector ports. */
 #define GCK_YMM_REDUCE16_D2F(n, x, y)                                         \
     do {                                                                      \
-        __m256d o_[16];                                                       \
         float dbuf_[16] __attribute__((aligned(32)));                         \
-        for (int k_ = 0; k_ < 16; k_++)                                       \
-            o_[k_] = _mm256_setzero_pd();                                     \
-        int slow_ = 0;                                                        \
-        for (size_t r0_ = 0; r0_ < (n); r0_ += GCK_RUN) {                     \
-            const size_t r1_ = (n) - r0_ < GCK_RUN ? (n) : r0_ + GCK_RUN;     \
-            GCK_YMM_ACC16(GCK_YMM_DECL)                                       \
-            size_t s_ = r0_;                                                  \
-            if (!slow_) {                                                     \
-                __m256 bad_ = _mm256_setzero_ps();                            \
-                for (; s_ + GCK_LANES <= r1_; s_ += GCK_LANES) {              \
-                    gck_prefetch_pair16((x) + s_, (y) + s_);                  \
-                    GCK_YMM_D2F16(x, y, 0, 1, 2, 3) GCK_YMM_D2F16(x, y, 4, 5, 6, 7) \
-                    GCK_YMM_D2F16(x, y, 8, 9, 10, 11) GCK_YMM_D2F16(x, y, 12, 13, 14, 15) \
-                }                                                             \
-                slow_ = _mm256_movemask_ps(bad_) != 0;                        \
-                if (slow_) {                                                  \
-                    GCK_YMM_ACC16(GCK_YMM_ZERO)                               \
-                }                                                             \
-            }                                                                 \
-            if (slow_)                                                        \
-                for (s_ = r0_; s_ + GCK_LANES <= r1_; s_ += GCK_LANES) {      \
-                    GCK_YMM_STRIPE16(x, y)                                    \
-                }                                                             \
-            if (s_ < r1_) {                                                   \
-                GCK_YMM_ACC16(GCK_YMM_TAIL)                                   \
-            }                                                                 \
-            GCK_YMM_ACC16(GCK_YMM_FOLD_IN)                                    \
-        }                                                                     \
-        return gck_fold16(o_);                                                \
+        GCK_YMM_WALK(n, GCK_YMM_D2F_STRIPE(x, y), GCK_YMM_STRIPE16(x, y), 1); \
     } while (0)
-#define GCK_YMM_ZERO(k) a##k##_ = _mm256_setzero_pd();
+#define GCK_YMM_D2F_STRIPE(x, y)                                              \
+    gck_prefetch_pair16((x) + s_, (y) + s_);                                  \
+    GCK_YMM_D2F16(x, y, 0, 1, 2, 3) GCK_YMM_D2F16(x, y, 4, 5, 6, 7)           \
+    GCK_YMM_D2F16(x, y, 8, 9, 10, 11) GCK_YMM_D2F16(x, y, 12, 13, 14, 15)
 
 /* 16 elements as two vectors of 8 f32: bf16 interleaved with zero words
  * within each 128-bit lane (p: elements 0-3 | 8-11, q: 4-7 | 12-15), f16

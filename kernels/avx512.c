@@ -324,7 +324,7 @@ GCK_ALWAYS_INLINE __m512d gck_dist2_8(int k_, __m512d acc, __m512d v, __m512d w)
 GCK_ALWAYS_INLINE void gck_fl16_prefetch(int k_, const uint16_t *x, const uint16_t *y)
 {
     if (k_ == 0)
-        gck_prefetch_stripe16(x, y);
+        gck_prefetch_pair16(x, y);
 }
 
 /* dist2's fast path, 16 elements at g (run registers lo, hi): the

@@ -123,7 +123,7 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
  * GCK_YMM_REDUCE), so every lane takes the same terms in the same order.
  * Widening 4 at a time (a 64-bit load, zero-extend, shift or vcvtph2ps,
  * vcvtps2pd per 4) was the limit of these kernels (see gck_w16_bf16). Each
- * stripe is prefetched ahead (gck_prefetch_stripe16). The including file
+ * stripe is prefetched ahead (gck_prefetch_stripe16 / _pair16). The including file
  * has gck_fl_term t and gck_fl_elem e in scope and defines A_TAIL as for
  * GCK_YMM_REDUCE. */
 #define GCK_YMM_REDUCE16(n, x, y) GCK_YMM_REDUCE_WALK(n, GCK_YMM_STRIPE16(x, y))
@@ -131,7 +131,7 @@ static inline __m256d gck_ymm_sub_on_fma(__m256d a, __m256d b)
     if (t == GCK_FL_DIST2)                                                    \
         gck_prefetch_pair16((x) + s_, (y) + s_);                              \
     else                                                                      \
-        gck_prefetch_stripe16((x) + s_, NULL);                                \
+        gck_prefetch_stripe16((x) + s_);                                      \
     GCK_YMM_FULL16(x, y, 0, 1, 2, 3) GCK_YMM_FULL16(x, y, 4, 5, 6, 7)         \
     GCK_YMM_FULL16(x, y, 8, 9, 10, 11) GCK_YMM_FULL16(x, y, 12, 13, 14, 15)
 #define GCK_YMM_FULL16(x, y, k0, k1, k2, k3)                                  \

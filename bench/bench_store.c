@@ -802,11 +802,12 @@ static int ss_write_state(const char *path, int step, int *bad)
     return fd;
 }
 
-/* fsync of the benchmark directory (the renames in it); nonzero on failure */
-static int ss_sync_dir(void)
+/* rename tmp over dst, then fsync the benchmark directory; nonzero on failure */
+static int ss_commit(const char *tmp, const char *dst)
 {
+    int bad = rename(tmp, dst) != 0;
     const int dfd = open(g_ss_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const int bad = dfd < 0 || fsync(dfd) != 0;
+    bad |= dfd < 0 || fsync(dfd) != 0;
     if (dfd >= 0)
         close(dfd);
     return bad;
@@ -823,8 +824,7 @@ static int ss_raw_save(int step)
         return -1;
     bad |= fsync(fd) != 0;
     bad |= close(fd) != 0;
-    bad |= rename(tmp, dst) != 0;
-    bad |= ss_sync_dir();
+    bad |= ss_commit(tmp, dst);
     return bad ? -1 : 0;
 }
 
@@ -866,8 +866,7 @@ static int ss_protocol_save(int step)
     else
         ss_sync_run(&job);
     bad |= job.err | (close(fd) != 0);
-    bad |= rename(tmp, dst) != 0;
-    bad |= ss_sync_dir();
+    bad |= ss_commit(tmp, dst);
     if (step >= 10) { /* keep ten data files, as the store's policy does */
         snprintf(data, sizeof data, "%s/data.%d.bin", g_ss_dir, step - 10);
         unlink(data);

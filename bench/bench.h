@@ -135,5 +135,6 @@ void gck_bench_register_checkpointer(int threads);
 void gck_bench_register_snapshot(int threads);
 void gck_bench_register_store(int threads);
 void gck_bench_register_trainer(int threads);
+void gck_bench_register_orders(int threads);
 
 #endif /* GCK_BENCH_H */

@@ -16,6 +16,7 @@ int main(int argc, char **argv)
         gck_bench_register_naive(threads);
         gck_bench_register_checkpointer(threads);
         gck_bench_register_trainer(threads);
+        gck_bench_register_orders(threads);
         gck_bench_register_snapshot(threads);
         gck_bench_register_store(threads);
 #ifdef GCK_BENCH_OPENBLAS

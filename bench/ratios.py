@@ -357,6 +357,35 @@ def trainer_table(times):
     return table(header, rows)
 
 
+def order_table(times):
+    """The two micro-batch orders per model and k: the checkpointer's flush
+    (checksum none) in tree and sequential order, and the hand loops of both
+    orders (bench_tree_hand.c): hand tree ÷ hand seq is what the tree's
+    working set costs on this machine, whatever the code."""
+    lib, hand = {}, {}
+    for (name, t, n), (sec, _) in times.items():
+        parts = name.split("/")
+        if t != 1 or len(parts) < 3:
+            continue
+        if parts[0] in ("flush", "flush_tree") and parts[-1] == "none":
+            lib[(parts[1], parts[2], parts[0])] = sec
+        elif parts[0] == "order_hand" and len(parts) == 4:
+            hand[(parts[2], parts[3], parts[1])] = sec
+    keys = sorted({k[:2] for k in hand} & {k[:2] for k in lib},
+                  key=lambda x: (TRAINER_MODELS.index(x[0]) if x[0] in TRAINER_MODELS else 99, int(x[1][1:])))
+    rows = []
+    for m, k in keys:
+        seq, tree = lib.get((m, k, "flush")), lib.get((m, k, "flush_tree"))
+        hs, ht, hn = (hand.get((m, k, o)) for o in ("seq", "tree", "tree_nt"))
+        best = min(v for v in (ht, hn) if v is not None) if (ht or hn) else None
+        rows.append([m, k, fmt_time(seq), fmt_time(tree), ratio(tree, seq), fmt_time(hs), fmt_time(ht),
+                     fmt_time(hn), ratio(best, hs), ratio(tree, best)])
+    if not rows:
+        return None
+    return table(["model", "k", "flush", "flush_tree", "÷ flush", "hand seq", "hand tree", "hand tree_nt",
+                  "best hand tree ÷ hand seq", "flush_tree ÷ best hand tree"], rows)
+
+
 def call_table(times):
     """tensors_call/<op>/1t/<count>: time per call at each count, and the
     per-call and per-extra-tensor costs (the smallest and largest count)."""
@@ -591,6 +620,13 @@ def main():
             print(f"\nCeiling for the 2-thread column: ref_rmw2_f32 (acc += x) at {n} elements takes "
                   f"{ratio(times[('ref_rmw2_f32', 2, n)][0], times[('ref_rmw2_f32', 1, n)][0])} × "
                   "its 1-thread time on 2 threads in this run.")
+    orders = order_table(times)
+    if orders:
+        print("\n## Tree order ÷ sequential order, beside the same orders written by hand (1 thread)\n")
+        print("flush / flush_tree: bench_checkpointer.c, k micro-batches accumulated and flushed (mean, "
+              "clip, checksum none). hand: bench_tree_hand.c on one contiguous buffer of the model's "
+              "parameters, the fewest passes of each order. Target: flush_tree ÷ flush <= 1.1.\n")
+        print(orders)
     calls = call_table(times)
     if calls:
         print("\n## Per-call cost of the list functions (16-float tensors, 1 thread)\n")

@@ -21,6 +21,7 @@
 #define GCK_LANES_w32 8
 #define GCK_EW_UNROLL 4
 #define GCK_EW_TAILS 1
+#define GCK_EW_SEGS 4 /* elementwise.h: big arrays are walked 4 pages at a time */
 
 GCK_OPS_X86(w64, f64, __m256d, _mm256, pd)
 GCK_OPS_X86(w64, f32, __m128, _mm, ps)

@@ -173,6 +173,122 @@ static void test_f32_elementwise(void **state)
     }
 }
 
+/* ---- big arrays: the segmented walk (elementwise.h, GCK_EW_SEGS) ----------------
+ * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time;
+ * the sizes above stop below that. Every elementwise slot that takes that
+ * walk, on a size past it with an odd tail (not a whole number of segment
+ * groups), both arrays one element off their alignment, random bits in
+ * both (NaN, Inf, denormals, every exponent): bit for bit the scalar
+ * reference (NaNs as NaNs). On ISAs without segments this is one more
+ * large-size check. */
+#define SEG_MIN_BYTES ((size_t)2 << 20)
+
+typedef void (*seg_run)(const gck_kernel_table *t, void *a, const void *x, size_t n);
+#define SEG_ACC(slot, AT, XT)                                                                   \
+    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+    {                                                                                           \
+        t->slot((AT *)a, (const XT *)x, n);                                                     \
+    }
+#define SEG_W(slot, AT, WT, XT)                                                                 \
+    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+    {                                                                                           \
+        t->slot((AT *)a, (WT)-1.5, (const XT *)x, n);                                           \
+    }
+#define SEG_SCALE(slot, AT, WT)                                                                 \
+    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+    {                                                                                           \
+        (void)x;                                                                                \
+        t->slot((AT *)a, (WT)0.3, n);                                                           \
+    }
+SEG_ACC(add_f64, double, double)
+SEG_ACC(add_f32, float, float)
+SEG_ACC(add_f32_to_f64, double, float)
+SEG_ACC(add_f64_to_f32, float, double)
+SEG_ACC(add_bf16_to_f32, float, uint16_t)
+SEG_ACC(add_f16_to_f64, double, uint16_t)
+SEG_W(axpy_f64, double, double, double)
+SEG_W(axpy_f32, float, float, float)
+SEG_W(axpy_f32_to_f64, double, double, float)
+SEG_W(axpy_f16_to_f32, float, float, uint16_t)
+SEG_W(axpy_init_f64, double, double, double)
+SEG_W(axpy_init_f32, float, float, float)
+SEG_W(axpy_init_f64_to_f32, float, float, double)
+SEG_W(axpy_init_bf16_to_f64, double, double, uint16_t)
+SEG_W(axpy_init_nt_f64, double, double, double)
+SEG_W(axpy_init_nt_f32, float, float, float)
+SEG_W(scale_into_f64, double, double, double)
+SEG_W(scale_into_f32, float, float, float)
+SEG_W(scale_into_nt_f64, double, double, double)
+SEG_W(scale_into_nt_f32, float, float, float)
+SEG_SCALE(scale_f64, double, double)
+SEG_SCALE(scale_f32, float, float)
+SEG_ACC(convert_f32_to_f16, uint16_t, float)
+SEG_ACC(convert_bf16_to_f32, float, uint16_t)
+SEG_ACC(convert_f16_to_f32, float, uint16_t)
+
+/* Equal, or both NaN, for elements of sz bytes (2: f16, the only 2-byte output here). */
+static int seg_same(const unsigned char *a, const unsigned char *b, size_t sz)
+{
+    if (sz == 8) {
+        double u, v;
+        memcpy(&u, a, 8), memcpy(&v, b, 8);
+        return gck_same_f64(u, v);
+    }
+    if (sz == 4) {
+        float u, v;
+        memcpy(&u, a, 4), memcpy(&v, b, 4);
+        return gck_same_f32(u, v);
+    }
+    uint16_t u, v;
+    memcpy(&u, a, 2), memcpy(&v, b, 2);
+    const int nu = (u & 0x7c00u) == 0x7c00u && (u & 0x3ffu), nv = (v & 0x7c00u) == 0x7c00u && (v & 0x3ffu);
+    return u == v || (nu && nv);
+}
+
+static void test_segmented(void **state)
+{
+    const gck_isa_pair *p = *state;
+    static const struct {
+        const char *name;
+        seg_run run;
+        size_t asz, xsz;
+    } cases[] = {
+#define SEG_CASE(slot, asz, xsz) {#slot, seg_##slot, asz, xsz}
+        SEG_CASE(add_f64, 8, 8), SEG_CASE(add_f32, 4, 4), SEG_CASE(add_f32_to_f64, 8, 4),
+        SEG_CASE(add_f64_to_f32, 4, 8), SEG_CASE(add_bf16_to_f32, 4, 2), SEG_CASE(add_f16_to_f64, 8, 2),
+        SEG_CASE(axpy_f64, 8, 8), SEG_CASE(axpy_f32, 4, 4), SEG_CASE(axpy_f32_to_f64, 8, 4),
+        SEG_CASE(axpy_f16_to_f32, 4, 2), SEG_CASE(axpy_init_f64, 8, 8), SEG_CASE(axpy_init_f32, 4, 4),
+        SEG_CASE(axpy_init_f64_to_f32, 4, 8), SEG_CASE(axpy_init_bf16_to_f64, 8, 2),
+        SEG_CASE(axpy_init_nt_f64, 8, 8), SEG_CASE(axpy_init_nt_f32, 4, 4), SEG_CASE(scale_into_f64, 8, 8),
+        SEG_CASE(scale_into_f32, 4, 4), SEG_CASE(scale_into_nt_f64, 8, 8), SEG_CASE(scale_into_nt_f32, 4, 4),
+        SEG_CASE(scale_f64, 8, 8), SEG_CASE(scale_f32, 4, 4), SEG_CASE(convert_f32_to_f16, 2, 4),
+        SEG_CASE(convert_bf16_to_f32, 4, 2), SEG_CASE(convert_f16_to_f32, 4, 2),
+#undef SEG_CASE
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const size_t asz = cases[c].asz, xsz = cases[c].xsz; /* scale: x is the array itself */
+        const size_t wide = asz > xsz ? asz : xsz;
+        /* past the threshold by three groups of four segments and an odd tail */
+        const size_t n = SEG_MIN_BYTES / xsz + 3 * 4 * (4096 / wide) + 37;
+        unsigned char *x = gck_test_alloc((n + 1) * 8), *a0 = gck_test_alloc((n + 1) * 8);
+        unsigned char *ref = gck_test_alloc((n + 1) * 8), *out = gck_test_alloc((n + 1) * 8);
+        uint64_t st = 0x5e9 + c;
+        for (size_t i = 0; i < (n + 1) * 8; i += 8) {
+            const uint64_t r = gck_test_rand(&st), q = gck_test_rand(&st);
+            memcpy(x + i, &r, 8), memcpy(a0 + i, &q, 8);
+        }
+        /* one element off the allocation's alignment */
+        unsigned char *xs = x + xsz, *as = a0 + asz, *rs = ref + asz, *os = out + asz;
+        memcpy(rs, as, n * asz), memcpy(os, as, n * asz);
+        cases[c].run(p->ref, rs, xs, n);
+        cases[c].run(p->isa, os, xs, n);
+        for (size_t i = 0; i < n; i++)
+            if (!seg_same(rs + i * asz, os + i * asz, asz))
+                fail_msg("%s %s n=%zu: element %zu differs from the scalar reference", p->isa->name, cases[c].name, n, i);
+        free(x), free(a0), free(ref), free(out);
+    }
+}
+
 /* x may be the accumulator itself (acc += acc). */
 static void test_exact_alias(void **state)
 {
@@ -207,5 +323,6 @@ static void test_null_empty(void **state)
 GCK_PER_ISA_MAIN(setup, teardown,
                  GCK_ISA_TEST(test_f64_elementwise),
                  GCK_ISA_TEST(test_f32_elementwise),
+                 GCK_ISA_TEST(test_segmented),
                  GCK_ISA_TEST(test_exact_alias),
                  GCK_ISA_TEST(test_null_empty))

@@ -106,9 +106,9 @@
         }                                                                      \
     } while (0)
 
-/* Arrays of at least GCK_EW_SEG_MIN bytes (of x), on ISAs that set
- * GCK_EW_SEGS (x86): the loop walks GCK_EW_SEGS consecutive segments of
- * 4 KiB (of the wider of the two element types) at a time, one unrolled
+/* Arrays of at least GCK_EW_SEG_MIN bytes, on ISAs that set GCK_EW_SEGS
+ * (x86), in kernels whose two arrays have elements of one size: the loop
+ * walks GCK_EW_SEGS consecutive 4 KiB segments at a time, one unrolled
  * group of steps from each in turn, so that as many pages stream at once.
  * The hardware prefetcher follows each 4 KiB page on its own and stops at
  * its end, and one sequential stream kept too few lines in flight for one
@@ -117,20 +117,20 @@
  * scale_f64 24 -> 27-30, axpy_init_nt_f32 17-18 -> 23-25 (a plain read of
  * the same bytes took 19.5-22 ms, this copy 23 ms, glibc's memcpy, which
  * copies four pages at a time too, 26-27 ms), add_f32 and axpy_f32 4-8 %
- * faster; 64 Ki and 1 Mi elements unchanged. Kernels that prefetch (PF)
- * keep the sequential walk: f32 -> bf16 ran 2-4 % slower in segments.
- * Each element's value is its step's, so the order of the steps changes no
- * bit. Only the segments' full steps: i_ ends at the first element left. */
+ * faster; 64 Ki and 1 Mi elements unchanged. Not taken: kernels that
+ * prefetch (PF; f32 -> bf16 ran 2-4 % slower in segments) and those between
+ * element sizes (f32 -> f16 10 % slower on both ISAs, the widening ones 5 %
+ * slower on AVX-512 though 12-25 % faster on AVX2). Each element's value is
+ * its step's, so the order of the steps changes no bit. Only the segments'
+ * full steps: i_ ends at the first element left. */
 #ifdef GCK_EW_SEGS
 #define GCK_EW_SEG_MIN ((size_t)2 << 20)
-#define GCK_EW_SEG_ELEMS(A, X) \
-    (4096 / (sizeof(GCK_CT(A)) > sizeof(GCK_CT(X)) ? sizeof(GCK_CT(A)) : sizeof(GCK_CT(X))))
 #define GCK_EW_IF_SEGS(...) __VA_ARGS__
 #define GCK_EW_SEG_LOOP(W, STEP, A, X, C, PF)                                  \
     do {                                                                       \
-        const size_t s_ = GCK_EW_SEG_ELEMS(A, X);                              \
-        if ((PF) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN)                    \
-            break; /* kernels that prefetch keep their sequential walk */     \
+        const size_t s_ = 4096 / sizeof(GCK_CT(X));                            \
+        if ((PF) || sizeof(GCK_CT(A)) != sizeof(GCK_CT(X)) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN) \
+            break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \
             for (size_t o_ = 0; o_ < s_; o_ += GCK_EW_UNROLL * l_) {           \
                 _Pragma("GCC unroll 4")                                        \

@@ -6,6 +6,8 @@
 
 #include "support/gck_test.h"
 
+#include "api_list.h"
+
 static const double g_weights[] = {0.5, -3.0, 1.0 / 3.0, 1e300, 1e-300, 0x1p-1070, 0.0, -0.0, INFINITY, NAN};
 #define NW (sizeof g_weights / sizeof g_weights[0])
 
@@ -175,8 +177,8 @@ static void test_f32_elementwise(void **state)
 
 /* ---- big arrays: the segmented walk (elementwise.h, GCK_EW_SEGS) ----------------
  * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time;
- * the sizes above stop below that. Every elementwise slot that takes that
- * walk, on a size past it with an odd tail (not a whole number of segment
+ * the sizes above stop below that. Every elementwise kernel of api_list.h
+ * (those that prefetch keep the sequential walk), on a size past it with an odd tail (not a whole number of segment
  * groups), both arrays one element off their alignment, random bits in
  * both (NaN, Inf, denormals, every exponent): bit for bit the scalar
  * reference (NaNs as NaNs). On ISAs without segments this is one more
@@ -184,65 +186,76 @@ static void test_f32_elementwise(void **state)
 #define SEG_MIN_BYTES ((size_t)2 << 20)
 
 typedef void (*seg_run)(const gck_kernel_table *t, void *a, const void *x, size_t n);
-#define SEG_ACC(slot, AT, XT)                                                                   \
-    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+/* One wrapper per elementwise kernel of api_list.h (public name == slot name);
+ * the other shapes expand to nothing. */
+#define SEG_FN(name, shape, A, X) SEG_FN_##shape(name, A, X)
+#define SEG_FN_ADD(name, A, X)                                                                  \
+    static void seg_##name(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
     {                                                                                           \
-        t->slot((AT *)a, (const XT *)x, n);                                                     \
+        t->name((GCK_CT(A) *)a, (const GCK_CT(X) *)x, n);                                       \
     }
-#define SEG_W(slot, AT, WT, XT)                                                                 \
-    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+#define SEG_FN_CONVERT SEG_FN_ADD
+#define SEG_FN_AXPY(name, A, X)                                                                 \
+    static void seg_##name(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
     {                                                                                           \
-        t->slot((AT *)a, (WT)-1.5, (const XT *)x, n);                                           \
+        t->name((GCK_CT(A) *)a, (GCK_CT(A))-1.5, (const GCK_CT(X) *)x, n);                      \
     }
-#define SEG_SCALE(slot, AT, WT)                                                                 \
-    static void seg_##slot(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+#define SEG_FN_AXPY_INIT SEG_FN_AXPY
+#define SEG_FN_SCALE(name, A, X)                                                                \
+    static void seg_##name(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
     {                                                                                           \
         (void)x;                                                                                \
-        t->slot((AT *)a, (WT)0.3, n);                                                           \
+        t->name((GCK_CT(A) *)a, (GCK_CC(A))0.3, n);                                             \
     }
-SEG_ACC(add_f64, double, double)
-SEG_ACC(add_f32, float, float)
-SEG_ACC(add_f32_to_f64, double, float)
-SEG_ACC(add_f64_to_f32, float, double)
-SEG_ACC(add_bf16_to_f32, float, uint16_t)
-SEG_ACC(add_f16_to_f64, double, uint16_t)
-SEG_W(axpy_f64, double, double, double)
-SEG_W(axpy_f32, float, float, float)
-SEG_W(axpy_f32_to_f64, double, double, float)
-SEG_W(axpy_f16_to_f32, float, float, uint16_t)
-SEG_W(axpy_init_f64, double, double, double)
-SEG_W(axpy_init_f32, float, float, float)
-SEG_W(axpy_init_f64_to_f32, float, float, double)
-SEG_W(axpy_init_bf16_to_f64, double, double, uint16_t)
-SEG_W(axpy_init_nt_f64, double, double, double)
-SEG_W(axpy_init_nt_f32, float, float, float)
-SEG_W(scale_into_f64, double, double, double)
-SEG_W(scale_into_f32, float, float, float)
-SEG_W(scale_into_nt_f64, double, double, double)
-SEG_W(scale_into_nt_f32, float, float, float)
-SEG_SCALE(scale_f64, double, double)
-SEG_SCALE(scale_f32, float, float)
-SEG_ACC(convert_f32_to_f16, uint16_t, float)
-SEG_ACC(convert_bf16_to_f32, float, uint16_t)
-SEG_ACC(convert_f16_to_f32, float, uint16_t)
+#define SEG_NONE(name, A, X)
+#define SEG_FN_REDUCE SEG_NONE
+#define SEG_FN_REDUCE2 SEG_NONE
+#define SEG_FN_PNORM SEG_NONE
+#define SEG_FN_FUSED SEG_NONE
+#define SEG_FN_SHUFFLE SEG_NONE
+#define SEG_FN_UNSHUFFLE SEG_NONE
+#define SEG_FN_UNSHUFFLE_PLANES SEG_NONE
+#define SEG_FN_HASH SEG_NONE
+GCK_API_KERNEL_LIST(SEG_FN)
 
-/* Equal, or both NaN, for elements of sz bytes (2: f16, the only 2-byte output here). */
-static int seg_same(const unsigned char *a, const unsigned char *b, size_t sz)
+/* element formats: how two outputs compare (NaN equals NaN) */
+enum { SEG_F64, SEG_F32, SEG_BF16, SEG_F16 };
+#define SEG_FMT_f64 SEG_F64
+#define SEG_FMT_f32 SEG_F32
+#define SEG_FMT_bf16 SEG_BF16
+#define SEG_FMT_f16 SEG_F16
+#define SEG_ROW(name, shape, A, X) SEG_ROW_##shape(name, A, X)
+#define SEG_ROW_ONE(name, A, X) {#name, seg_##name, sizeof(GCK_CT(A)), sizeof(GCK_CT(X)), SEG_FMT_##A},
+#define SEG_ROW_ADD SEG_ROW_ONE
+#define SEG_ROW_CONVERT SEG_ROW_ONE
+#define SEG_ROW_AXPY SEG_ROW_ONE
+#define SEG_ROW_AXPY_INIT SEG_ROW_ONE
+#define SEG_ROW_SCALE SEG_ROW_ONE
+#define SEG_ROW_REDUCE SEG_NONE
+#define SEG_ROW_REDUCE2 SEG_NONE
+#define SEG_ROW_PNORM SEG_NONE
+#define SEG_ROW_FUSED SEG_NONE
+#define SEG_ROW_SHUFFLE SEG_NONE
+#define SEG_ROW_UNSHUFFLE SEG_NONE
+#define SEG_ROW_UNSHUFFLE_PLANES SEG_NONE
+#define SEG_ROW_HASH SEG_NONE
+
+static int seg_same(const unsigned char *a, const unsigned char *b, int fmt)
 {
-    if (sz == 8) {
+    if (fmt == SEG_F64) {
         double u, v;
         memcpy(&u, a, 8), memcpy(&v, b, 8);
         return gck_same_f64(u, v);
     }
-    if (sz == 4) {
+    if (fmt == SEG_F32) {
         float u, v;
         memcpy(&u, a, 4), memcpy(&v, b, 4);
         return gck_same_f32(u, v);
     }
     uint16_t u, v;
     memcpy(&u, a, 2), memcpy(&v, b, 2);
-    const int nu = (u & 0x7c00u) == 0x7c00u && (u & 0x3ffu), nv = (v & 0x7c00u) == 0x7c00u && (v & 0x3ffu);
-    return u == v || (nu && nv);
+    const unsigned e = fmt == SEG_BF16 ? 0x7f80u : 0x7c00u, m = fmt == SEG_BF16 ? 0x7fu : 0x3ffu;
+    return u == v || ((u & e) == e && (u & m) && (v & e) == e && (v & m));
 }
 
 static void test_segmented(void **state)
@@ -252,21 +265,10 @@ static void test_segmented(void **state)
         const char *name;
         seg_run run;
         size_t asz, xsz;
-    } cases[] = {
-#define SEG_CASE(slot, asz, xsz) {#slot, seg_##slot, asz, xsz}
-        SEG_CASE(add_f64, 8, 8), SEG_CASE(add_f32, 4, 4), SEG_CASE(add_f32_to_f64, 8, 4),
-        SEG_CASE(add_f64_to_f32, 4, 8), SEG_CASE(add_bf16_to_f32, 4, 2), SEG_CASE(add_f16_to_f64, 8, 2),
-        SEG_CASE(axpy_f64, 8, 8), SEG_CASE(axpy_f32, 4, 4), SEG_CASE(axpy_f32_to_f64, 8, 4),
-        SEG_CASE(axpy_f16_to_f32, 4, 2), SEG_CASE(axpy_init_f64, 8, 8), SEG_CASE(axpy_init_f32, 4, 4),
-        SEG_CASE(axpy_init_f64_to_f32, 4, 8), SEG_CASE(axpy_init_bf16_to_f64, 8, 2),
-        SEG_CASE(axpy_init_nt_f64, 8, 8), SEG_CASE(axpy_init_nt_f32, 4, 4), SEG_CASE(scale_into_f64, 8, 8),
-        SEG_CASE(scale_into_f32, 4, 4), SEG_CASE(scale_into_nt_f64, 8, 8), SEG_CASE(scale_into_nt_f32, 4, 4),
-        SEG_CASE(scale_f64, 8, 8), SEG_CASE(scale_f32, 4, 4), SEG_CASE(convert_f32_to_f16, 2, 4),
-        SEG_CASE(convert_bf16_to_f32, 4, 2), SEG_CASE(convert_f16_to_f32, 4, 2),
-#undef SEG_CASE
-    };
+        int fmt;
+    } cases[] = {GCK_API_KERNEL_LIST(SEG_ROW)};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const size_t asz = cases[c].asz, xsz = cases[c].xsz; /* scale: x is the array itself */
+        const size_t asz = cases[c].asz, xsz = cases[c].xsz; /* scale: x is the array itself, unused */
         const size_t wide = asz > xsz ? asz : xsz;
         /* past the threshold by three groups of four segments and an odd tail */
         const size_t n = SEG_MIN_BYTES / xsz + 3 * 4 * (4096 / wide) + 37;
@@ -283,7 +285,7 @@ static void test_segmented(void **state)
         cases[c].run(p->ref, rs, xs, n);
         cases[c].run(p->isa, os, xs, n);
         for (size_t i = 0; i < n; i++)
-            if (!seg_same(rs + i * asz, os + i * asz, asz))
+            if (!seg_same(rs + i * asz, os + i * asz, cases[c].fmt))
                 fail_msg("%s %s n=%zu: element %zu differs from the scalar reference", p->isa->name, cases[c].name, n, i);
         free(x), free(a0), free(ref), free(out);
     }

@@ -129,6 +129,8 @@
 #define GCK_EW_SEG_LOOP(W, STEP, A, X, C, PF)                                  \
     do {                                                                       \
         const size_t s_ = 4096 / sizeof(GCK_CT(X));                            \
+        _Static_assert(4096 / sizeof(GCK_CT(X)) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
+                       "a segment is whole unrolled groups");                  \
         if ((PF) || sizeof(GCK_CT(A)) != sizeof(GCK_CT(X)) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN) \
             break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \

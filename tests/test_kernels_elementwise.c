@@ -176,13 +176,14 @@ static void test_f32_elementwise(void **state)
 }
 
 /* ---- big arrays: the segmented walk (elementwise.h, GCK_EW_SEGS) ----------------
- * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time;
- * the sizes above stop below that. Every elementwise kernel of api_list.h
- * (those that prefetch keep the sequential walk), on a size past it with an odd tail (not a whole number of segment
- * groups), both arrays one element off their alignment, random bits in
- * both (NaN, Inf, denormals, every exponent): bit for bit the scalar
- * reference (NaNs as NaNs). On ISAs without segments this is one more
- * large-size check. */
+ * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time
+ * when both arrays have elements of one size; the sizes above stop below
+ * that. Every elementwise kernel of api_list.h (those that do not take the
+ * walk as well), on a size past it with an odd tail (not a whole number of
+ * segment groups), both arrays one element off their alignment, random
+ * bits in both (NaN, Inf, denormals, every exponent): bit for bit the
+ * scalar reference (NaNs as NaNs). On ISAs without segments this is one
+ * more large-size check. */
 #define SEG_MIN_BYTES ((size_t)2 << 20)
 
 typedef void (*seg_run)(const gck_kernel_table *t, void *a, const void *x, size_t n);

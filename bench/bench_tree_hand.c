@@ -63,12 +63,16 @@ static float *order_alloc(size_t n)
     return p;
 }
 
+/* Buffers the tree uses over k micro-batches: micro-batch j opens level
+ * popcount(j) (j even) or merges into the levels below it. */
 static int order_levels(int k)
 {
-    int d = 1;
-    while ((1 << (d - 1)) < k)
-        d++;
-    return d;
+    int need = 1;
+    for (int j = 0; j < k; j++) {
+        const int d = __builtin_popcount((unsigned)j) + ((j & 1) == 0);
+        need = d > need ? d : need;
+    }
+    return need;
 }
 
 static const char *order_prepare(void *ctx, int64_t n, int threads)

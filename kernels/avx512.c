@@ -74,7 +74,7 @@ static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
  * elements g..g+7, lanes outside mask m adding +0.0; it may use k_ (the run
  * register, 0..7) and r1_ (the end of the current run). Full stripes pass
  * m = 0xFF, a constant the compiler folds into plain loads. */
-#define GCK_AVX512_REDUCE(n, ACC) GCK_AVX512_WALK(n, ACC, GCK_ZSTRIPE(ACC, g_), 0)
+#define GCK_AVX512_REDUCE(n, ACC) GCK_AVX512_REDUCE_PF(n, ACC, )
 /* The same with PF, a statement at g_, first in each full stripe (the f32
  * inputs' prefetch, kernels_internal.h). */
 #define GCK_AVX512_REDUCE_PF(n, ACC, PF) GCK_AVX512_WALK(n, ACC, PF GCK_ZSTRIPE(ACC, g_), 0)

@@ -141,22 +141,25 @@ static inline double gck_fold_lanes(double lane[GCK_LANES])
 #define GCK_PREFETCH16_L1 2048
 #define GCK_PREFETCH16_L2 8192
 #define GCK_PREFETCH16_L2_PAIR 2560
-static inline void gck_prefetch_lines2(const uint16_t *x, size_t l2)
+/* The lines lines of 64 bytes at p: into L1 l1 bytes ahead and, unless l2
+ * is 0 (a constant at every call), into L2 l2 bytes ahead. */
+static inline void gck_prefetch_lines(const void *p, int lines, size_t l1, size_t l2)
 {
-    const char *c = (const char *)x;
-    __builtin_prefetch(c + GCK_PREFETCH16_L1, 0, 3);
-    __builtin_prefetch(c + GCK_PREFETCH16_L1 + 64, 0, 3);
-    __builtin_prefetch(c + l2, 0, 2);
-    __builtin_prefetch(c + l2 + 64, 0, 2);
+    const char *c = (const char *)p;
+    for (int k = 0; k < lines; k++) {
+        __builtin_prefetch(c + l1 + 64 * k, 0, 3);
+        if (l2 != 0)
+            __builtin_prefetch(c + l2 + 64 * k, 0, 2);
+    }
 }
 static inline void gck_prefetch_pair16(const uint16_t *x, const uint16_t *y)
 {
-    gck_prefetch_lines2(x, GCK_PREFETCH16_L2_PAIR);
-    gck_prefetch_lines2(y, GCK_PREFETCH16_L2_PAIR);
+    gck_prefetch_lines(x, 2, GCK_PREFETCH16_L1, GCK_PREFETCH16_L2_PAIR);
+    gck_prefetch_lines(y, 2, GCK_PREFETCH16_L1, GCK_PREFETCH16_L2_PAIR);
 }
 static inline void gck_prefetch_stripe16(const uint16_t *x)
 {
-    gck_prefetch_lines2(x, GCK_PREFETCH16_L2);
+    gck_prefetch_lines(x, 2, GCK_PREFETCH16_L1, GCK_PREFETCH16_L2);
 }
 
 /* The f32 reductions (sumsq, asum, dist2 over f32 inputs) prefetch each
@@ -173,19 +176,12 @@ static inline void gck_prefetch_stripe16(const uint16_t *x)
 #define GCK_PREFETCH32_L2 4096
 static inline void gck_prefetch_stripe32(const float *x)
 {
-    const char *c = (const char *)x;
-    for (int k = 0; k < 4; k++) {
-        __builtin_prefetch(c + GCK_PREFETCH32_L1 + 64 * k, 0, 3);
-        __builtin_prefetch(c + GCK_PREFETCH32_L2 + 64 * k, 0, 2);
-    }
+    gck_prefetch_lines(x, 4, GCK_PREFETCH32_L1, GCK_PREFETCH32_L2);
 }
 static inline void gck_prefetch_pair32(const float *x, const float *y)
 {
-    const char *a = (const char *)x, *b = (const char *)y;
-    for (int k = 0; k < 4; k++) {
-        __builtin_prefetch(a + GCK_PREFETCH32_L1 + 64 * k, 0, 3);
-        __builtin_prefetch(b + GCK_PREFETCH32_L1 + 64 * k, 0, 3);
-    }
+    gck_prefetch_lines(x, 4, GCK_PREFETCH32_L1, 0);
+    gck_prefetch_lines(y, 4, GCK_PREFETCH32_L1, 0);
 }
 
 /* ---- the reductions over floats: f32 and the 2-byte floats -------------------

@@ -132,6 +132,16 @@ typedef struct kbench {
 #define AXPY_INIT(name, A, X)                                                  \
     AXPY_BODY(name, A, X)                                                      \
     ONE(name, A, X, SZ(A) + SZ(X), KB_THREADED)
+/* acc + (a + b): reads acc, a and b, writes acc (a tree merge closing two
+ * levels) */
+#define RFOLD(name, A, X)                                                      \
+    static double bench_body_##name(void *c, int64_t n)                        \
+    {                                                                          \
+        const GCK_CT(X) *xs[2] = {XA(GCK_CT(X), c), XB(GCK_CT(X), c)};         \
+        gck_##name(ACC(GCK_CT(A), c), xs, 2, (size_t)n);                       \
+        return 0;                                                              \
+    }                                                                          \
+    ONE(name, A, X, 2 * SZ(A) + 2 * SZ(X), KB_THREADED)
 /* reads and writes x */
 #define SCALE(name, T)                                                         \
     static double bench_body_##name(void *c, int64_t n)                        \
@@ -224,6 +234,8 @@ AXPY_INIT(scale_into_f64, f64, f64)
 AXPY_INIT(scale_into_f32, f32, f32)
 AXPY_INIT(scale_into_nt_f64, f64, f64)
 AXPY_INIT(scale_into_nt_f32, f32, f32)
+RFOLD(add_rfold_f64, f64, f64)
+RFOLD(add_rfold_f32, f32, f32)
 SCALE(scale_f64, f64)
 SCALE(scale_f32, f32)
 REDUCE(sumsq_bf16, bf16)

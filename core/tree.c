@@ -75,13 +75,13 @@ static void *gck_level(gck_tree *t, void *buf0, size_t d, size_t off)
     return (char *)(d == 0 ? buf0 : t->lev[d]) + off;
 }
 
-/* acc += x over len elements of the storage dtype. */
-static void gck_add_same(gck_dtype storage, void *acc, const void *x, size_t len)
+/* acc + (xs[0] + (xs[1] + ... + xs[m-1])) into acc, one pass (m >= 1). */
+static void gck_add_rfold_same(gck_dtype storage, void *acc, const void *const *xs, size_t m, size_t len)
 {
     if (storage == GCK_DTYPE_F64)
-        gck_add_f64(acc, x, len);
+        gck_add_rfold_f64(acc, (const double *const *)xs, m, len);
     else
-        gck_add_f32(acc, x, len);
+        gck_add_rfold_f32(acc, (const float *const *)xs, m, len);
 }
 
 /* dst = 0 + (x * w) when init, else dst = dst + (x * w) (dst + x unweighted):
@@ -119,9 +119,8 @@ static void gck_leaf(gck_dtype storage, void *dst, const void *x, gck_dtype in_d
 }
 #undef GCK_LEAF
 
-/* Elements per block of a leaf that completes more than one pair: the
- * pair sums pass through a block on the stack (in L1) instead of being
- * written to levels that die at once, so each odd leaf writes one level. */
+/* Elements per block of a weighted or converted leaf that completes more
+ * than one pair: its product passes through a block on the stack (in L1). */
 #define GCK_TREE_BLOCK 1024
 
 void gck_tree_add_piece(gck_tree *t, void *buf0, gck_dtype storage, size_t j, const void *values,
@@ -138,18 +137,36 @@ void gck_tree_add_piece(gck_tree *t, void *buf0, gck_dtype storage, size_t j, co
         gck_leaf(storage, gck_level(t, buf0, d, lo * esz), x, in_dtype, len, init, weighted, w);
         return;
     }
-    /* the leaf completes the last level's pair, then each completed pair of
-     * equal subtrees merges into the level to its left: left + right, the
-     * right side carried in the block (addition is commutative bit for bit) */
+    /* The leaf completes the last level's pair, then each completed pair of
+     * equal subtrees merges into the level to its left, left + right:
+     * level[depth - merges] + (level[depth - merges + 1] + (... +
+     * (level[depth - 1] + leaf))), one pass over the levels it closes
+     * (gck_add_rfold; addition is commutative bit for bit). The levels are
+     * read once and only the target is written: 64 Mi f32, a merge closing
+     * two levels 58 -> ~40 ms against the sum through a block on the stack. */
+    const void *xs[64]; /* merges <= bits of size_t */
+    for (size_t q = 0; q + 1 < merges; q++)
+        xs[q] = gck_level(t, buf0, depth - merges + 1 + q, lo * esz);
+    void *acc = gck_level(t, buf0, depth - merges, lo * esz);
+    if (!weighted && in_dtype == storage) {
+        xs[merges - 1] = x;
+        gck_add_rfold_same(storage, acc, xs, merges, len);
+        return;
+    }
+    /* a weighted or converted leaf: level[depth - 1] + leaf in the block,
+     * then the fold of the others and the block */
     double block[GCK_TREE_BLOCK];
+    const size_t last = merges - 2; /* xs[last] is level[depth - 1], replaced by the block */
+    const char *lev_last = xs[last];
     for (size_t b = 0; b < len; b += GCK_TREE_BLOCK) {
         const size_t m = len - b < GCK_TREE_BLOCK ? len - b : GCK_TREE_BLOCK;
-        const size_t off = (lo + b) * esz;
-        memcpy(block, gck_level(t, buf0, depth - 1, off), m * esz);
+        memcpy(block, lev_last + b * esz, m * esz);
         gck_leaf(storage, block, x + b * isz, in_dtype, m, 0, weighted, w);
-        for (size_t s = 1; s + 1 < merges; s++)
-            gck_add_same(storage, block, gck_level(t, buf0, depth - 1 - s, off), m);
-        gck_add_same(storage, gck_level(t, buf0, depth - merges, off), block, m);
+        const void *ys[64];
+        for (size_t q = 0; q < last; q++)
+            ys[q] = (const char *)xs[q] + b * esz;
+        ys[last] = block;
+        gck_add_rfold_same(storage, (char *)acc + b * esz, ys, merges - 1, m);
     }
 }
 
@@ -185,18 +202,19 @@ gck_status gck_tree_fold(gck_tree *t, void *buf0, gck_dtype storage, size_t coun
         t->fold = f;
         t->fold_cap = n;
     }
-    /* T(lo, hi) = level d + T(rest): from the right; a copy (x * 1 is
-     * exact) then one addition per level */
+    /* T(lo, hi) = level d + T(rest), from the right: level 0 + (level 1 +
+     * (... + level depth-1)), a copy of level 0 and one pass over the others
+     * (gck_add_rfold). No level is -0 (tree_internal.h), so this equals the
+     * sum started from 0 + level depth-1. */
     void *f = t->fold;
-    if (storage == GCK_DTYPE_F64)
-        gck_axpy_init_f64(f, 1.0, t->lev[depth - 1], n);
-    else
-        gck_axpy_init_f32(f, 1.0f, t->lev[depth - 1], n);
+    memcpy(f, buf0, n * esz);
+    const void *xs[64];
+    for (size_t d = 1; d < depth; d++)
+        xs[d - 1] = t->lev[d];
+    gck_add_rfold_same(storage, f, xs, depth - 1, n);
     double w = t->wlev[depth - 1];
-    for (size_t d = depth - 1; d-- > 0;) {
-        gck_add_same(storage, f, gck_level(t, buf0, d, 0), n);
+    for (size_t d = depth - 1; d-- > 0;)
         w = t->wlev[d] + w;
-    }
     *sum = f;
     *wsum = w;
     return GCK_OK;

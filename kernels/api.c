@@ -228,6 +228,18 @@ static size_t gck_min(size_t a, size_t b)
         GCK_ELEMENTWISE(n, t->slot(x + lo, s, len));                 \
     }
 
+/* Each thread's chunk [lo, lo + len) of acc and of every input. */
+#define GCK_API_ADD_RFOLD(slot, T)                                   \
+    void gck_##slot(T *acc, const T *const *xs, size_t m, size_t n)  \
+    {                                                                \
+        const gck_kernel_table *t = gck_kernels_active();            \
+        if (m == 0)                                                  \
+            return;                                                  \
+        GCK_ELEMENTWISE(n, t->slot(acc + lo, xs, m, lo, len));       \
+    }
+
+GCK_API_ADD_RFOLD(add_rfold_f64, double)
+GCK_API_ADD_RFOLD(add_rfold_f32, float)
 GCK_API_ADD(add_f64, double, double)
 GCK_API_ADD(add_f32, float, float)
 GCK_API_ADD(add_f32_to_f64, double, float)

@@ -29,6 +29,7 @@
 #define GCK_SIG_ADD(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *, size_t)              /* f(acc, x, n)  */
 #define GCK_SIG_AXPY(A, X) void (*)(GCK_CT(A) *, GCK_CT(A), const GCK_CT(X) *, size_t)  /* f(acc, w, x, n) */
 #define GCK_SIG_AXPY_INIT(A, X) GCK_SIG_AXPY(A, X) /* f(dst, w, x, n): dst written, not read */
+#define GCK_SIG_RFOLD(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *const *, size_t, size_t) /* f(acc, xs, m, n) */
 #define GCK_SIG_SCALE(A, X) void (*)(GCK_CT(A) *, GCK_CC(A), size_t)                    /* f(x, s, n)    */
 #define GCK_SIG_CONVERT(A, X) void (*)(GCK_CT(A) *, const GCK_CT(X) *, size_t)          /* f(dst, x, n)  */
 #define GCK_SIG_SHUFFLE(A, X) void (*)(uint8_t *, const void *, const void *, size_t, size_t)
@@ -70,6 +71,8 @@
     X(scale_into_f32, AXPY_INIT, f32, f32)                                     \
     X(scale_into_nt_f64, AXPY_INIT, f64, f64)                                  \
     X(scale_into_nt_f32, AXPY_INIT, f32, f32)                                  \
+    X(add_rfold_f64, RFOLD, f64, f64)                                          \
+    X(add_rfold_f32, RFOLD, f32, f32)                                          \
     X(scale_f64, SCALE, f64, f64)                                              \
     X(scale_f32, SCALE, f32, f32)                                              \
     /* 2-byte floats (bf16, f16): reductions, mixed accumulation, scale */    \

@@ -196,6 +196,15 @@
     GCK_ST(w, m, A, C, dst + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_), k)
 #define GCK_EW_STEP_SCALE_INTO_NT(w, m, j, k, A, X, C)                         \
     GCK_ST_NT_##m(w, A, dst + (j), GCK_CVT(w, C, A)(GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_)), k)
+/* acc = acc + (x0 + (x1 + ... + (x_{m-2} + x_{m-1}))), xq = xs[q] + off:
+ * nx_ arrays (a constant where the kernel unrolls on it) */
+#define GCK_EW_STEP_ADD_RFOLD(w, m, j, k, A, X, C)                             \
+    {                                                                          \
+        GCK_V(w, C) f_ = GCK_LD(w, m, X, C, xs[nx_ - 1] + off + (j), k);       \
+        for (size_t p_ = nx_ - 1; p_-- > 0;)                                   \
+            f_ = GCK_OP(w, add, C)(GCK_LD(w, m, X, C, xs[p_] + off + (j), k), f_); \
+        GCK_ST(w, m, A, C, acc + (j), GCK_OP(w, add, C)(GCK_LD(w, m, A, C, acc + (j), k), f_), k); \
+    }
 /* x = x * s */
 #define GCK_EW_STEP_SCALE(w, m, j, k, A, X, C)                                 \
     GCK_ST(w, m, A, C, x + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, A, C, x + (j), k), sv_), k)
@@ -208,6 +217,30 @@
     static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, const GCK_CT(X) *x, size_t n) \
     {                                                                          \
         GCK_EW_LOOP(W, GCK_EW_STEP_ADD, A, X, C);                              \
+    }
+/* The loop once per common m (2, 3, 4: a tree merge closing that many
+ * levels), its inner fold then unrolled, and once for any m. */
+#define GCK_EW_RFOLD_CASE(K, W, A, X, C)                                       \
+    case K: {                                                                  \
+        const size_t nx_ = (K);                                                \
+        GCK_EW_LOOP(W, GCK_EW_STEP_ADD_RFOLD, A, X, C);                        \
+        return;                                                                \
+    }
+#define GCK_EW_ADD_RFOLD(slot, W, A, X, C)                                     \
+    static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, const GCK_CT(X) *const *xs, size_t m, size_t off, size_t n) \
+    {                                                                          \
+        const GCK_CT(X) *x = m ? xs[0] + off : NULL; /* the loop's prefetch names x */ \
+        (void)x;                                                               \
+        switch (m) {                                                           \
+        case 0: return;                                                        \
+        GCK_EW_RFOLD_CASE(2, W, A, X, C)                                       \
+        GCK_EW_RFOLD_CASE(3, W, A, X, C)                                       \
+        GCK_EW_RFOLD_CASE(4, W, A, X, C)                                       \
+        default: {                                                             \
+            const size_t nx_ = m;                                              \
+            GCK_EW_LOOP(W, GCK_EW_STEP_ADD_RFOLD, A, X, C);                    \
+        }                                                                      \
+        }                                                                      \
     }
 #define GCK_EW_AXPY(slot, W, A, X, C)                                          \
     static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, GCK_CT(C) w, const GCK_CT(X) *x, size_t n) \
@@ -365,6 +398,8 @@ GCK_EW_SCALE_INTO(scale_into_f64,       GCK_W64, f64, f64, f64)
 GCK_EW_SCALE_INTO(scale_into_f32,       GCK_W32, f32, f32, f32)
 GCK_EW_SCALE_INTO_NT(scale_into_nt_f64, scale_into_f64, GCK_W64, f64, f64, f64)
 GCK_EW_SCALE_INTO_NT(scale_into_nt_f32, scale_into_f32, GCK_W32, f32, f32, f32)
+GCK_EW_ADD_RFOLD(add_rfold_f64,  GCK_W64, f64, f64, f64)
+GCK_EW_ADD_RFOLD(add_rfold_f32,  GCK_W32, f32, f32, f32)
 GCK_EW_SCALE(scale_f64,          GCK_W64, f64,      f64, 0)
 GCK_EW_SCALE(scale_f32,          GCK_W32, f32,      f32, 0)
 GCK_EW_AMAX(amax_f64,            GCK_W64,      f64, f64, 1)

@@ -66,6 +66,11 @@
     X(scale_into_f32, void, (float *dst, float w, const float *x, size_t n)) \
     X(scale_into_nt_f64, void, (double *dst, double w, const double *x, size_t n)) \
     X(scale_into_nt_f32, void, (float *dst, float w, const float *x, size_t n)) \
+    /* acc[i] + (x0[i] + (x1[i] + ... + (x_{m-2}[i] + x_{m-1}[i]))) into acc, \
+     * xq = xs[q] + off, m >= 1 (0: nothing): m arrays folded from the right \
+     * and added in one pass, one rounding per addition */                    \
+    X(add_rfold_f64, void, (double *acc, const double *const *xs, size_t m, size_t off, size_t n)) \
+    X(add_rfold_f32, void, (float *acc, const float *const *xs, size_t m, size_t off, size_t n)) \
     /* 2-byte floats: bf16 and f16 arrays of uint16_t. Every element is widened \
      * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_scalar.h define \
      * it) and then treated as the f32 kernels treat a float: the reductions \

@@ -202,6 +202,13 @@ typedef void (*seg_run)(const gck_kernel_table *t, void *a, const void *x, size_
         t->name((GCK_CT(A) *)a, (GCK_CT(A))-1.5, (const GCK_CT(X) *)x, n);                      \
     }
 #define SEG_FN_AXPY_INIT SEG_FN_AXPY
+/* acc + (x + (acc' + x)): three inputs, a copy of acc's first values among them */
+#define SEG_FN_RFOLD(name, A, X)                                                                \
+    static void seg_##name(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
+    {                                                                                           \
+        const GCK_CT(X) *xs_[3] = {(const GCK_CT(X) *)x, (const GCK_CT(X) *)x + 1, (const GCK_CT(X) *)x}; \
+        t->name((GCK_CT(A) *)a, xs_, 3, 0, n - 1);                                              \
+    }
 #define SEG_FN_SCALE(name, A, X)                                                                \
     static void seg_##name(const gck_kernel_table *t, void *a, const void *x, size_t n)          \
     {                                                                                           \
@@ -231,6 +238,7 @@ enum { SEG_F64, SEG_F32, SEG_BF16, SEG_F16 };
 #define SEG_ROW_CONVERT SEG_ROW_ONE
 #define SEG_ROW_AXPY SEG_ROW_ONE
 #define SEG_ROW_AXPY_INIT SEG_ROW_ONE
+#define SEG_ROW_RFOLD SEG_ROW_ONE
 #define SEG_ROW_SCALE SEG_ROW_ONE
 #define SEG_ROW_REDUCE SEG_NONE
 #define SEG_ROW_REDUCE2 SEG_NONE
@@ -292,6 +300,73 @@ static void test_segmented(void **state)
     }
 }
 
+/* ---- add_rfold: acc + (x0 + (x1 + ... + x_{m-1})) ------------------------------
+ * m = 1..6 inputs (2, 3, 4 take the unrolled loops, the others the general
+ * one), each input misaligned on its own (0..3 elements), every fill kind
+ * (NaN, Inf, denormals, huge values), every test size: the scalar reference
+ * against the C expression, this ISA against the reference, the public
+ * function (chunked across threads) against both, and an input that is acc
+ * itself. */
+#define RFOLD_MAX 6
+#define RFOLD_TEST(T, SFX, FILL, SAME)                                                                    \
+    static void test_add_rfold_##SFX(void **state)                                                       \
+    {                                                                                                    \
+        const gck_isa_pair *p = *state;                                                                  \
+        const size_t cap = gck_test_max_size() + GCK_TEST_MAX_OFFSET + 8;                                \
+        T *in[RFOLD_MAX], *acc = gck_test_alloc(cap * sizeof(T)), *ref = gck_test_alloc(cap * sizeof(T));  \
+        T *out = gck_test_alloc(cap * sizeof(T)), *pub = gck_test_alloc(cap * sizeof(T));                \
+        for (int q = 0; q < RFOLD_MAX; q++)                                                              \
+            in[q] = gck_test_alloc(cap * sizeof(T));                                                     \
+        for (size_t si = 0; si < gck_test_nsizes; si++) {                                                \
+            const size_t n = gck_test_sizes[si];                                                         \
+            for (int k = 0; k < GCK_K_COUNT; k++) {                                                      \
+                if (n > 100000 && k > GCK_K_ILL_SCALED)                                                  \
+                    continue;                                                                            \
+                const T *xs[RFOLD_MAX];                                                                  \
+                for (int q = 0; q < RFOLD_MAX; q++) {                                                    \
+                    T *x = in[q] + (size_t)(k + q) % (GCK_TEST_MAX_OFFSET + 1);                          \
+                    FILL(x, n, (gck_test_kind)((k + q) % GCK_K_COUNT), n + 31 * (size_t)q);             \
+                    xs[q] = x;                                                                           \
+                }                                                                                        \
+                FILL(acc, n, (gck_test_kind)((k + 2) % GCK_K_COUNT), n + 7);                             \
+                for (size_t m = 1; m <= RFOLD_MAX && (n <= MANY_FACTORS_MAX || m <= 3); m++) {           \
+                    memcpy(ref, acc, n * sizeof(T)), memcpy(out, acc, n * sizeof(T));                    \
+                    memcpy(pub, acc, n * sizeof(T));                                                     \
+                    p->ref->add_rfold_##SFX(ref, xs, m, 0, n);                                           \
+                    p->isa->add_rfold_##SFX(out, xs, m, 0, n);                                           \
+                    gck_add_rfold_##SFX(pub, xs, m, n);                                                  \
+                    for (size_t i = 0; i < n; i++) {                                                     \
+                        T s = xs[m - 1][i];                                                              \
+                        for (size_t q = m - 1; q-- > 0;)                                                 \
+                            s = xs[q][i] + s;                                                            \
+                        if (!SAME(acc[i] + s, ref[i]))                                                   \
+                            fail_msg("scalar add_rfold_" #SFX " m=%zu n=%zu i=%zu", m, n, i);            \
+                        if (!SAME(ref[i], out[i]) || !SAME(ref[i], pub[i]))                              \
+                            fail_msg("%s add_rfold_" #SFX " m=%zu n=%zu i=%zu %s: want %a got %a / %a",  \
+                                     p->isa->name, m, n, i, gck_test_kind_name((gck_test_kind)k),        \
+                                     (double)ref[i], (double)out[i], (double)pub[i]);                   \
+                    }                                                                                    \
+                }                                                                                        \
+                /* acc among the inputs: acc + (x0 + acc) */                                             \
+                const T *xa[2] = {xs[0], acc};                                                           \
+                memcpy(ref, acc, n * sizeof(T)), memcpy(out, acc, n * sizeof(T));                        \
+                p->ref->add_rfold_##SFX(ref, xa, 2, 0, n);                                               \
+                xa[1] = out;                                                                             \
+                p->isa->add_rfold_##SFX(out, xa, 2, 0, n);                                               \
+                for (size_t i = 0; i < n; i++)                                                           \
+                    if (!SAME(ref[i], out[i]))                                                           \
+                        fail_msg("%s add_rfold_" #SFX " with acc as an input, n=%zu i=%zu", p->isa->name, n, i); \
+            }                                                                                            \
+        }                                                                                                \
+        p->isa->add_rfold_##SFX(ref, NULL, 0, 0, 5); /* m = 0: nothing read or written */                \
+        gck_add_rfold_##SFX(NULL, NULL, 0, 0);                                                           \
+        for (int q = 0; q < RFOLD_MAX; q++)                                                              \
+            free(in[q]);                                                                                 \
+        free(acc), free(ref), free(out), free(pub);                                                      \
+    }
+RFOLD_TEST(double, f64, gck_test_fill_f64, gck_same_f64)
+RFOLD_TEST(float, f32, gck_test_fill_f32, gck_same_f32)
+
 /* x may be the accumulator itself (acc += acc). */
 static void test_exact_alias(void **state)
 {
@@ -327,5 +402,7 @@ GCK_PER_ISA_MAIN(setup, teardown,
                  GCK_ISA_TEST(test_f64_elementwise),
                  GCK_ISA_TEST(test_f32_elementwise),
                  GCK_ISA_TEST(test_segmented),
+                 GCK_ISA_TEST(test_add_rfold_f64),
+                 GCK_ISA_TEST(test_add_rfold_f32),
                  GCK_ISA_TEST(test_exact_alias),
                  GCK_ISA_TEST(test_null_empty))

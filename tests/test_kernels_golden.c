@@ -134,6 +134,8 @@ static const struct golden_pin {
     {"scale_into_f32", UINT64_C(0x1b083250bb883899)},
     {"scale_into_nt_f64", UINT64_C(0xe7ce49c7882dc879)}, /* scale_into_f64's: the same values */
     {"scale_into_nt_f32", UINT64_C(0x1b083250bb883899)},
+    {"add_rfold_f64", UINT64_C(0xfa48b689528478c4)},
+    {"add_rfold_f32", UINT64_C(0xe6e52b6f1647a86f)},
     {"scale_f64", UINT64_C(0x7e637e5f7e5903ca)},
     {"scale_f32", UINT64_C(0x7ad2e0ae9f51b022)},
     {"sumsq_bf16", UINT64_C(0x290945860f48d109)},
@@ -273,6 +275,14 @@ typedef struct golden_in {
     gck_##name(g->out_##A, (GCK_CT(A))0.7, g->in_##X, n);                      \
     GOLDEN_SAMPLE(h, A, g->out_##A, n);
 #define G_AXPY_INIT(name, A, X) G_AXPY(name, A, X)
+/* m = 1, 2, 3, 5 inputs: the two inputs alternating */
+#define G_RFOLD(name, A, X)                                                    \
+    for (size_t m_ = 1; m_ <= 5; m_ += 1 + (m_ == 3)) {                        \
+        const GCK_CT(X) *xs_[5] = {g->in_##X, g->in2_##X, g->in_##X, g->in2_##X, g->in_##X}; \
+        memcpy(g->out_##A, g->in2_##A, n * sizeof(GCK_CT(A)));                 \
+        gck_##name(g->out_##A, xs_, m_, n);                                    \
+        GOLDEN_SAMPLE(h, A, g->out_##A, n);                                    \
+    }
 #define G_SCALE(name, A, X)                                                    \
     memcpy(g->out_##A, g->in_##A, n * sizeof(GCK_CT(A)));                      \
     gck_##name(g->out_##A, (GCK_CC(A))-1.3, n);                                \

@@ -286,6 +286,23 @@ GCK_API void gck_scale_into_nt_f64(double *dst, double w, const double *x, size_
 /** f32: gck_scale_into_f32 with streaming stores (see gck_axpy_init_nt_f64). */
 GCK_API void gck_scale_into_nt_f32(float *dst, float w, const float *x, size_t n);
 
+/**
+ * acc[i] = acc[i] + (xs[0][i] + (xs[1][i] + ... + (xs[m-2][i] + xs[m-1][i]))):
+ * m arrays folded from the right, then added to acc, in one pass over the
+ * m + 1 arrays (one rounding per addition, in that order; m = 1 is
+ * gck_add_f64, m = 0 leaves acc as it is). For summing a fixed tree of
+ * partial sums without writing each intermediate sum to memory: the
+ * checkpointer's tree order (GCK_REDUCE_TREE) merges the levels a
+ * micro-batch closes with it. An xs[q] may equal another or acc exactly but
+ * may not partially overlap acc.
+ *
+ * Ownership: writes acc, reads xs and the m arrays; keeps no reference.
+ * Errors: none.  Thread-safety: see the common rules above.
+ */
+GCK_API void gck_add_rfold_f64(double *acc, const double *const *xs, size_t m, size_t n);
+/** f32 version of gck_add_rfold_f64, computed in float. */
+GCK_API void gck_add_rfold_f32(float *acc, const float *const *xs, size_t m, size_t n);
+
 /* ---- 2-byte floats: bf16 and f16 ------------------------------------------
  *
  * Arrays of bf16 (bfloat16: 1 sign, 8 exponent, 7 mantissa bits) or f16

@@ -32,7 +32,7 @@
 #endif
 
 #define MAXL 6
-#define MAXK 11
+#define MAXK 17
 #define NW 8
 
 typedef struct ref_layer {

@@ -196,13 +196,13 @@
     GCK_ST(w, m, A, C, dst + (j), GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_), k)
 #define GCK_EW_STEP_SCALE_INTO_NT(w, m, j, k, A, X, C)                         \
     GCK_ST_NT_##m(w, A, dst + (j), GCK_CVT(w, C, A)(GCK_OP(w, mul, C)(GCK_LD(w, m, X, C, x + (j), k), wv_)), k)
-/* acc = acc + (x0 + (x1 + ... + (x_{m-2} + x_{m-1}))), xq = xs[q] + off:
+/* acc = acc + (x0 + (x1 + ... + (x_{m-2} + x_{m-1}))), xq = xl_[q] + xo_:
  * nx_ arrays (a constant where the kernel unrolls on it) */
 #define GCK_EW_STEP_ADD_RFOLD(w, m, j, k, A, X, C)                             \
     {                                                                          \
-        GCK_V(w, C) f_ = GCK_LD(w, m, X, C, xs[nx_ - 1] + off + (j), k);       \
+        GCK_V(w, C) f_ = GCK_LD(w, m, X, C, xl_[nx_ - 1] + xo_ + (j), k);      \
         for (size_t p_ = nx_ - 1; p_-- > 0;)                                   \
-            f_ = GCK_OP(w, add, C)(GCK_LD(w, m, X, C, xs[p_] + off + (j), k), f_); \
+            f_ = GCK_OP(w, add, C)(GCK_LD(w, m, X, C, xl_[p_] + xo_ + (j), k), f_); \
         GCK_ST(w, m, A, C, acc + (j), GCK_OP(w, add, C)(GCK_LD(w, m, A, C, acc + (j), k), f_), k); \
     }
 /* x = x * s */
@@ -219,7 +219,12 @@
         GCK_EW_LOOP(W, GCK_EW_STEP_ADD, A, X, C);                              \
     }
 /* The loop once per common m (2, 3, 4: a tree merge closing that many
- * levels), its inner fold then unrolled, and once for any m. */
+ * levels), its inner fold then unrolled, and once for any m. The pointers
+ * are copied to a local array first (HACKING, "Adding a kernel" 9): read
+ * from the caller's array, the stores to acc made the compiler reload
+ * them in every step. More than GCK_EW_RFOLD_LOCAL arrays read the
+ * caller's array. */
+#define GCK_EW_RFOLD_LOCAL 16
 #define GCK_EW_RFOLD_CASE(K, W, A, X, C)                                       \
     case K: {                                                                  \
         const size_t nx_ = (K);                                                \
@@ -229,10 +234,21 @@
 #define GCK_EW_ADD_RFOLD(slot, W, A, X, C)                                     \
     static void GCK_ISA_FN(slot)(GCK_CT(A) * acc, const GCK_CT(X) *const *xs, size_t m, size_t off, size_t n) \
     {                                                                          \
-        const GCK_CT(X) *x = m ? xs[0] + off : NULL; /* the loop's prefetch names x */ \
+        if (m == 0)                                                            \
+            return;                                                            \
+        const GCK_CT(X) *x = xs[0] + off; /* the loop's prefetch names x */    \
         (void)x;                                                               \
+        if (m > GCK_EW_RFOLD_LOCAL) {                                          \
+            const GCK_CT(X) *const *xl_ = xs;                                  \
+            const size_t xo_ = off, nx_ = m;                                   \
+            GCK_EW_LOOP(W, GCK_EW_STEP_ADD_RFOLD, A, X, C);                    \
+            return;                                                            \
+        }                                                                      \
+        const GCK_CT(X) *xl_[GCK_EW_RFOLD_LOCAL];                              \
+        for (size_t q_ = 0; q_ < m; q_++)                                      \
+            xl_[q_] = xs[q_] + off;                                            \
+        const size_t xo_ = 0;                                                  \
         switch (m) {                                                           \
-        case 0: return;                                                        \
         GCK_EW_RFOLD_CASE(2, W, A, X, C)                                       \
         GCK_EW_RFOLD_CASE(3, W, A, X, C)                                       \
         GCK_EW_RFOLD_CASE(4, W, A, X, C)                                       \

@@ -301,8 +301,8 @@ static void test_segmented(void **state)
 }
 
 /* ---- add_rfold: acc + (x0 + (x1 + ... + x_{m-1})) ------------------------------
- * m = 1..6 inputs (2, 3, 4 take the unrolled loops, the others the general
- * one), each input misaligned on its own (0..3 elements), every fill kind
+ * m = 1..6 and 20 inputs (2, 3, 4 take the unrolled loops, the others the
+ * general one, 20 the caller's pointer array), each input misaligned on its own (0..3 elements), every fill kind
  * (NaN, Inf, denormals, huge values), every test size: the scalar reference
  * against the C expression, this ISA against the reference, the public
  * function (chunked across threads) against both, and an input that is acc
@@ -329,16 +329,20 @@ static void test_segmented(void **state)
                     xs[q] = x;                                                                           \
                 }                                                                                        \
                 FILL(acc, n, (gck_test_kind)((k + 2) % GCK_K_COUNT), n + 7);                             \
-                for (size_t m = 1; m <= RFOLD_MAX && (n <= MANY_FACTORS_MAX || m <= 3); m++) {           \
+                /* and 20, past the kernels' local copy of the pointers: the inputs again */             \
+                const T *xm[20];                                                                         \
+                for (int q = 0; q < 20; q++)                                                             \
+                    xm[q] = xs[q % RFOLD_MAX];                                                           \
+                for (size_t m = 1; m <= 20 && (n <= MANY_FACTORS_MAX || m <= 3); m += m < RFOLD_MAX ? 1 : 20 - RFOLD_MAX) { \
                     memcpy(ref, acc, n * sizeof(T)), memcpy(out, acc, n * sizeof(T));                    \
                     memcpy(pub, acc, n * sizeof(T));                                                     \
-                    p->ref->add_rfold_##SFX(ref, xs, m, 0, n);                                           \
-                    p->isa->add_rfold_##SFX(out, xs, m, 0, n);                                           \
-                    gck_add_rfold_##SFX(pub, xs, m, n);                                                  \
+                    p->ref->add_rfold_##SFX(ref, xm, m, 0, n);                                           \
+                    p->isa->add_rfold_##SFX(out, xm, m, 0, n);                                           \
+                    gck_add_rfold_##SFX(pub, xm, m, n);                                                  \
                     for (size_t i = 0; i < n; i++) {                                                     \
-                        T s = xs[m - 1][i];                                                              \
+                        T s = xm[m - 1][i];                                                              \
                         for (size_t q = m - 1; q-- > 0;)                                                 \
-                            s = xs[q][i] + s;                                                            \
+                            s = xm[q][i] + s;                                                            \
                         if (!SAME(acc[i] + s, ref[i]))                                                   \
                             fail_msg("scalar add_rfold_" #SFX " m=%zu n=%zu i=%zu", m, n, i);            \
                         if (!SAME(ref[i], out[i]) || !SAME(ref[i], pub[i]))                              \

@@ -3,6 +3,8 @@
 #   scripts/bench.sh run OUT.json [FILTER] [REPS]   run gradckpt-bench, REPS (10) interleaved repetitions
 #   scripts/bench.sh compare BASE.json NEW.json [compare.py options]
 #   scripts/bench.sh gate BASE.json [FILTER] [REPS] run, then compare with BASE; compare's exit status
+#   scripts/bench.sh gate-ab BASE_BENCH [FILTER] [ROUNDS]  the gate against another gradckpt-bench
+#                                                   binary, the two run in turns (ROUNDS (4) x 2 repetitions)
 #   scripts/bench.sh plot RESULTS.json OUTDIR [...] bench/plot.py RESULTS.json OUTDIR [...]
 #   scripts/bench.sh peers OUT.json [...]           bench/peers.py --out OUT.json [...]
 #   scripts/bench.sh icount OUT.txt [...]           bench/icount.py --out OUT.txt [...]
@@ -23,7 +25,7 @@ cd "$(dirname "$0")/.."
 DEFAULT_FILTER='^((sumsq|axpy)_f(32|64)/(scalar|avx2|avx512)|ref_(read|rmw2)_f(32|64))/1t/(65536|262144)$'
 
 usage() {
-  sed -n '2,14s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,16s/^# \{0,1\}//p' "$0" >&2
   exit 2
 }
 
@@ -85,6 +87,41 @@ case "$cmd" in
     rc=0
     # shellcheck disable=SC2086  # GCK_COMPARE_ARGS is a list of options
     python3 bench/compare.py "$1" "$new" ${GCK_COMPARE_ARGS:-} || rc=$?
+    exit "$rc" ;;
+  gate-ab)
+    # The base binary (e.g. built by "run" in a worktree of the base commit)
+    # and this tree's, in turns, so that both see the same machine: on a
+    # shared VM the memory's speed drifts by 10-90 % within minutes, and a
+    # gate against a baseline recorded earlier flagged dozens of unchanged
+    # kernels (and the plain-C references) at once.
+    (($# >= 1 && $# <= 3)) || usage
+    [ -x "$1" ] || { echo "bench.sh: $1 is not an executable gradckpt-bench" >&2; exit 2; }
+    base_bin=$1 filter=${2:-$DEFAULT_FILTER} rounds=${3:-4}
+    build
+    check_machine
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    for r in $(seq "$rounds"); do
+      for side in base new; do
+        bin=$bench
+        [ "$side" = base ] && bin=$base_bin
+        # shellcheck disable=SC2086  # GCK_BENCH_ARGS is a list of flags
+        "$bin" --benchmark_filter="$filter" --benchmark_repetitions=2 \
+          --benchmark_enable_random_interleaving=true --benchmark_min_time=0.1 \
+          --benchmark_out="$tmp/$side.$r.json" --benchmark_out_format=json ${GCK_BENCH_ARGS:-} >/dev/null
+      done
+    done
+    for side in base new; do
+      python3 -c 'import json, sys
+runs = [json.load(open(p)) for p in sys.argv[2:]]
+out = runs[0]
+for d in runs[1:]:
+    out["benchmarks"] += d["benchmarks"]
+json.dump(out, open(sys.argv[1], "w"))' "$tmp/$side.json" "$tmp/$side".[0-9]*.json
+    done
+    rc=0
+    # shellcheck disable=SC2086  # GCK_COMPARE_ARGS is a list of options
+    python3 bench/compare.py "$tmp/base.json" "$tmp/new.json" ${GCK_COMPARE_ARGS:-} || rc=$?
     exit "$rc" ;;
   plot)
     [ $# -ge 2 ] || usage

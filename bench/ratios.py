@@ -55,6 +55,8 @@ MIXED = {
     "axpy_init_nt_f64": ("axpy_init", "f64"), "axpy_init_nt_f32": ("axpy_init", "f32"),
     "scale_into_f64": ("axpy_init", "f64"), "scale_into_f32": ("axpy_init", "f32"),
     "scale_into_nt_f64": ("axpy_init", "f64"), "scale_into_nt_f32": ("axpy_init", "f32"),
+    # acc + (a + b): 4 arrays against the read-modify-write's 3, GB/s per byte
+    "add_rfold_f64": ("add", "f64"), "add_rfold_f32": ("add", "f32"),
 }
 
 # bf16 / f16 inputs (2 bytes read per element) into f32 / f64 accumulators

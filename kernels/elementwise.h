@@ -99,9 +99,9 @@
         if ((PF) && (bytes) >= 32) {                                           \
             _Pragma("GCC unroll 8")                                            \
             for (size_t b_ = 0; b_ < (bytes); b_ += 64) {                      \
-                __builtin_prefetch((const char *)(p) + GCK_PREFETCH16_L1 + b_, 0, 3); \
+                gck_prefetch_l1((const char *)(p) + b_, 1, GCK_PREFETCH16_L1); \
                 if ((PF) > 1)                                                  \
-                    __builtin_prefetch((const char *)(p) + GCK_PREFETCH16_L2 + b_, 0, 2); \
+                    gck_prefetch_l2((const char *)(p) + b_, 1, GCK_PREFETCH16_L2); \
             }                                                                  \
         }                                                                      \
     } while (0)

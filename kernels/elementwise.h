@@ -119,19 +119,24 @@
  * copies four pages at a time too, 26-27 ms), add_f32 and axpy_f32 4-8 %
  * faster; 64 Ki and 1 Mi elements unchanged. Not taken: kernels that
  * prefetch (PF; f32 -> bf16 ran 2-4 % slower in segments) and those between
- * element sizes (f32 -> f16 10 % slower on both ISAs, the widening ones 5 %
- * slower on AVX-512 though 12-25 % faster on AVX2). Each element's value is
+ * element sizes (f32 -> f16 10 % slower on both ISAs), except the widening
+ * ones where the ops header sets GCK_EW_SEGS_WIDEN (AVX2: bf16/f16 -> f32
+ * 12-25 % faster in segments, 10.1-12.0 -> 14.7-18.8 GB/s at 16 Mi; on
+ * AVX-512 5 % slower). Each element's value is
  * its step's, so the order of the steps changes no bit. Only the segments'
  * full steps: i_ ends at the first element left. */
 #ifdef GCK_EW_SEGS
 #define GCK_EW_SEG_MIN ((size_t)2 << 20)
+/* elements per segment: 4 KiB of the wider array */
+#define GCK_EW_SEG_ELEMS(A, X) (4096 / (sizeof(GCK_CT(A)) > sizeof(GCK_CT(X)) ? sizeof(GCK_CT(A)) : sizeof(GCK_CT(X))))
 #define GCK_EW_IF_SEGS(...) __VA_ARGS__
 #define GCK_EW_SEG_LOOP(W, STEP, A, X, C, PF)                                  \
     do {                                                                       \
-        const size_t s_ = 4096 / sizeof(GCK_CT(X));                            \
-        _Static_assert(4096 / sizeof(GCK_CT(X)) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
+        const size_t s_ = GCK_EW_SEG_ELEMS(A, X);                              \
+        _Static_assert(GCK_EW_SEG_ELEMS(A, X) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
                        "a segment is whole unrolled groups");                  \
-        if ((PF) || sizeof(GCK_CT(A)) != sizeof(GCK_CT(X)) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN) \
+        if ((PF) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN ||                  \
+            !(sizeof(GCK_CT(A)) == sizeof(GCK_CT(X)) || (GCK_EW_SEGS_WIDEN && sizeof(GCK_CT(A)) > sizeof(GCK_CT(X))))) \
             break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \
             for (size_t o_ = 0; o_ < s_; o_ += GCK_EW_UNROLL * l_) {           \

@@ -22,6 +22,7 @@
 #define GCK_EW_UNROLL 4
 #define GCK_EW_TAILS 1
 #define GCK_EW_SEGS 4 /* elementwise.h: big arrays are walked 4 pages at a time */
+#define GCK_EW_SEGS_WIDEN 1 /* and so are those that widen into a larger type (elementwise.h) */
 
 GCK_OPS_X86(w64, f64, __m256d, _mm256, pd)
 GCK_OPS_X86(w64, f32, __m128, _mm, ps)

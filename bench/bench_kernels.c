@@ -196,6 +196,37 @@ typedef struct kbench {
     static const kbench bench_##name[] = {                                     \
         {bench_body_##name##_f32, "_f32", "f32", "f32", 4, 4, 3 * 4, KB_CALLER}, \
         {bench_body_##name##_f64, "_f64", "f64", "f64", 8, 8, 3 * 8, KB_CALLER}, {0}};
+/* The sparse split of n bytes (the first n bytes of the f32 pool's a: a
+ * mantissa-heavy mix, about 7/8 of them kept) against fill 0x3f: reads x,
+ * writes the bitmap and the values into c (n + n/8 bytes); the merge reads
+ * them back (made by one untimed split per size) and writes n bytes of c. */
+#define SPARSE_FILL 0x3f
+static uint8_t *sparse_bits(const gck_bench_arrays *p) { return GCK_BENCH_C(uint8_t, p); }
+static uint8_t *sparse_vals(const gck_bench_arrays *p, size_t n) { return GCK_BENCH_C(uint8_t, p) + n / 8 + 64; }
+static double bench_body_sparse_split(void *c, int64_t n)
+{
+    const gck_bench_arrays *p = KC(c)->x;
+    return (double)gck_sparse_split(sparse_bits(p), sparse_vals(p, (size_t)n), GCK_BENCH_A(uint8_t, p), (size_t)n,
+                                    SPARSE_FILL);
+}
+static double bench_body_sparse_merge(void *c, int64_t n)
+{
+    const gck_bench_arrays *p = KC(c)->x;
+    static const void *made_for;
+    static int64_t made_n = -1;
+    static size_t count;
+    if (made_for != (const void *)GCK_BENCH_C(uint8_t, p) || made_n != n) { /* the first call of a size */
+        count = gck_sparse_split(sparse_bits(p), sparse_vals(p, (size_t)n), GCK_BENCH_A(uint8_t, p), (size_t)n,
+                                 SPARSE_FILL);
+        made_for = GCK_BENCH_C(uint8_t, p), made_n = n;
+    }
+    uint8_t *dst = GCK_BENCH_C(uint8_t, p) + 2 * (size_t)n + 128;
+    gck_sparse_merge(dst, sparse_bits(p), sparse_vals(p, (size_t)n), count, (size_t)n, SPARSE_FILL);
+    return (double)dst[0];
+}
+#define SPARSE(name)                                                           \
+    static const kbench bench_##name[] = {{bench_body_##name, "", "u8", "u8", 4, 4, 2.125, KB_CALLER}, {0}};
+
 /* n bytes, byte-serial on every ISA */
 #define HASH(name)                                                             \
     static double bench_body_##name(void *c, int64_t n)                        \
@@ -267,6 +298,8 @@ CONVERT(convert_f16_to_f32, f32, f16)
 BYTE_PLANES(xor_shuffle, u8, elem)
 BYTE_PLANES(unshuffle_xor, elem, u8)
 BYTE_PLANES_APART(unshuffle_xor_planes)
+SPARSE(sparse_split)
+SPARSE(sparse_merge)
 HASH(fnv1a64)
 
 /* ---- registration: the kernels of api_list.h, each with its line above ------- */

@@ -307,6 +307,17 @@ void gck_unshuffle_xor_planes(void *dst, const uint8_t *const *planes, const voi
         gck_kernels_active()->unshuffle_xor(dst, planes, b, n, esz);
 }
 
+size_t gck_sparse_split(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)
+{
+    return n > 0 ? gck_kernels_active()->sparse_split(bits, vals, x, n, fill) : 0;
+}
+
+void gck_sparse_merge(uint8_t *dst, const uint8_t *bits, const uint8_t *vals, size_t nvals, size_t n, uint8_t fill)
+{
+    if (n > 0)
+        gck_kernels_active()->sparse_merge(dst, bits, vals, nvals, n, fill);
+}
+
 /* ---- every kernel of api_list.h is declared with the signature it lists --- */
 #define GCK_API_CHECK(name, shape, A, X)                                       \
     _Static_assert(_Generic(&gck_##name, GCK_SIG_##shape(A, X): 1, default: 0), \

@@ -35,6 +35,8 @@
 #define GCK_SIG_SHUFFLE(A, X) void (*)(uint8_t *, const void *, const void *, size_t, size_t)
 #define GCK_SIG_UNSHUFFLE(A, X) void (*)(void *, const uint8_t *, const void *, size_t, size_t)
 #define GCK_SIG_UNSHUFFLE_PLANES(A, X) void (*)(void *, const uint8_t *const *, const void *, size_t, size_t)
+#define GCK_SIG_SPARSE_SPLIT(A, X) size_t (*)(uint8_t *, uint8_t *, const uint8_t *, size_t, uint8_t)
+#define GCK_SIG_SPARSE_MERGE(A, X) void (*)(uint8_t *, const uint8_t *, const uint8_t *, size_t, size_t, uint8_t)
 #define GCK_SIG_HASH(A, X) uint64_t (*)(const void *, size_t, uint64_t)                 /* f(data, len, h) */
 
 #define GCK_API_KERNEL_LIST(X)                                                 \
@@ -107,6 +109,8 @@
     X(xor_shuffle, SHUFFLE, u8, u8)                                            \
     X(unshuffle_xor, UNSHUFFLE, u8, u8)                                        \
     X(unshuffle_xor_planes, UNSHUFFLE_PLANES, u8, u8)                          \
+    X(sparse_split, SPARSE_SPLIT, u8, u8)                                      \
+    X(sparse_merge, SPARSE_MERGE, u8, u8)                                      \
     X(fnv1a64, HASH, u8, u8)
 
 #endif /* GCK_API_LIST_H */

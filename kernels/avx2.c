@@ -415,4 +415,11 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uin
 
 GCK_DEFINE_BYTES_ENTRIES(avx2)
 
+GCK_ALWAYS_INLINE uint64_t gck_ne_mask_avx2(const uint8_t *p, uint8_t fill)
+{
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    return (uint32_t)~_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8((char)fill)));
+}
+GCK_DEFINE_SPARSE(avx2, 32, gck_ne_mask_avx2)
+
 GCK_DEFINE_KERNEL_TABLE(GCK_ISA_AVX2);

@@ -681,4 +681,10 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx512_t(uint8_t *restrict dst, const u
 
 GCK_DEFINE_BYTES_ENTRIES(avx512)
 
+GCK_ALWAYS_INLINE uint64_t gck_ne_mask_avx512(const uint8_t *p, uint8_t fill)
+{
+    return _mm512_cmpneq_epi8_mask(_mm512_loadu_si512((const void *)p), _mm512_set1_epi8((char)fill));
+}
+GCK_DEFINE_SPARSE(avx512, 64, gck_ne_mask_avx512)
+
 GCK_DEFINE_KERNEL_TABLE(GCK_ISA_AVX512);

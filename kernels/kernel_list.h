@@ -112,7 +112,13 @@
      * the inverse, plane k read from planes[k]; dst never overlaps the      \
      * inputs. Integer ops: every ISA trivially gives the same bytes. */       \
     X(xor_shuffle, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
-    X(unshuffle_xor, void, (void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz))
+    X(unshuffle_xor, void, (void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)) \
+    /* bytes, n > 0: bit i of bits (LSB first) = x[i] != fill, the bytes that \
+     * differ packed into vals (returns their count; vals[count..n) may be     \
+     * written too), and the inverse, nvals == the bits set in the first n.   \
+     * Integer ops: the same bytes on every ISA. */                            \
+    X(sparse_split, size_t, (uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)) \
+    X(sparse_merge, void, (uint8_t *dst, const uint8_t *bits, const uint8_t *vals, size_t nvals, size_t n, uint8_t fill))
 
 /* The C element type of each dtype token the lists and the elementwise
  * template use (f64, f32; bf16 and f16 as their bits, uint16_t; u8 for

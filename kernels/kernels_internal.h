@@ -260,6 +260,41 @@ static inline void gck_unshuffle_xor_range(void *dst, const uint8_t *const *pl, 
             pd[i * esz + k] = (uint8_t)(pl[k][i] ^ (pb != NULL ? pb[i * esz + k] : 0));
 }
 
+/* The sparse split and merge (kernel_list.h) over bytes [i0, n), i0 a
+ * multiple of 8, m values already packed / taken: the reference and the
+ * SIMD files' tails. The split stores a byte before it knows whether it
+ * keeps it (at vals[m], m <= i < n) and keeps it by counting it. */
+static inline size_t gck_sparse_split_range(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill,
+                                            size_t i0, size_t m)
+{
+    for (size_t i = i0; i < n; i += 8) {
+        const size_t k = n - i < 8 ? n - i : 8;
+        unsigned b = 0;
+        for (size_t j = 0; j < k; j++) {
+            const unsigned d = x[i + j] != fill;
+            vals[m] = x[i + j];
+            m += d;
+            b |= d << j;
+        }
+        bits[i / 8] = (uint8_t)b;
+    }
+    return m;
+}
+
+static inline void gck_sparse_merge_range(uint8_t *dst, const uint8_t *bits, const uint8_t *vals, size_t n,
+                                          uint8_t fill, size_t i0, size_t m)
+{
+    for (size_t i = i0; i < n; i++)
+        dst[i] = bits[i / 8] >> (i % 8) & 1 ? vals[m++] : fill;
+}
+
+/* The SIMD files' 8-byte steps (sparse_tables.c): row b of pack_ctl gathers
+ * the bytes whose bits are set in b; row b of unpack_ctl puts value k at the
+ * k-th set bit and byte 8 (the fill) elsewhere. */
+extern GCK_INTERNAL const uint8_t gck_sparse_pack_ctl[256][8];
+extern GCK_INTERNAL const uint8_t gck_sparse_unpack_ctl[256][8];
+extern GCK_INTERNAL const uint8_t gck_sparse_count[256];
+
 /* Byte-plane outputs of at least this many bytes are written with
  * non-temporal stores (x86): a store that misses makes the CPU read the line
  * first, so a plain store stream costs 4 transfers per element where 3 are

@@ -489,4 +489,36 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uin
 
 GCK_DEFINE_BYTES_ENTRIES(neon)
 
+/* The sparse split and merge 8 bytes a step: vtbl through the rows of
+ * sparse_tables.c (index 0x80 gives 0; 8 picks the fill, the second table
+ * register). The split's 8-byte store keeps only the bytes it counts. */
+static size_t gck_sparse_split_neon(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)
+{
+    static const uint8_t sel_bytes[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+    const uint8x8_t f = vdup_n_u8(fill), sel = vld1_u8(sel_bytes);
+    size_t i = 0, m = 0;
+    for (; i + 8 <= n; i += 8) {
+        const uint8x8_t v = vld1_u8(x + i);
+        const unsigned b = vaddv_u8(vbic_u8(sel, vceq_u8(v, f)));
+        bits[i / 8] = (uint8_t)b;
+        vst1_u8(vals + m, vtbl1_u8(v, vld1_u8(gck_sparse_pack_ctl[b])));
+        m += gck_sparse_count[b];
+    }
+    return gck_sparse_split_range(bits, vals, x, n, fill, i, m);
+}
+
+static void gck_sparse_merge_neon(uint8_t *dst, const uint8_t *bits, const uint8_t *vals, size_t nvals, size_t n,
+                                  uint8_t fill)
+{
+    const uint8x8_t f = vdup_n_u8(fill);
+    size_t i = 0, m = 0;
+    for (; i + 8 <= n && m + 8 <= nvals; i += 8) {
+        const unsigned b = bits[i / 8];
+        const uint8x8x2_t t = {{vld1_u8(vals + m), f}};
+        vst1_u8(dst + i, vtbl2_u8(t, vld1_u8(gck_sparse_unpack_ctl[b])));
+        m += gck_sparse_count[b];
+    }
+    gck_sparse_merge_range(dst, bits, vals, n, fill, i, m);
+}
+
 GCK_DEFINE_KERNEL_TABLE(GCK_ISA_NEON);

@@ -235,4 +235,16 @@ static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *const *planes, co
 #undef BODY
 }
 
+static size_t gck_sparse_split_scalar(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)
+{
+    return gck_sparse_split_range(bits, vals, x, n, fill, 0, 0);
+}
+
+static void gck_sparse_merge_scalar(uint8_t *dst, const uint8_t *bits, const uint8_t *vals, size_t nvals, size_t n,
+                                    uint8_t fill)
+{
+    (void)nvals;
+    gck_sparse_merge_range(dst, bits, vals, n, fill, 0, 0);
+}
+
 GCK_DEFINE_KERNEL_TABLE(GCK_ISA_SCALAR);

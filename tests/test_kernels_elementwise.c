@@ -224,6 +224,8 @@ typedef void (*seg_run)(const gck_kernel_table *t, void *a, const void *x, size_
 #define SEG_FN_UNSHUFFLE SEG_NONE
 #define SEG_FN_UNSHUFFLE_PLANES SEG_NONE
 #define SEG_FN_HASH SEG_NONE
+#define SEG_FN_SPARSE_SPLIT SEG_NONE
+#define SEG_FN_SPARSE_MERGE SEG_NONE
 GCK_API_KERNEL_LIST(SEG_FN)
 
 /* element formats: how two outputs compare (NaN equals NaN) */
@@ -248,6 +250,8 @@ enum { SEG_F64, SEG_F32, SEG_BF16, SEG_F16 };
 #define SEG_ROW_UNSHUFFLE SEG_NONE
 #define SEG_ROW_UNSHUFFLE_PLANES SEG_NONE
 #define SEG_ROW_HASH SEG_NONE
+#define SEG_ROW_SPARSE_SPLIT SEG_NONE
+#define SEG_ROW_SPARSE_MERGE SEG_NONE
 
 static int seg_same(const unsigned char *a, const unsigned char *b, int fmt)
 {

@@ -167,6 +167,8 @@ static const struct golden_pin {
     {"xor_shuffle", UINT64_C(0x72220b6895cf0236)},
     {"unshuffle_xor", UINT64_C(0xf89ffece726d07c5)},
     {"unshuffle_xor_planes", UINT64_C(0x0d56c5aacded2bb9)},
+    {"sparse_split", UINT64_C(0xd135ed36192b7477)},
+    {"sparse_merge", UINT64_C(0x6ebd33e0f7d46f5f)},
     {"fnv1a64", UINT64_C(0x1330705258b52d96)},
 };
 
@@ -304,6 +306,27 @@ typedef struct golden_in {
             pl_[k_] = g->in_u8 + (esz - 1 - k_) * n;                           \
         gck_##name(g->out_u8, pl_, esz == 4 ? NULL : g->in2_u8, n, esz);       \
         GOLDEN_SAMPLE(h, u8, g->out_u8, n * esz);                              \
+    }
+/* in_u8 made sparse in out_u8: about 5/8 of the bytes 0x3f, the fill */
+#define G_SPARSE_INPUT(x)                                                      \
+    for (size_t i_ = 0; i_ < n; i_++)                                          \
+        (x)[i_] = g->in_u8[i_] < 96 ? g->in_u8[i_] : 0x3f;
+#define G_SPARSE_SPLIT(name, A, X)                                             \
+    {                                                                          \
+        uint8_t *x_ = g->out_u8, *bits_ = x_ + n, *vals_ = x_ + 2 * n + 8;     \
+        G_SPARSE_INPUT(x_)                                                     \
+        const size_t c_ = gck_##name(bits_, vals_, x_, n, 0x3f);               \
+        h = hash_u64(h, c_);                                                   \
+        GOLDEN_SAMPLE(h, u8, bits_, (n + 7) / 8);                              \
+        GOLDEN_SAMPLE(h, u8, vals_, c_);                                       \
+    }
+#define G_SPARSE_MERGE(name, A, X)                                             \
+    {                                                                          \
+        uint8_t *x_ = g->out_u8, *bits_ = x_ + n, *vals_ = x_ + 2 * n + 8, *d_ = x_ + 3 * n + 8; \
+        G_SPARSE_INPUT(x_)                                                     \
+        const size_t c_ = gck_sparse_split(bits_, vals_, x_, n, 0x3f);         \
+        gck_##name(d_, bits_, vals_, c_, n, 0x3f);                             \
+        GOLDEN_SAMPLE(h, u8, d_, n);                                           \
     }
 #define G_HASH(name, A, X) h = hash_u64(h, gck_##name(g->in_u8, 8 * n, GCK_FNV1A64_INIT));
 

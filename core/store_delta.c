@@ -625,7 +625,8 @@ static size_t gck_popcount(const unsigned char *p, size_t n)
 
 /* The inverse of gck_zrans_code: chunk out[0..k) from block b[0..len) of
  * plane p; 1, or 0 on damage (a bitmap or value count other than the chunk
- * needs, an unknown bitmap codec). */
+ * needs, an unknown bitmap codec), or -1: a zstd-coded bitmap and no zstd
+ * in this build. */
 static int gck_zrans_decode(gck_dslot *c, size_t p, const unsigned char *b, size_t len, unsigned char *out, size_t k)
 {
     unsigned char *bits = c->sparse, *vals = c->sparse + GCK_DELTA_CHUNK / 8 + 64;
@@ -642,7 +643,8 @@ static int gck_zrans_decode(gck_dslot *c, size_t p, const unsigned char *b, size
     else if (b[1] == GCK_BITMAP_ZSTD) /* plane p is not zstd: its stream context is free */
         ok = ZSTD_decompressDCtx(c->dc[p], bits, nb, b + 6, l1) == nb;
 #else
-    (void)p;
+    else if (b[1] == GCK_BITMAP_ZSTD)
+        return (void)p, -1;
 #endif
     if (!ok || (k % 8 && bits[nb - 1] >> (k % 8) != 0))
         return 0;
@@ -712,8 +714,13 @@ static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi
             if (pi[p].mode == GCK_PLANE_RANS || pi[p].mode == GCK_PLANE_ZRANS) {
                 const size_t blen = gck_rans_block(pi[p].p, pi[p].len, pi[p].pos);
                 const unsigned char *blk = pi[p].p + pi[p].pos + 4;
-                if (blen == 0 || !(pi[p].mode == GCK_PLANE_RANS ? gck_rans_decode(blk, blen, seg, k)
-                                                                 : gck_zrans_decode(c, p, blk, blen, seg, k)))
+                const int r = blen == 0                      ? 0
+                              : pi[p].mode == GCK_PLANE_RANS ? gck_rans_decode(blk, blen, seg, k)
+                                                             : gck_zrans_decode(c, p, blk, blen, seg, k);
+                if (r < 0)
+                    return gck_fail(GCK_ERR_UNSUPPORTED,
+                                    "the delta has zstd-coded bitmaps and this build has no zstd");
+                if (r == 0)
                     return gck_fail(GCK_ERR_CORRUPT, "plane %zu: damaged rANS block at byte %zu", p, pi[p].pos);
                 pi[p].pos += 4 + blen;
                 continue;

@@ -1629,10 +1629,12 @@ static void assert_old_delta_reads(const char *seed_name, int format)
     assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
     gck_snapshot *got = NULL;
     into_set set;
-    const int needs = format <= 2 ? gck_delta_have_zstd() : gck_delta_have_rans(); /* its planes' codec */
+    /* its planes' codecs: zstd; rANS; rANS and zstd (format 4's zrans bitmaps) */
+    const int has_zstd = gck_delta_have_zstd(), has_rans = gck_delta_have_rans();
+    const int needs = format <= 2 ? has_zstd : format == 3 ? has_rans : has_rans && has_zstd;
     if (!needs) { /* a build without that codec: a clean refusal */
         assert_int_equal(gck_store_restore(st, 2, &got), GCK_ERR_UNSUPPORTED);
-        assert_non_null(strstr(gck_last_error(), format <= 2 ? "zstd" : "htscodecs"));
+        assert_non_null(strstr(gck_last_error(), format <= 2 || (format == 4 && has_rans) ? "zstd" : "htscodecs"));
         into_alloc(&set, v[1], 0x33);
         assert_int_equal(gck_store_restore_into(st, 2, (const char *const *)set.names, set.dsts, set.sizes, set.n,
                                                 NULL), GCK_ERR_UNSUPPORTED);
@@ -1668,15 +1670,98 @@ static void test_delta_format2_reads(void **state)
     assert_old_delta_reads("delta_format2", 2);
 }
 
-/* The current format's seed ("delta_format3": rANS planes) reads too, so the
- * fuzz corpus starts from every codec. */
+/* Format 3's seed ("delta_format3": rANS planes) and the current format's
+ * ("delta_format4": zrans planes, zstd-coded bitmaps) read too, so the fuzz
+ * corpus starts from every codec. */
 static void test_delta_format3_reads(void **state)
 {
     (void)state;
     assert_old_delta_reads("delta_format3", 3);
 }
 
+static void test_delta_format4_reads(void **state)
+{
+    (void)state;
+    assert_old_delta_reads("delta_format4", 4);
+}
+
 /* ---- the per-plane coders --------------------------------------------------------- */
+
+/* A plane that is mostly one byte (an XOR delta's exponent bytes) is coded
+ * "zrans" (bitmap + the other bytes), over two store chunks and an odd
+ * tail; it restores bit for bit, and damage anywhere in its blocks is a
+ * clean GCK_ERR_CORRUPT (never a crash, never wrong values). */
+static void test_delta_zrans(void **state)
+{
+    (void)state;
+    if (!gck_delta_have_rans())
+        skip(); /* this build has no rANS coder: no plane is coded so (s390x) */
+    char dir[300], f[600];
+    new_dir(dir, sizeof dir);
+    gck_store_config cfg;
+    gck_store_config_init(&cfg);
+    cfg.policy.keep_every_n = 0, cfg.policy.delta_threshold_bytes = 0;
+    gck_store *st = NULL;
+    assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
+    const size_t n = ((size_t)2 << 20) + 1001; /* planes of two chunks and a tail */
+    const int64_t shape = (int64_t)n;
+    float *w = gck_test_alloc(n * sizeof *w);
+    uint64_t seed = 5;
+    for (size_t i = 0; i < n; i++)
+        w[i] = (float)((double)(gck_test_rand(&seed) >> 11) * 0x1p-53 - 0.5);
+    gck_snapshot *v[3];
+    for (int k = 0; k < 3; k++) {
+        for (size_t i = 0; k > 0 && i < n; i++) /* a small step: most exponents stay */
+            w[i] *= 1.0f + (float)((double)(gck_test_rand(&seed) >> 11) * 0x1p-53 - 0.5) * 0.01f;
+        assert_int_equal(gck_snapshot_create((uint64_t)k + 1, &v[k]), GCK_OK);
+        assert_int_equal(gck_snapshot_add_tensor(v[k], "w", GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+        assert_int_equal(gck_store_save(st, v[k], NULL, 0, NULL), GCK_OK);
+    }
+    gck_store_close(st);
+    free(w);
+    file_of(dir, 2, 1, f, sizeof f);
+    size_t flen;
+    char *text = read_text(f, &flen);
+    assert_non_null(strstr(text + 8, "[\\\"zrans\\\","));
+    assert_non_null(strstr(text + 8, "\\\"format\\\":4"));
+    free(text);
+    /* version 2 from its file (3, the latest, is the one kept in memory) */
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    gck_snapshot *got = NULL;
+    assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
+    assert_same_snapshot(v[1], got);
+    gck_snapshot_destroy(got);
+    gck_store_close(st);
+    /* one damaged byte at a time (the last plane, zrans, ends the file): its
+     * value stream, bitmap stream, lengths, fill and codec bytes. Refused as
+     * corrupt, or (a bit a rANS decoder never needs: the last renormalisation
+     * bytes) restored right; never wrong values */
+    const long at[] = {1, 2, 9, 100, 1000, 40000, 300000, 500000};
+    int refused = 0;
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        flip_byte(f, at[i]);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        const gck_status rc = gck_store_restore(st, 2, &got);
+        if (rc == GCK_OK) {
+            assert_same_snapshot(v[1], got);
+            gck_snapshot_destroy(got);
+        } else if (rc != GCK_ERR_CORRUPT) {
+            fail_msg("damage %ld bytes from the end: status %d (%s)", at[i], (int)rc, gck_last_error());
+        }
+        refused += rc == GCK_ERR_CORRUPT;
+        gck_store_close(st);
+        flip_byte(f, at[i]); /* undone */
+    }
+    assert_true(refused >= 6);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
+    assert_same_snapshot(v[1], got);
+    gck_snapshot_destroy(got);
+    gck_store_close(st);
+    for (int k = 0; k < 3; k++)
+        gck_snapshot_destroy(v[k]);
+}
+
 
 /* Version v of a run whose planes call for every codec: AdamW-like weights
  * drifting slowly (low-entropy exponent planes: rANS; middling: Huffman), an
@@ -2444,6 +2529,7 @@ int main(void)
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
         cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads), cmocka_unit_test(test_delta_format3_reads),
+        cmocka_unit_test(test_delta_format4_reads), cmocka_unit_test(test_delta_zrans),
         cmocka_unit_test(test_coders),              cmocka_unit_test(test_restore_select),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
         cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),

@@ -91,6 +91,10 @@ GCK_INTERNAL gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *n
 /* gck_snapshot_load_mmap without verification, where a tensor whose file
  * records no content id gets an empty one instead of being hashed. */
 GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out);
+/* gck_snapshot_load_mmap for a caller that reads every byte (its pages are
+ * mapped at once). verify 1 or 0 as there; -1 as
+ * gck_snapshot_load_mmap_unhashed. */
+GCK_INTERNAL gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out);
 
 /* Checks a tensor name: non-empty, <= GCK_NAME_MAX, not reserved. */
 GCK_INTERNAL gck_status gck_check_tensor_name(const char *name);

@@ -4,6 +4,9 @@
  * length, a compact JSON header ("__metadata__" first, then the tensors in
  * data order) padded with spaces to a multiple of 8, then the tensors' bytes
  * sorted by dtype (the reference's enum order, widest first) and name. */
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* MAP_POPULATE */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -835,7 +838,15 @@ static gck_status gck_load_fd(const char *path, int fd, gck_snapshot *s, int use
     use_map = 0; /* the file is little-endian: values must be copied and swapped */
 #endif
     if (use_map && h.size > 0) {
-        void *m = mmap(NULL, (size_t)h.size, PROT_READ, MAP_PRIVATE, fd, 0);
+        int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+        /* 2: every byte will be read (a store's whole version): its pages
+         * mapped in one call, not a fault per 64 KiB of read-around (adamw
+         * delta restore, 67 MB from two files: 2-4 ms of 55 on the Intel VM) */
+        if (use_map == 2)
+            flags |= MAP_POPULATE;
+#endif
+        void *m = mmap(NULL, (size_t)h.size, PROT_READ, flags, fd, 0);
         if (m == MAP_FAILED) {
             st = gck_io_fail("cannot map", path, errno);
             goto done;
@@ -889,6 +900,11 @@ gck_status gck_snapshot_load_mmap(const char *path, int verify, gck_snapshot **o
 gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out)
 {
     return gck_snapshot_load_impl(path, 1, -1, out);
+}
+
+gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out)
+{
+    return gck_snapshot_load_impl(path, 2, verify, out);
 }
 
 /* ---- chosen tensors straight into the caller's memory -------------------------- */

@@ -403,10 +403,9 @@ static gck_status gck_load_file(const gck_store *s, const gck_ver *e, int check,
     /* mapped, not copied: a full version's bytes are all hashed and checked
      * here when it is the one restored; a delta's payloads are not, as every
      * tensor rebuilt from them is checked against its recorded content id */
-    if (gck_is_coded(e)) /* payloads the file records no id for (newer files) are not hashed either */
-        GCK_TRY_CTX(gck_snapshot_load_mmap_unhashed(p, out), "version %" PRIu64, e->pub.version);
-    else
-        GCK_TRY_CTX(gck_snapshot_load_mmap(p, check, out), "version %" PRIu64, e->pub.version);
+    /* payloads the file records no id for (newer files) are not hashed either */
+    GCK_TRY_CTX(gck_snapshot_load_whole(p, gck_is_coded(e) ? -1 : check != 0, out), "version %" PRIu64,
+                e->pub.version);
     return GCK_OK;
 }
 

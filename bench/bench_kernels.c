@@ -202,7 +202,8 @@ typedef struct kbench {
  * them back (made by one untimed split per size) and writes n bytes of c. */
 #define SPARSE_FILL 0x3f
 static uint8_t *sparse_bits(const gck_bench_arrays *p) { return GCK_BENCH_C(uint8_t, p); }
-static uint8_t *sparse_vals(const gck_bench_arrays *p, size_t n) { return GCK_BENCH_C(uint8_t, p) + n / 8 + 64; }
+/* c holds 4n bytes: the bitmap, the values (n bytes) and the merge's output fit from n = 8 */
+static uint8_t *sparse_vals(const gck_bench_arrays *p, size_t n) { return GCK_BENCH_C(uint8_t, p) + n / 8 + 8; }
 static double bench_body_sparse_split(void *c, int64_t n)
 {
     const gck_bench_arrays *p = KC(c)->x;
@@ -220,7 +221,7 @@ static double bench_body_sparse_merge(void *c, int64_t n)
                                  SPARSE_FILL);
         made_for = GCK_BENCH_C(uint8_t, p), made_n = n;
     }
-    uint8_t *dst = GCK_BENCH_C(uint8_t, p) + 2 * (size_t)n + 128;
+    uint8_t *dst = GCK_BENCH_C(uint8_t, p) + 2 * (size_t)n + 8;
     gck_sparse_merge(dst, sparse_bits(p), sparse_vals(p, (size_t)n), count, (size_t)n, SPARSE_FILL);
     return (double)dst[0];
 }

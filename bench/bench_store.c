@@ -40,6 +40,11 @@
  *                       compress_full (coded byte planes), after version 0
  *                       untimed;
  *   store_full_restore- version 1 saved so (compress_full), from disk;
+ *   store_restore_into- store_restore's version 1 through
+ *                       gck_store_restore_into, into buffers the caller
+ *                       holds (allocated and touched once, untimed): a
+ *                       trainer resuming into its own parameters, without
+ *                       the new snapshot's page faults and frees;
  *   store_plain_save  - versions 1..9 each as a plain safetensors full
  *                       version (1t), after version 0 untimed: the store's
  *                       cheapest write of the bytes;
@@ -356,11 +361,13 @@ static const char *seq_export(const seq_data *q)
     return NULL;
 }
 
-enum { OP_SAVE, OP_RESTORE, OP_FULL_SAVE, OP_FULL_RESTORE, OP_PLAIN_SAVE, OP_ZC_DELTA, OP_ZD_DELTA, OP_ZC_FULL,
-       OP_ZD_FULL, NOPS };
-static const char *const g_op_names[NOPS] = {"store_save",          "store_restore",        "store_full_save",
-                                             "store_full_restore",  "store_plain_save",     "zstd_compress",
-                                             "zstd_decompress",     "zstd_compress",        "zstd_decompress"};
+enum { OP_SAVE, OP_RESTORE, OP_FULL_SAVE, OP_FULL_RESTORE, OP_RESTORE_INTO, OP_PLAIN_SAVE, OP_ZC_DELTA, OP_ZD_DELTA,
+       OP_ZC_FULL, OP_ZD_FULL, NOPS };
+static const char *const g_op_names[NOPS] = {"store_save",         "store_restore",    "store_full_save",
+                                             "store_full_restore", "store_restore_into", "store_plain_save",
+                                             "zstd_compress",      "zstd_decompress",  "zstd_compress",
+                                             "zstd_decompress"};
+#define GCK_IS_RESTORE(op) ((op) == OP_RESTORE || (op) == OP_FULL_RESTORE || (op) == OP_RESTORE_INTO)
 
 typedef struct store_ctx {
     int seq, op;
@@ -371,6 +378,10 @@ typedef struct store_ctx {
     double h;               /* entropy_ratio of what the benchmark writes (or restores) */
     double restored_disk;   /* restores: the version's file bytes */
     uint64_t restored;      /* restores: the version restored */
+    /* restore_into: the version's names, and buffers of their sizes */
+    char **names;
+    void **dsts;
+    size_t *sizes, nitems;
     /* zstd peer: every tensor of versions first..9 (XOR with the previous
      * one for deltas), compressed one by one */
     unsigned char *raw;     /* (NVERSIONS - first) x logical bytes */
@@ -385,6 +396,10 @@ static void store_release(store_ctx *f)
 {
     gck_store_close(f->store);
     f->store = NULL;
+    for (size_t i = 0; i < f->nitems; i++)
+        free(f->names[i]), free(f->dsts[i]);
+    free(f->names), free(f->dsts), free(f->sizes);
+    f->names = NULL, f->dsts = NULL, f->sizes = NULL, f->nitems = 0;
     free(f->raw), free(f->packed), free(f->plen);
     f->raw = f->packed = NULL, f->plen = NULL;
     if (f->dir[0])
@@ -399,6 +414,30 @@ static void store_at_exit(void)
         store_release(g_live);
     g_live = NULL;
     seq_free();
+}
+
+/* restore_into's destinations: one buffer per tensor of s, of its size,
+ * holding its values (so every page is touched before the timed loop). */
+static const char *into_buffers(store_ctx *f, const gck_snapshot *s)
+{
+    const size_t n = gck_snapshot_num_tensors(s);
+    f->names = calloc(n ? n : 1, sizeof *f->names);
+    f->dsts = calloc(n ? n : 1, sizeof *f->dsts);
+    f->sizes = calloc(n ? n : 1, sizeof *f->sizes);
+    if (f->names == NULL || f->dsts == NULL || f->sizes == NULL)
+        return "out of memory";
+    for (size_t i = 0; i < n; i++, f->nitems++) {
+        gck_tensor_info t;
+        if (gck_snapshot_tensor(s, i, &t) != GCK_OK)
+            return gck_last_error();
+        f->names[i] = strdup(t.name);
+        f->dsts[i] = malloc(t.nbytes ? t.nbytes : 1);
+        f->sizes[i] = t.nbytes;
+        if (f->names[i] == NULL || f->dsts[i] == NULL)
+            return "out of memory";
+        memcpy(f->dsts[i], t.data, t.nbytes);
+    }
+    return NULL;
 }
 
 static const char *save_version(store_ctx *f, int k, uint64_t *v)
@@ -485,7 +524,7 @@ static const char *store_prepare(void *ctx, int64_t n, int threads)
     f->h = 0;
     for (int k = f->first; k < NVERSIONS; k++)
         f->h += (delta ? q->h_delta[k] : q->h_full[k]) / (NVERSIONS - f->first);
-    if (f->op == OP_RESTORE)
+    if (f->op == OP_RESTORE || f->op == OP_RESTORE_INTO)
         f->h = q->h_delta[1];
     if (f->op == OP_FULL_RESTORE)
         f->h = q->h_full[1];
@@ -502,7 +541,7 @@ static const char *store_prepare(void *ctx, int64_t n, int threads)
     gck_store_config c;
     gck_store_config_init(&c);
     c.policy.max_checkpoints = 1000; /* no eviction inside the timed loop */
-    c.policy.keep_every_n = f->op == OP_SAVE || f->op == OP_RESTORE ? 0 : 1;
+    c.policy.keep_every_n = f->op == OP_SAVE || f->op == OP_RESTORE || f->op == OP_RESTORE_INTO ? 0 : 1;
     c.policy.delta_threshold_bytes = 0;
     c.compress_full = f->op == OP_FULL_SAVE || f->op == OP_FULL_RESTORE;
     if (gck_store_open(f->dir, &c, &f->store) != GCK_OK)
@@ -514,16 +553,21 @@ static const char *store_prepare(void *ctx, int64_t n, int threads)
                 return err;
         break;
     case OP_RESTORE:      /* v0 full, v1 delta (restored), v2 delta (the in-memory copy) */
+    case OP_RESTORE_INTO:
     case OP_FULL_RESTORE: /* v0, v1 and v2 full: restore v1 (v0's momentum may be all zero) */
         for (int k = 0; k < 3; k++)
             if ((err = save_version(f, k, k == 1 ? &f->restored : NULL)) != NULL)
                 return err;
         f->restored_disk = (double)gck_store_version_disk_bytes(f->store, f->restored);
-        if (!gck_bench_smoke()) { /* one untimed restore: the first one after the saves costs 3-4 x the next */
+        if (!gck_bench_smoke() || f->op == OP_RESTORE_INTO) {
+            /* one untimed restore: the first one after the saves costs 3-4 x the next */
             gck_snapshot *s = NULL;
             if (gck_store_restore(f->store, f->restored, &s) != GCK_OK)
                 return gck_last_error();
+            err = f->op == OP_RESTORE_INTO ? into_buffers(f, s) : NULL;
             gck_snapshot_destroy(s);
+            if (err != NULL)
+                return err;
         }
         break;
     default: /* full and plain saves: v0 untimed (the codec's buffers exist), then v1..v9 */
@@ -538,6 +582,14 @@ static double store_body(void *ctx, int64_t n)
 {
     (void)n;
     store_ctx *f = ctx;
+    if (f->op == OP_RESTORE_INTO) {
+        if (gck_store_restore_into(f->store, f->restored, (const char *const *)f->names, f->dsts, f->sizes,
+                                   f->nitems, NULL) != GCK_OK) {
+            fprintf(stderr, "%s\n", gck_last_error());
+            abort();
+        }
+        return (double)f->nitems;
+    }
     if (f->op == OP_RESTORE || f->op == OP_FULL_RESTORE) {
         gck_snapshot *s = NULL;
         if (gck_store_restore(f->store, f->restored, &s) != GCK_OK) {
@@ -580,7 +632,7 @@ static size_t store_report(void *ctx, const char **names, double *values, size_t
     size_t k = 0;
     names[k] = "logical_bytes", values[k++] = (double)g_seq.logical;
     names[k] = "entropy_ratio", values[k++] = f->h;
-    if (f->op == OP_RESTORE || f->op == OP_FULL_RESTORE)
+    if (GCK_IS_RESTORE(f->op))
         names[k] = "disk_ratio", values[k++] = f->restored_disk / (double)g_seq.logical;
     else if (f->logical > 0)
         names[k] = "disk_ratio", values[k++] = f->disk / f->logical;
@@ -623,7 +675,7 @@ void gck_bench_register_store(int threads)
                 .bytes_per_elem = q == SEQ_BF16 ? 2.0 : 4.0, .label = q == SEQ_BF16 ? "bf16" : "f32",
                 .sizes = &size, .nsizes = 1, .report = store_report,
                 /* writes consume versions; restores repeat */
-                .iterations = o == OP_RESTORE || o == OP_FULL_RESTORE ? 0 : NVERSIONS - (delta ? 2 : 1)});
+                .iterations = GCK_IS_RESTORE(o) ? 0 : NVERSIONS - (delta ? 2 : 1)});
         }
 }
 

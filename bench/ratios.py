@@ -479,6 +479,7 @@ def store_tables(res, cpu_time=False):
     bps = "cpu_bytes_per_second" if cpu_time else "bytes_per_second"
     speed_rows = []
     for label, op, kind in (("delta save", "store_save", ""), ("delta restore", "store_restore", ""),
+                            ("delta restore into caller buffers", "store_restore_into", ""),
                             ("full save (compress_full)", "store_full_save", ""),
                             ("full restore (compress_full)", "store_full_restore", "")):
         for t in (1, 2):
@@ -513,6 +514,8 @@ def store_tables(res, cpu_time=False):
         [ratio(get("store_save", q, "", 1, bps), T["save_gbs"] * 1e9) for q in seqs])
     row("delta restore GB/s ÷ target", f"≥ 1 ({T['restore_gbs']} GB/s)",
         [ratio(get("store_restore", q, "", 1, bps), T["restore_gbs"] * 1e9) for q in seqs])
+    row("restore into caller buffers ÷ target", f"≥ 1 ({T['restore_gbs']} GB/s)",
+        [ratio(get("store_restore_into", q, "", 1, bps), T["restore_gbs"] * 1e9) for q in seqs])
     row("delta save ÷ ZipNN compress", f"≈ {T['vs_zipnn']}",
         [ratio(get("store_save", q, "", 1, bps), get("peer_zipnn_compress", q, "delta", 1, bps)) for q in seqs])
     row("delta restore ÷ ZipNN decompress", f"≈ {T['vs_zipnn']}",

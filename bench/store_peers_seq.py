@@ -130,7 +130,7 @@ def main():
     if bad:
         sys.exit(f"store_peers_seq: unknown sequence(s) {bad}; known: {SEQS}")
     threads = [int(t) for t in a.threads.split(",")]
-    flt = f"^(store_(save|restore|full_save|full_restore|plain_save)|zstd_(compress|decompress))/({'|'.join(seqs)})/"
+    flt = f"^(store_(save|restore|restore_into|full_save|full_restore|plain_save)|zstd_(compress|decompress))/({'|'.join(seqs)})/"
     root = tempfile.mkdtemp(prefix="gck_store_seq.", dir=a.dir)
     export = os.path.join(root, "versions")
     merged = None

@@ -15,6 +15,12 @@ GCK_INTERNAL void *gck_realloc(void *p, size_t bytes);
  * aligned and advised for transparent huge pages. Free with free(). */
 GCK_INTERNAL void *gck_aligned_alloc(size_t bytes);
 GCK_INTERNAL char *gck_strdup(const char *s);
+/* Asks for the pages of p[0..len) (a read-only file mapping made without
+ * read-around) before they are read: read-ahead of the range, then its
+ * page tables filled in one call instead of a fault per page
+ * (MADV_POPULATE_READ, Linux 5.14 and later). Advice only: failures are
+ * ignored. */
+GCK_INTERNAL void gck_prefault_read(const void *p, size_t len);
 
 /* *out = a * b; 0 on overflow. */
 GCK_INTERNAL int gck_mul_size(size_t a, size_t b, size_t *out);

@@ -154,6 +154,10 @@ GCK_INTERNAL gck_status gck_st_open(const char *path, gck_st_file **out);
 GCK_INTERNAL void gck_st_close(gck_st_file *f);
 /* The tensor of that file name, or NULL. */
 GCK_INTERNAL const gck_st_entry *gck_st_find(const gck_st_file *f, const char *name);
+/* The whole file mapped read-only (once; unmapped by gck_st_close), its
+ * bytes as stored (little-endian), no read-around; NULL if it cannot be
+ * mapped (the caller reads instead). An entry's bytes are at + offset. */
+GCK_INTERNAL const unsigned char *gck_st_map(gck_st_file *f);
 /* The file's step, timestamp, loss cid, user and "gradckpt." metadata as a
  * snapshot without tensors; the caller owns it (NULL after the first call). */
 GCK_INTERNAL gck_snapshot *gck_st_take_fields(gck_st_file *f);

@@ -1287,25 +1287,33 @@ static void gck_will_read(const gck_plane_in *pi, size_t esz)
             lo = (uintptr_t)pi[p].p < lo ? (uintptr_t)pi[p].p : lo;
             hi = (uintptr_t)pi[p].p + pi[p].len > hi ? (uintptr_t)pi[p].p + pi[p].len : hi;
         }
-    const long page = sysconf(_SC_PAGESIZE);
-    if (hi == 0 || page <= 0)
-        return;
-    lo -= lo % (uintptr_t)page;
-    (void)posix_madvise((void *)lo, hi - lo, POSIX_MADV_WILLNEED);
+    if (hi != 0)
+        gck_prefault_read((const void *)lo, hi - lo);
 }
 
-gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it, void *dst)
+static gck_status gck_decode_item(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it,
+                                  const void *base, void *dst)
 {
     const gck_ditem *d = (const gck_ditem *)(const void *)it; /* pub is the first member */
-    if (it->enc == GCK_ENC_REF)
-        return GCK_OK;
     const size_t esz = gck_dtype_size(it->dtype);
     gck_will_read(d->pi, esz);
     gck_plane_in pi[8];
     memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
-    const gck_status st =
-        gck_decode_planes(&c->ds[0], x->chunk, pi, it->enc == GCK_ENC_XOR ? dst : NULL, it->nbytes / esz, esz, dst);
+    const gck_status st = gck_decode_planes(&c->ds[0], x->chunk, pi, base, it->nbytes / esz, esz, dst);
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
+}
+
+gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it, void *dst)
+{
+    if (it->enc == GCK_ENC_REF)
+        return GCK_OK;
+    return gck_decode_item(c, x, it, it->enc == GCK_ENC_XOR ? dst : NULL, dst);
+}
+
+gck_status gck_delta_decode_from(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it,
+                                 const void *base, void *dst)
+{
+    return gck_decode_item(c, x, it, base, dst);
 }
 
 gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base, int check,

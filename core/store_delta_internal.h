@@ -112,5 +112,10 @@ GCK_INTERNAL const gck_delta_item *gck_delta_index_find(const gck_delta_index *x
  * GCK_ERR_CORRUPT (a damaged zstd stream) leaves dst partly decoded. */
 GCK_INTERNAL gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x,
                                               const gck_delta_item *it, void *dst);
+/* The same for an XOR item whose base is elsewhere: dst = the item decoded
+ * against base (it->nbytes bytes in this CPU's byte order, not overlapping
+ * dst), so dst need not hold the base first. */
+GCK_INTERNAL gck_status gck_delta_decode_from(gck_delta_codec *c, const gck_delta_index *x,
+                                              const gck_delta_item *it, const void *base, void *dst);
 
 #endif /* GCK_STORE_DELTA_INTERNAL_H */

@@ -35,10 +35,15 @@ extern "C" {
  *   GCK_STORE_CODER_AUTO): stored raw when its order-0 entropy is above
  *   zstd_max_entropy; zstd at zstd_level when it has long runs (frozen rows,
  *   sparse updates); rANS order-0 (htscodecs) when its entropy is low
- *   (exponent planes), where Huffman cannot go below one bit per byte;
- *   zstd's Huffman stage alone otherwise. A build without htscodecs codes
- *   those planes with Huffman instead and refuses to read rANS planes
- *   (GCK_ERR_UNSUPPORTED), as one without zstd does for zstd planes;
+ *   (exponent planes), where Huffman cannot go below one bit per byte -
+ *   "zrans" when the plane's most common byte is at least half of it: the
+ *   bitmap of the other bytes (zstd's Huffman stage; rANS without zstd)
+ *   and those bytes (rANS), the same entropy in a third of the symbols
+ *   (gck_sparse_split); zstd's Huffman stage alone otherwise. A build
+ *   without htscodecs codes those planes with Huffman instead and refuses
+ *   to read rANS and zrans planes (GCK_ERR_UNSUPPORTED), as one without
+ *   zstd does for zstd planes and zstd-coded bitmaps. Deltas written since
+ *   zrans (delta format 4) are refused as unknown by older readers;
  * - `manifest.json` lists the versions, tags, bases and content ids. Every
  *   change (save, tag, eviction) writes new data files first and then
  *   replaces the manifest atomically and durably, so after a crash at any

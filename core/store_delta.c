@@ -28,9 +28,10 @@
 #include "snapshot_internal.h"
 
 /* 4: as 3, and a plane may be "zrans": per chunk, the bitmap of the bytes
- * that differ from the plane's most common one and those bytes, each rANS
- * order-0 coded (gck_sparse_split). 3 (still read): as 2, and a plane may be
- * "rans": rANS order-0 blocks, one per chunk of the plane. 2 (still read): an item's planes are one payload tensor
+ * that differ from the plane's most common one (zstd's Huffman stage, or
+ * rANS) and those bytes (rANS order 0; gck_sparse_split). 3 (still read):
+ * as 2, and a plane may be "rans": rANS order-0 blocks, one per chunk of
+ * the plane. 2 (still read): an item's planes are one payload tensor
  * "d/<i>", described by [codec, length] pairs; 1 (still read): one tensor
  * "d/<i>.<p>" per plane, described by [tensor, codec]. One tensor per item
  * instead of one per byte plane makes the file's header and description a
@@ -438,7 +439,7 @@ enum { GCK_BITMAP_RANS = 0, GCK_BITMAP_ZSTD = 1 };
 
 /* A zrans block of chunk x[0..k): [fill][bitmap codec][u32 bitmap length]
  * [the bitmap coded][rANS of the values, absent when there are none]; its
- * length, or 0 with the failure set. */
+ * length, or 0 on failure. */
 static size_t gck_zrans_code(gck_zslot *z, int zstd, const unsigned char *x, size_t k, uint8_t fill,
                              unsigned char *out, size_t cap)
 {

@@ -1734,25 +1734,23 @@ static void test_delta_zrans(void **state)
     gck_store_close(st);
     /* one damaged byte at a time (the last plane, zrans, ends the file): its
      * value stream, bitmap stream, lengths, fill and codec bytes. Refused as
-     * corrupt, or (a bit a rANS decoder never needs: the last renormalisation
-     * bytes) restored right; never wrong values */
+     * corrupt; in the last bytes of a rANS stream (renormalisation bytes its
+     * decoder may never need: on s390x, whose bitmaps are rANS-coded, the
+     * last 9 were) refused or restored right; never wrong values */
     const long at[] = {1, 2, 9, 100, 1000, 40000, 300000, 500000};
-    int refused = 0;
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         flip_byte(f, at[i]);
         assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
         const gck_status rc = gck_store_restore(st, 2, &got);
-        if (rc == GCK_OK) {
+        if (rc == GCK_OK && at[i] < 100) {
             assert_same_snapshot(v[1], got);
             gck_snapshot_destroy(got);
         } else if (rc != GCK_ERR_CORRUPT) {
             fail_msg("damage %ld bytes from the end: status %d (%s)", at[i], (int)rc, gck_last_error());
         }
-        refused += rc == GCK_ERR_CORRUPT;
         gck_store_close(st);
         flip_byte(f, at[i]); /* undone */
     }
-    assert_true(refused >= 6);
     assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
     assert_int_equal(gck_store_restore(st, 2, &got), GCK_OK);
     assert_same_snapshot(v[1], got);

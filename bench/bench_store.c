@@ -426,7 +426,8 @@ static const char *into_buffers(store_ctx *f, const gck_snapshot *s)
     f->sizes = calloc(n ? n : 1, sizeof *f->sizes);
     if (f->names == NULL || f->dsts == NULL || f->sizes == NULL)
         return "out of memory";
-    for (size_t i = 0; i < n; i++, f->nitems++) {
+    f->nitems = n; /* store_release frees what was made (the rest NULL) */
+    for (size_t i = 0; i < n; i++) {
         gck_tensor_info t;
         if (gck_snapshot_tensor(s, i, &t) != GCK_OK)
             return gck_last_error();

@@ -13,8 +13,7 @@ static const size_t g_sizes[] = {0,  1,  2,  3,   7,   15,  16,   17,   31,
  * n*k is a multiple of the vector size. */
 #define BIG_BYTES (GCK_BYTES_NT_MIN + 8 * 37)
 #define MAX_OFF 63
-#define GUARD 64
-#define GUARD_BYTE 0xA5
+#define GUARD GCK_TEST_GUARD
 
 /* Under an emulator or the sanitizers (GCK_TEST_EMULATED) an ISA without a
  * streaming path (all but AVX2 / AVX-512) walks the large sizes with one of
@@ -86,23 +85,6 @@ static const uint8_t *const *contig(const uint8_t *pl[8], const uint8_t *src, si
     return pl;
 }
 
-/* An output area at offset off with the guard pattern all around it. */
-static uint8_t *guarded(uint8_t *buf, size_t off, size_t len)
-{
-    memset(buf, GUARD_BYTE, GUARD + off + len + GUARD);
-    return buf + GUARD + off;
-}
-
-/* The bytes around [out, out + len) still hold the guard pattern. */
-static void check_guards(const uint8_t *buf, const uint8_t *out, size_t len, const char *what)
-{
-    for (const uint8_t *p = buf; p < out; p++)
-        if (*p != GUARD_BYTE)
-            fail_msg("%s wrote %td bytes before dst", what, out - p);
-    for (size_t j = 0; j < GUARD; j++)
-        if (out[len + j] != GUARD_BYTE)
-            fail_msg("%s wrote byte %zu past the end of dst (len %zu)", what, j, len);
-}
 
 static void check_same(const uint8_t *want, const uint8_t *got, size_t len, const char *what, size_t n,
                        size_t esz, int with_b, size_t off)
@@ -133,40 +115,40 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
 
     /* xor_shuffle */
     naive_xor_shuffle(want, a, b, n, esz);
-    uint8_t *ref = guarded(g_ref, od, len);
+    uint8_t *ref = gck_test_guarded(g_ref, od, len);
     p->ref->xor_shuffle(ref, a, b, n, esz);
     check_same(want, ref, len, "scalar xor_shuffle vs naive", n, esz, with_b, od);
-    check_guards(g_ref, ref, len, "scalar xor_shuffle");
-    uint8_t *out = guarded(g_out, od, len);
+    gck_test_check_guards(g_ref, ref, len, "scalar xor_shuffle");
+    uint8_t *out = gck_test_guarded(g_out, od, len);
     p->isa->xor_shuffle(out, a, b, n, esz);
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
-    check_guards(g_out, out, len, "xor_shuffle");
-    out = guarded(g_out, (od + 3) % (MAX_OFF + 1), len);
+    gck_test_check_guards(g_out, out, len, "xor_shuffle");
+    out = gck_test_guarded(g_out, (od + 3) % (MAX_OFF + 1), len);
     gck_xor_shuffle(out, a, b, n, esz);
     check_same(want, out, len, "gck_xor_shuffle", n, esz, with_b, od);
-    check_guards(g_out, out, len, "gck_xor_shuffle");
+    gck_test_check_guards(g_out, out, len, "gck_xor_shuffle");
 
     /* round trip: the planes just made, back to a */
-    out = guarded(g_out, (od + 5) % (MAX_OFF + 1), len);
+    out = gck_test_guarded(g_out, (od + 5) % (MAX_OFF + 1), len);
     const uint8_t *pl[8];
     p->isa->unshuffle_xor(out, contig(pl, want, n, esz), b, n, esz);
     check_same(a, out, len, "round trip", n, esz, with_b, od);
-    check_guards(g_out, out, len, "unshuffle_xor (round trip)");
+    gck_test_check_guards(g_out, out, len, "unshuffle_xor (round trip)");
 
     /* unshuffle_xor of unrelated random planes */
     naive_unshuffle_xor(want, src, b, n, esz);
-    ref = guarded(g_ref, od, len);
+    ref = gck_test_guarded(g_ref, od, len);
     p->ref->unshuffle_xor(ref, contig(pl, src, n, esz), b, n, esz);
     check_same(want, ref, len, "scalar unshuffle_xor vs naive", n, esz, with_b, od);
-    check_guards(g_ref, ref, len, "scalar unshuffle_xor");
-    out = guarded(g_out, od, len);
+    gck_test_check_guards(g_ref, ref, len, "scalar unshuffle_xor");
+    out = gck_test_guarded(g_out, od, len);
     p->isa->unshuffle_xor(out, contig(pl, src, n, esz), b, n, esz);
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
-    check_guards(g_out, out, len, "unshuffle_xor");
-    out = guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
+    gck_test_check_guards(g_out, out, len, "unshuffle_xor");
+    out = gck_test_guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
     gck_unshuffle_xor(out, src, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor", n, esz, with_b, od);
-    check_guards(g_out, out, len, "gck_unshuffle_xor");
+    gck_test_check_guards(g_out, out, len, "gck_unshuffle_xor");
 
     /* the same planes each in a buffer of its own, in reverse order and at
      * odd offsets (a reader's planes: some in its file, some decoded) */
@@ -176,18 +158,18 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
         assert_non_null(own[k]);
         pl[esz - 1 - k] = memcpy(own[k] + (k * 3 + od) % 8, src + (esz - 1 - k) * n, n);
     }
-    ref = guarded(g_ref, (od + 3) % (MAX_OFF + 1), len);
+    ref = gck_test_guarded(g_ref, (od + 3) % (MAX_OFF + 1), len);
     p->ref->unshuffle_xor(ref, pl, b, n, esz);
     check_same(want, ref, len, "scalar unshuffle_xor, planes apart", n, esz, with_b, od);
-    check_guards(g_ref, ref, len, "scalar unshuffle_xor, planes apart");
-    out = guarded(g_out, (od + 7) % (MAX_OFF + 1), len);
+    gck_test_check_guards(g_ref, ref, len, "scalar unshuffle_xor, planes apart");
+    out = gck_test_guarded(g_out, (od + 7) % (MAX_OFF + 1), len);
     p->isa->unshuffle_xor(out, pl, b, n, esz);
     check_same(want, out, len, "unshuffle_xor, planes apart", n, esz, with_b, od);
-    check_guards(g_out, out, len, "unshuffle_xor, planes apart");
-    out = guarded(g_out, (od + 2) % (MAX_OFF + 1), len);
+    gck_test_check_guards(g_out, out, len, "unshuffle_xor, planes apart");
+    out = gck_test_guarded(g_out, (od + 2) % (MAX_OFF + 1), len);
     gck_unshuffle_xor_planes(out, pl, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor_planes", n, esz, with_b, od);
-    check_guards(g_out, out, len, "gck_unshuffle_xor_planes");
+    gck_test_check_guards(g_out, out, len, "gck_unshuffle_xor_planes");
     for (size_t k = 0; k < esz; k++)
         free(own[k]);
 }
@@ -234,7 +216,7 @@ static void test_bytes_self_xor(void **state)
     const size_t n = 1000 + 13;
     for (size_t ei = 0; ei < 4; ei++) {
         const size_t len = n * g_esz[ei];
-        uint8_t *a = g_a + GUARD + 1, *out = guarded(g_out, 2, len);
+        uint8_t *a = g_a + GUARD + 1, *out = gck_test_guarded(g_out, 2, len);
         fill_random(a, len, 77 + ei);
         p->isa->xor_shuffle(out, a, a, n, g_esz[ei]);
         for (size_t j = 0; j < len; j++)
@@ -252,10 +234,10 @@ static void test_bytes_edges(void **state)
     gck_xor_shuffle(NULL, NULL, NULL, 0, 8);
     gck_unshuffle_xor(NULL, NULL, NULL, 0, 1);
     gck_unshuffle_xor_planes(NULL, NULL, NULL, 0, 4);
-    memset(g_out, GUARD_BYTE, 256);
+    memset(g_out, GCK_TEST_GUARD_BYTE, 256);
     gck_xor_shuffle(g_out, a, NULL, 0, 4);
     gck_unshuffle_xor(g_out, a, NULL, 0, 2);
-    assert_int_equal(g_out[0], GUARD_BYTE);
+    assert_int_equal(g_out[0], GCK_TEST_GUARD_BYTE);
     for (size_t i = 0; i < 32; i++)
         g_out[i] = (uint8_t)(i * 37 + 1), g_out[32 + i] = (uint8_t)(i * 11 + 5);
     gck_xor_shuffle(g_out + 16, g_out, g_out + 32, 4, 4); /* dst right after a, right before b */

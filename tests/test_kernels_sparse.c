@@ -11,8 +11,7 @@ static const size_t g_sizes[] = {0,  1,  2,  7,  8,  9,   15,  16,  31,   32,   
 static const unsigned g_density[] = {0, 1, 50, 320, 512, 700, 990, 1024};
 static const uint8_t g_fill[] = {0x00, 0x3f, 0xff};
 #define MAX_OFF 63
-#define GUARD 64
-#define GUARD_BYTE 0xA5
+#define GUARD GCK_TEST_GUARD
 #define BIG 1048583 /* a few 64-byte steps past 1 MiB: a store chunk plus an odd tail */
 
 static uint8_t *g_x, *g_bits, *g_vals, *g_out;
@@ -61,21 +60,6 @@ static size_t naive_split(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t
     return m;
 }
 
-static uint8_t *guarded(uint8_t *buf, size_t off, size_t len)
-{
-    memset(buf, GUARD_BYTE, GUARD + off + len + GUARD);
-    return buf + GUARD + off;
-}
-
-static void check_guards(const uint8_t *buf, const uint8_t *out, size_t len, const char *what, size_t n)
-{
-    for (const uint8_t *p = buf; p < out; p++)
-        if (*p != GUARD_BYTE)
-            fail_msg("%s n=%zu wrote %td bytes before its output", what, n, out - p);
-    for (size_t j = 0; j < GUARD; j++)
-        if (out[len + j] != GUARD_BYTE)
-            fail_msg("%s n=%zu wrote byte %zu past the end of its output (len %zu)", what, n, j, len);
-}
 
 static void check_same(const uint8_t *want, const uint8_t *got, size_t len, const char *what, size_t n)
 {
@@ -95,15 +79,15 @@ typedef void (*merge_fn)(uint8_t *, const uint8_t *, const uint8_t *, size_t, si
 static void check_split(split_fn f, const char *what, const uint8_t *x, size_t n, uint8_t fill, size_t off,
                         const uint8_t *want_bits, const uint8_t *want_vals, size_t want_m)
 {
-    uint8_t *bits = guarded(g_bits, off, (n + 7) / 8);
-    uint8_t *vals = guarded(g_vals, (off + 5) % (MAX_OFF + 1), n);
+    uint8_t *bits = gck_test_guarded(g_bits, off, (n + 7) / 8);
+    uint8_t *vals = gck_test_guarded(g_vals, (off + 5) % (MAX_OFF + 1), n);
     const size_t m = f(bits, vals, x, n, fill);
     if (m != want_m)
         fail_msg("%s n=%zu fill=%02x: count %zu, want %zu", what, n, fill, m, want_m);
     check_same(want_bits, bits, (n + 7) / 8, what, n);
     check_same(want_vals, vals, m, what, n);
-    check_guards(g_bits, bits, (n + 7) / 8, what, n);
-    check_guards(g_vals, vals, n, what, n);
+    gck_test_check_guards(g_bits, bits, (n + 7) / 8, what);
+    gck_test_check_guards(g_vals, vals, n, what);
 }
 
 /* One merge from values in a heap block of exactly m bytes (a read past
@@ -115,10 +99,10 @@ static void check_merge(merge_fn f, const char *what, const uint8_t *x, const ui
     assert_non_null(exact);
     if (m)
         memcpy(exact, vals, m);
-    uint8_t *out = guarded(g_out, off, n);
+    uint8_t *out = gck_test_guarded(g_out, off, n);
     f(out, bits, exact, m, n, fill);
     check_same(x, out, n, what, n);
-    check_guards(g_out, out, n, what, n);
+    gck_test_check_guards(g_out, out, n, what);
     free(exact);
 }
 

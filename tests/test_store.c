@@ -1688,14 +1688,13 @@ static void test_delta_format4_reads(void **state)
 /* ---- the per-plane coders --------------------------------------------------------- */
 
 /* A plane that is mostly one byte (an XOR delta's exponent bytes) is coded
- * "zrans" (bitmap + the other bytes), over two store chunks and an odd
- * tail; it restores bit for bit, and damage anywhere in its blocks is a
- * clean GCK_ERR_CORRUPT (never a crash, never wrong values). */
+ * "zrans" (bitmap + the other bytes) when the build has rANS, over two store
+ * chunks and an odd tail; it restores bit for bit, and damage in its blocks
+ * is a clean GCK_ERR_CORRUPT (never a crash, never wrong values). A build
+ * without rANS writes no zrans plane and the same holds for its codecs. */
 static void test_delta_zrans(void **state)
 {
     (void)state;
-    if (!gck_delta_have_rans())
-        skip(); /* this build has no rANS coder: no plane is coded so (s390x) */
     char dir[300], f[600];
     new_dir(dir, sizeof dir);
     gck_store_config cfg;
@@ -1722,7 +1721,10 @@ static void test_delta_zrans(void **state)
     file_of(dir, 2, 1, f, sizeof f);
     size_t flen;
     char *text = read_text(f, &flen);
-    assert_non_null(strstr(text + 8, "[\\\"zrans\\\","));
+    if (gck_delta_have_rans())
+        assert_non_null(strstr(text + 8, "[\\\"zrans\\\","));
+    else
+        assert_null(strstr(text + 8, "zrans"));
     assert_non_null(strstr(text + 8, "\\\"format\\\":4"));
     free(text);
     /* version 2 from its file (3, the latest, is the one kept in memory) */

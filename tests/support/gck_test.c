@@ -169,3 +169,19 @@ uint64_t gck_ulp_diff(double a, double b)
     if (ib < 0) ib = INT64_MIN - ib;
     return ia > ib ? (uint64_t)ia - (uint64_t)ib : (uint64_t)ib - (uint64_t)ia;
 }
+
+uint8_t *gck_test_guarded(uint8_t *buf, size_t off, size_t len)
+{
+    memset(buf, GCK_TEST_GUARD_BYTE, GCK_TEST_GUARD + off + len + GCK_TEST_GUARD);
+    return buf + GCK_TEST_GUARD + off;
+}
+
+void gck_test_check_guards(const uint8_t *buf, const uint8_t *out, size_t len, const char *what)
+{
+    for (const uint8_t *p = buf; p < out; p++)
+        if (*p != GCK_TEST_GUARD_BYTE)
+            fail_msg("%s wrote %td bytes before its output", what, out - p);
+    for (size_t j = 0; j < GCK_TEST_GUARD; j++)
+        if (out[len + j] != GCK_TEST_GUARD_BYTE)
+            fail_msg("%s wrote byte %zu past the end of its output (len %zu)", what, j, len);
+}

@@ -99,6 +99,15 @@ void gck_test_set_threads(int t);
 /* Aligned allocation helpers that fail the test on OOM. */
 void *gck_test_alloc(size_t bytes);
 
+/* Guarded outputs: an area of len bytes at buf + GCK_TEST_GUARD + off with
+ * GCK_TEST_GUARD_BYTE all around it (buf holds GCK_TEST_GUARD + off + len +
+ * GCK_TEST_GUARD bytes), and the check that nothing around it was written
+ * (fails the test naming `what`). */
+#define GCK_TEST_GUARD 64
+#define GCK_TEST_GUARD_BYTE 0xA5
+uint8_t *gck_test_guarded(uint8_t *buf, size_t off, size_t len);
+void gck_test_check_guards(const uint8_t *buf, const uint8_t *out, size_t len, const char *what);
+
 /* Distance in units in the last place between two finite doubles of the
  * same sign (|ordered bits difference|). */
 uint64_t gck_ulp_diff(double a, double b);

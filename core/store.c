@@ -1428,6 +1428,69 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
 static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const char *const *names,
                                         void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
 
+/* A failure on a worker thread, carried to the caller's (gck_last_error is per thread). */
+typedef struct gck_result {
+    gck_status st;
+    char msg[GCK_ERROR_MAX];
+} gck_result;
+
+static void gck_result_set(gck_result *r, gck_status st)
+{
+    r->st = st;
+    if (st != GCK_OK)
+        snprintf(r->msg, sizeof r->msg, "%s", gck_last_error());
+}
+
+/* What gck_restore_into_view's tensors are rebuilt from (read only while they are). */
+typedef struct gck_rinto {
+    gck_store *s;
+    const gck_rlevel *lv;
+    size_t nlev;
+    const gck_delta_item *const *items;
+    const gck_rplan *plan;
+    const void *const *fb;
+    const char *const *names;
+    void *const *dsts;
+    const size_t *sizes;
+    uint64_t version;
+} gck_rinto;
+
+/* Tensor i of rb rebuilt on its destination (its bottom already there, or
+ * in the cache or the mapped full file) through decoding slot `slot`, and
+ * its content id checked; the outcome in *r. */
+static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_result *r)
+{
+    const gck_rplan *pl = &rb->plan[i];
+    const gck_rlevel *lv = rb->lv;
+    void *dst = rb->dsts[i];
+    const size_t size = rb->sizes[i];
+    if (pl->cache_data != NULL && size > 0)
+        memcpy(dst, pl->cache_data, size);
+    for (size_t l = pl->bottom + 1; l-- > 0;) {
+        const gck_delta_item *it = rb->items[i * rb->nlev + l];
+        if (it == NULL || (l == pl->bottom && it->enc != GCK_DELTA_RAW))
+            continue;
+        gck_status st = rb->fb[i] != NULL && l + 1 == pl->bottom
+                            ? gck_delta_decode_from(rb->s->codec, slot, lv[l].index, it, rb->fb[i], dst)
+                            : gck_delta_decode_into(rb->s->codec, slot, lv[l].index, it, dst);
+        if (st != GCK_OK) {
+            gck_result_set(r, gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file));
+            return;
+        }
+    }
+    char got[24];
+    const char *have = pl->bottom_cid;
+    if (pl->decoded) {
+        const gck_delta_item *top = rb->items[i * rb->nlev];
+        gck_content_id(dst, size / gck_dtype_size(top->dtype), top->dtype, got);
+        have = got;
+    }
+    if (have == NULL || strcmp(have, pl->want) != 0)
+        gck_result_set(r, gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id "
+                                   "%s, the manifest says %.40s", rb->version, rb->names[i], have ? have : "(none)",
+                                   pl->want));
+}
+
 /* A read-only handle whose view lost a file of the version's chain to a
  * writer: the version is rebuilt from the current manifest as
  * gck_store_restore does (or reported evicted meanwhile) and the named
@@ -1509,6 +1572,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     void **fd = NULL;
     const char **fw = NULL;
     const void **fb = NULL; /* [tensor]: its full bottom's bytes in the mapped file, decoded from there */
+    gck_result *res = NULL;
     gck_status st = GCK_OK;
     if (lv == NULL || items == NULL || plan == NULL || want == NULL) {
         st = gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
@@ -1554,7 +1618,14 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     fd = gck_calloc(n + 1, sizeof *fd);
     fw = gck_calloc(n + 1, sizeof *fw);
     fb = gck_calloc(n + 1, sizeof *fb);
-    if (fe == NULL || fd == NULL || fw == NULL || fb == NULL ||
+    res = gck_calloc(n + 1, sizeof *res);
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += sizes[i];
+    int threads = 1; /* its decoding slots made before the first byte is written, as every allocation */
+    if ((st = gck_delta_decode_threads(s->codec, total, n, &threads)) != GCK_OK)
+        goto done;
+    if (fe == NULL || fd == NULL || fw == NULL || fb == NULL || res == NULL ||
         (lv[nlev - 1].full != NULL && (bottom_ids = gck_listing_of(&lv[nlev - 1].e)) == NULL)) {
         st = gck_fail_oom("restore: bottom reads", (n + 1) * sizeof(void *));
         goto done;
@@ -1584,35 +1655,19 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
             goto done;
         }
     }
-    /* then each tensor's raw bottom and the levels above, in place */
-    for (size_t i = 0; i < n; i++) {
-        const gck_rplan *pl = &plan[i];
-        if (pl->cache_data != NULL && sizes[i] > 0)
-            memcpy(dsts[i], pl->cache_data, sizes[i]);
-        for (size_t l = pl->bottom + 1; l-- > 0;) {
-            const gck_delta_item *it = items[i * nlev + l];
-            if (it == NULL || (l == pl->bottom && it->enc != GCK_DELTA_RAW))
-                continue;
-            st = fb[i] != NULL && l + 1 == pl->bottom ? gck_delta_decode_from(s->codec, lv[l].index, it, fb[i], dsts[i])
-                                                      : gck_delta_decode_into(s->codec, lv[l].index, it, dsts[i]);
-            if (st != GCK_OK) {
-                st = gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file);
-                goto done;
-            }
-        }
-        char got[24];
-        const char *have = pl->bottom_cid;
-        if (pl->decoded) {
-            const gck_delta_item *top = items[i * nlev];
-            gck_content_id(dsts[i], sizes[i] / gck_dtype_size(top->dtype), top->dtype, got);
-            have = got;
-        }
-        if (have == NULL || strcmp(have, pl->want) != 0) {
-            st = gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id %s, the "
-                          "manifest says %.40s", version, names[i], have ? have : "(none)", pl->want);
+    /* then each tensor's raw bottom and the levels above, in place, the
+     * tensors on threads (each one's bytes are the same whichever thread
+     * rebuilds it), the first failure in the callers' order reported */
+    const gck_rinto rb = {s, lv, nlev, items, plan, fb, names, dsts, sizes, version};
+    const long ln = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long i = 0; i < ln; i++)
+        gck_rebuild_tensor(&rb, (size_t)i, gck_delta_slot(), &res[i]);
+    for (size_t i = 0; i < n; i++)
+        if (res[i].st != GCK_OK) {
+            st = gck_fail(res[i].st, "%s", res[i].msg);
             goto done;
         }
-    }
     if (fields != NULL)
         *fields = f;
     f = NULL;
@@ -1622,7 +1677,7 @@ done:
         gck_snapshot_destroy(lv[l].delta);
         gck_st_close(lv[l].full);
     }
-    free(lv), free(items), free(plan), free(want), free(bottom_ids), free(fe), free(fd), free(fw), free(fb);
+    free(lv), free(items), free(plan), free(want), free(bottom_ids), free(fe), free(fd), free(fw), free(fb), free(res);
     gck_snapshot_destroy(f);
     return st;
 }
@@ -1705,10 +1760,13 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
     char **cid = gck_calloc(n + 1, sizeof *cid);
     gck_dtype *dt = gck_calloc(n + 1, sizeof *dt);
     size_t *nb = gck_calloc(n + 1, sizeof *nb);
+    const void **src = gck_calloc(n + 1, sizeof *src);
+    const gck_delta_item **its = gck_calloc(n + 1, sizeof *its);
+    gck_result *res = gck_calloc(n + 1, sizeof *res);
     gck_snapshot *r = NULL;
     gck_status st = GCK_OK;
-    if (dst == NULL || cid == NULL || dt == NULL || nb == NULL) {
-        st = gck_fail_oom("restore from the cache: plan", (n + 1) * 4 * sizeof(void *));
+    if (dst == NULL || cid == NULL || dt == NULL || nb == NULL || src == NULL || its == NULL || res == NULL) {
+        st = gck_fail_oom("restore from the cache: plan", (n + 1) * (6 * sizeof(void *) + sizeof *res));
         goto done;
     }
     /* v's fields and layout from its own file */
@@ -1729,8 +1787,8 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
         const int64_t *shape;
         size_t ndim, cn;
         gck_dtype cdt;
-        const void *src = gck_cache_find(s->cache, name, &cdt, &cn, &ccid);
-        if (!gck_level_layout(s, &lv[0], name, &dt[j], &shape, &ndim, &nb[j]) || src == NULL || cdt != dt[j] ||
+        src[j] = gck_cache_find(s->cache, name, &cdt, &cn, &ccid);
+        if (!gck_level_layout(s, &lv[0], name, &dt[j], &shape, &ndim, &nb[j]) || src[j] == NULL || cdt != dt[j] ||
             cn != nb[j]) {
             st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' differs in the cache", v, name);
             goto done;
@@ -1746,29 +1804,48 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
                 goto done;
             dst[j] = t->data, cid[j] = t->cid;
         }
-        if (nb[j] > 0)
-            memcpy(dst[j], src, nb[j]);
     }
-    /* the deltas undone, newest first */
+    /* the cache copied, then the deltas undone newest first, each step's
+     * tensors on threads (each tensor's bytes are the same on any thread) */
+    size_t total = 0;
+    for (size_t j = 0; j < n; j++)
+        total += nb[j];
+    int threads = 1;
+    if ((st = gck_delta_decode_threads(s->codec, total, n, &threads)) != GCK_OK)
+        goto done;
+    const long ln = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long j = 0; j < ln; j++)
+        if (nb[j] > 0)
+            memcpy(dst[j], src[j], nb[j]);
     for (size_t l = 1; l <= k; l++) {
         if ((st = gck_open_level(s, &lv[l])) != GCK_OK)
             goto done;
         for (size_t j = 0; j < n; j++) {
             const char *name = top.pub.tensor_names[j];
             const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
-            const gck_delta_item *it = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
-            if (it == NULL || it->enc == GCK_DELTA_RAW || it->dtype != dt[j] || it->nbytes != nb[j]) {
+            its[j] = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
+            if (its[j] == NULL || its[j]->enc == GCK_DELTA_RAW || its[j]->dtype != dt[j] || its[j]->nbytes != nb[j]) {
                 st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' cannot be undone from %" PRIu64,
                               v, name, lv[l].e.pub.version);
                 goto done;
             }
-            if (it->enc == GCK_DELTA_XOR && (st = gck_delta_decode_into(s->codec, lv[l].index, it, dst[j])) != GCK_OK)
-                goto done;
         }
+        const gck_delta_index *index = lv[l].index;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+        for (long j = 0; j < ln; j++)
+            if (its[j]->enc == GCK_DELTA_XOR)
+                gck_result_set(&res[j], gck_delta_decode_into(s->codec, gck_delta_slot(), index, its[j], dst[j]));
+        for (size_t j = 0; j < n; j++)
+            if (res[j].st != GCK_OK) {
+                st = gck_fail(res[j].st, "%s", res[j].msg);
+                goto done;
+            }
         gck_delta_index_free(lv[l].index), gck_snapshot_destroy(lv[l].delta); /* its pages no longer needed */
         lv[l].index = NULL, lv[l].delta = NULL;
     }
-    for (size_t j = 0; j < n; j++)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (long j = 0; j < ln; j++)
         gck_content_id(dst[j], nb[j] / gck_dtype_size(dt[j]), dt[j], cid[j]);
     if ((st = gck_check_against_entry(&top, r)) != GCK_OK)
         goto done;
@@ -1781,7 +1858,7 @@ done:
         gck_st_close(lv[l].full);
     }
     gck_snapshot_destroy(r);
-    free(dst), free(cid), free(dt), free(nb);
+    free(dst), free(cid), free(dt), free(nb), free(src), free(its), free(res);
     return st;
 }
 

@@ -871,8 +871,7 @@ static int gck_code_threads(size_t bytes, size_t m)
     return 1;
 }
 
-/* This thread's slot index (0 outside a parallel region). */
-static int gck_thread_num(void)
+int gck_delta_slot(void)
 {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -934,7 +933,7 @@ gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_
     const long lm = (long)m;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (long i = 0; i < lm; i++)
-        gck_run_job(c, &c->slots[gck_thread_num()], &jobs[i]);
+        gck_run_job(c, &c->slots[gck_delta_slot()], &jobs[i]);
     gck_snapshot *d = NULL;
     json_t *items = NULL;
     char *js = NULL;
@@ -1292,29 +1291,36 @@ static void gck_will_read(const gck_plane_in *pi, size_t esz)
         gck_prefault_read((const void *)lo, hi - lo);
 }
 
-static gck_status gck_decode_item(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it,
-                                  const void *base, void *dst)
+static gck_status gck_decode_item(gck_delta_codec *c, int slot, const gck_delta_index *x,
+                                  const gck_delta_item *it, const void *base, void *dst)
 {
     const gck_ditem *d = (const gck_ditem *)(const void *)it; /* pub is the first member */
     const size_t esz = gck_dtype_size(it->dtype);
     gck_will_read(d->pi, esz);
     gck_plane_in pi[8];
     memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
-    const gck_status st = gck_decode_planes(&c->ds[0], x->chunk, pi, base, it->nbytes / esz, esz, dst);
+    const gck_status st = gck_decode_planes(&c->ds[slot], x->chunk, pi, base, it->nbytes / esz, esz, dst);
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
 }
 
-gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it, void *dst)
+gck_status gck_delta_decode_threads(gck_delta_codec *c, size_t bytes, size_t m, int *threads)
+{
+    *threads = gck_code_threads(bytes, m);
+    return gck_ensure_dslots(c, *threads);
+}
+
+gck_status gck_delta_decode_into(gck_delta_codec *c, int slot, const gck_delta_index *x, const gck_delta_item *it,
+                                 void *dst)
 {
     if (it->enc == GCK_ENC_REF)
         return GCK_OK;
-    return gck_decode_item(c, x, it, it->enc == GCK_ENC_XOR ? dst : NULL, dst);
+    return gck_decode_item(c, slot, x, it, it->enc == GCK_ENC_XOR ? dst : NULL, dst);
 }
 
-gck_status gck_delta_decode_from(gck_delta_codec *c, const gck_delta_index *x, const gck_delta_item *it,
+gck_status gck_delta_decode_from(gck_delta_codec *c, int slot, const gck_delta_index *x, const gck_delta_item *it,
                                  const void *base, void *dst)
 {
-    return gck_decode_item(c, x, it, base, dst);
+    return gck_decode_item(c, slot, x, it, base, dst);
 }
 
 gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base, int check,
@@ -1375,7 +1381,7 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     const long lm = (long)m;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
     for (long i = 0; i < lm; i++)
-        gck_run_dec(&c->ds[gck_thread_num()], dd.chunk, check, &jobs[i]);
+        gck_run_dec(&c->ds[gck_delta_slot()], dd.chunk, check, &jobs[i]);
     for (size_t i = 0; i < m; i++)
         if (jobs[i].st != GCK_OK) {
             st = gck_fail(jobs[i].st, "%s", jobs[i].msg);

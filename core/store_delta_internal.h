@@ -108,14 +108,25 @@ GCK_INTERNAL const gck_delta_item *gck_delta_index_find(const gck_delta_index *x
 /* Decodes an item of x into dst (it->nbytes, this CPU's byte order): RAW
  * writes its planes' values; XOR turns dst, which must hold the base's
  * bytes, into the item's (in place, a chunk at a time through the codec's
- * buffer); REF leaves dst as it is. The content id is not checked here.
- * GCK_ERR_CORRUPT (a damaged zstd stream) leaves dst partly decoded. */
-GCK_INTERNAL gck_status gck_delta_decode_into(gck_delta_codec *c, const gck_delta_index *x,
+ * decoding slot `slot`, see gck_delta_decode_threads); REF leaves dst as
+ * it is. The content id is not checked here. GCK_ERR_CORRUPT (a damaged
+ * zstd stream) leaves dst partly decoded. Items may be decoded at once on
+ * different slots; the index is only read. */
+GCK_INTERNAL gck_status gck_delta_decode_into(gck_delta_codec *c, int slot, const gck_delta_index *x,
                                               const gck_delta_item *it, void *dst);
 /* The same for an XOR item whose base is elsewhere: dst = the item decoded
  * against base (it->nbytes bytes in this CPU's byte order, not overlapping
  * dst), so dst need not hold the base first. */
-GCK_INTERNAL gck_status gck_delta_decode_from(gck_delta_codec *c, const gck_delta_index *x,
+GCK_INTERNAL gck_status gck_delta_decode_from(gck_delta_codec *c, int slot, const gck_delta_index *x,
                                               const gck_delta_item *it, const void *base, void *dst);
+/* The OpenMP threads worth using to rebuild m items of `bytes` bytes in
+ * all one at a time (1 when there is little to do), in *threads, with a
+ * decoding slot made for each: a call of decode_into/_from on thread t of
+ * such a team passes slot t (slots are not shared between calls running at
+ * once; 0 outside a parallel region). GCK_ERR_OUT_OF_MEMORY if a slot
+ * cannot be made (*threads is then still the count wanted). */
+GCK_INTERNAL gck_status gck_delta_decode_threads(gck_delta_codec *c, size_t bytes, size_t m, int *threads);
+/* This thread's slot: its number in the OpenMP team, 0 outside one. */
+GCK_INTERNAL int gck_delta_slot(void);
 
 #endif /* GCK_STORE_DELTA_INTERNAL_H */

@@ -666,7 +666,8 @@ static char *read_text(const char *path, size_t *len)
 }
 
 /* Encoding spreads tensors over threads: the delta file is the same bytes
- * on 1 and 2 threads (large enough for the threaded path). */
+ * on 1 and 2 threads (large enough for the threaded path); restores, also
+ * into caller buffers (tensors rebuilt on threads), give the saved values. */
 static void test_delta_thread_independent(void **state)
 {
     (void)state;
@@ -701,12 +702,37 @@ static void test_delta_thread_independent(void **state)
         gck_snapshot *back = NULL;
         gck_store_close(st);
         assert_int_equal(gck_store_open(dirs[t], NULL, &st), GCK_OK);
+        /* into caller buffers first, the tensors then rebuilt on t + 1 threads */
+        const char *nm[4] = {"t0", "t1", "t2", "t3"};
+        void *dst[4];
+        size_t sz[4];
+        for (int l = 0; l < 4; l++)
+            dst[l] = malloc(sz[l] = n * sizeof *w);
+        assert_int_equal(gck_store_restore_into(st, 2, nm, dst, sz, 4, NULL), GCK_OK);
+        for (int l = 0; l < 4; l++) {
+            gck_tensor_info ti;
+            assert_int_equal(gck_snapshot_find_tensor(s[1], nm[l], &ti), GCK_OK);
+            assert_memory_equal(dst[l], ti.data, sz[l]);
+            free(dst[l]);
+        }
         assert_int_equal(gck_store_restore(st, 2, &back), GCK_OK);
         assert_same_snapshot(s[1], back);
         gck_snapshot_destroy(back);
         gck_store_close(st);
         file_of(dirs[t], 2, 1, f[t], sizeof f[t]);
         bytes[t] = read_whole(f[t], &len[t]);
+        /* a version restored backwards from the latest (its chain's full file gone) */
+        char dir[300], full[600];
+        new_dir(dir, sizeof dir);
+        st = open_store(dir, 10, 0, 0);
+        for (int v = 0; v < 4; v++)
+            assert_int_equal(gck_store_save(st, s[v % 2], NULL, 0, NULL), GCK_OK);
+        file_of(dir, 1, 0, full, sizeof full);
+        assert_int_equal(unlink(full), 0);
+        assert_int_equal(gck_store_restore(st, 3, &back), GCK_OK);
+        assert_same_snapshot(s[0], back);
+        gck_snapshot_destroy(back);
+        gck_store_close(st);
     }
 #ifdef _OPENMP
     omp_set_num_threads(2);

@@ -320,18 +320,23 @@ static const char *seq_get(int id, size_t elems)
     return seq_export(q);
 }
 
-/* Version k as a trainer builds it at a save: its tensors by reference. */
+/* Version k as a trainer builds it at a save: its tensors by reference, in
+ * one call (their ids hashed on the OpenMP threads). */
 static gck_snapshot *seq_snapshot(const seq_data *q, int k)
 {
     gck_snapshot *s = NULL;
-    if (gck_snapshot_create((uint64_t)k, &s) != GCK_OK)
+    gck_tensor_ref *refs = malloc((q->nt + 1) * sizeof *refs);
+    if (refs == NULL || gck_snapshot_create((uint64_t)k, &s) != GCK_OK) {
+        free(refs);
         return NULL;
+    }
     for (size_t j = 0; j < q->nt; j++)
-        if (gck_snapshot_add_tensor_ref(s, q->t[j].name, q->dtype, q->t[j].shape, 2, q->v[k] + q->t[j].off) !=
-            GCK_OK) {
-            gck_snapshot_destroy(s);
-            return NULL;
-        }
+        refs[j] = (gck_tensor_ref){q->t[j].name, q->dtype, q->t[j].shape, 2, q->v[k] + q->t[j].off};
+    if (gck_snapshot_add_tensors_ref(s, refs, q->nt) != GCK_OK) {
+        gck_snapshot_destroy(s);
+        s = NULL;
+    }
+    free(refs);
     return s;
 }
 

@@ -1,6 +1,7 @@
 /* common/named_vec.c - a vector of named items kept sorted bytewise by name. */
 #include "named_vec_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "alloc_internal.h"
@@ -26,9 +27,18 @@ size_t gck_named_find(const gck_named_vec *v, const char *name, int *found)
 
 int gck_named_reserve(gck_named_vec *v)
 {
-    if (v->n < v->cap)
+    return gck_named_reserve_n(v, 1);
+}
+
+int gck_named_reserve_n(gck_named_vec *v, size_t k)
+{
+    if (k <= v->cap - v->n)
         return 1;
-    const size_t ncap = v->cap ? 2 * v->cap : 8;
+    if (k > SIZE_MAX / sizeof(void *) / 2 - v->n)
+        return 0;
+    size_t ncap = v->cap ? 2 * v->cap : 8;
+    if (ncap - v->n < k)
+        ncap = v->n + k;
     void **ni = gck_realloc(v->items, ncap * sizeof *ni);
     if (ni == NULL)
         return 0;

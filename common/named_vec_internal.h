@@ -17,6 +17,8 @@ typedef struct gck_named_vec {
 GCK_INTERNAL size_t gck_named_find(const gck_named_vec *v, const char *name, int *found);
 /* Makes room for one more item; the only step of an insert that can fail. */
 GCK_INTERNAL int gck_named_reserve(gck_named_vec *v);
+/* Makes room for k more items (so many inserts then cannot fail). */
+GCK_INTERNAL int gck_named_reserve_n(gck_named_vec *v, size_t k);
 /* Inserts at `at` after gck_named_reserve succeeded: cannot fail. */
 GCK_INTERNAL void gck_named_insert(gck_named_vec *v, size_t at, void *item);
 

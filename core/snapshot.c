@@ -134,11 +134,12 @@ static gck_status gck_shape_count(const char *name, const int64_t *shape, size_t
     return GCK_OK;
 }
 
-/* gck_snapshot_add_tensor (copy = 1) and gck_snapshot_add_tensor_ref (copy = 0). */
-static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
-                                 size_t ndim, const void *data, int copy, const char *fn)
+/* A tensor entry for gck_snapshot_add_tensor (copy = 1) and the _ref forms
+ * (copy = 0), every argument checked but its id not computed and its name
+ * not looked up in s: *t and its element count *count. */
+static gck_status gck_new_tensor_entry(const char *name, gck_dtype dtype, const int64_t *shape, size_t ndim,
+                                       const void *data, int copy, gck_snap_tensor **out, size_t *count_out)
 {
-    GCK_CHECK_ARG(s != NULL && name != NULL, "%s: NULL %s", fn, s ? "name" : "snapshot");
     GCK_TRY(gck_check_tensor_name(name));
     GCK_CHECK_ARG((unsigned)dtype < GCK_DTYPE_COUNT, "tensor '%.200s': unknown dtype %d", name, (int)dtype);
     GCK_CHECK_ARG(ndim <= GCK_MAX_DIMS, "tensor '%.200s': %zu dimensions (at most %d)", name, ndim, GCK_MAX_DIMS);
@@ -148,10 +149,6 @@ static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dt
     if (!gck_mul_size(count, gck_dtype_size(dtype), &nbytes))
         return gck_fail(GCK_ERR_INVALID_ARGUMENT, "tensor '%.200s': byte size overflows", name);
     GCK_CHECK_ARG(data != NULL || nbytes == 0, "tensor '%.200s': data is NULL", name);
-    int found;
-    (void)gck_named_find(&s->tensors, name, &found);
-    GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", name);
-
     gck_snap_tensor *t = gck_calloc(1, sizeof *t);
     char *n = gck_strdup(name);
     int64_t *sh = gck_malloc((ndim ? ndim : 1) * sizeof *sh);
@@ -168,10 +165,88 @@ static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dt
         memcpy(d, data, nbytes);
     *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes,
                            .borrowed = !copy};
-    gck_content_id(d, count, dtype, t->cid);
+    *out = t, *count_out = count;
+    return GCK_OK;
+}
+
+/* gck_snapshot_add_tensor (copy = 1) and gck_snapshot_add_tensor_ref (copy = 0). */
+static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dtype, const int64_t *shape,
+                                 size_t ndim, const void *data, int copy, const char *fn)
+{
+    GCK_CHECK_ARG(s != NULL && name != NULL, "%s: NULL %s", fn, s ? "name" : "snapshot");
+    int found;
+    (void)gck_named_find(&s->tensors, name, &found);
+    GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", name);
+    gck_snap_tensor *t = NULL;
+    size_t count = 0;
+    GCK_TRY(gck_new_tensor_entry(name, dtype, shape, ndim, data, copy, &t, &count));
+    gck_content_id(t->data, count, dtype, t->cid);
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK)
         gck_snap_tensor_free(t);
+    return st;
+}
+
+static int gck_name_ptr_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *tensors, size_t n)
+{
+    GCK_CHECK_ARG(s != NULL && (tensors != NULL || n == 0), "gck_snapshot_add_tensors_ref: NULL %s",
+                  s ? "tensors" : "snapshot");
+    for (size_t i = 0; i < n; i++) {
+        GCK_CHECK_ARG(tensors[i].name != NULL, "gck_snapshot_add_tensors_ref: tensors[%zu].name is NULL", i);
+        int found;
+        (void)gck_named_find(&s->tensors, tensors[i].name, &found);
+        GCK_CHECK_ARG(!found, "tensors[%zu]: tensor '%.200s' is already in the snapshot", i, tensors[i].name);
+    }
+    gck_snap_tensor **t = gck_calloc(n + 1, sizeof *t);
+    size_t *count = gck_calloc(n + 1, sizeof *count);
+    const char **by_name = gck_calloc(n + 1, sizeof *by_name);
+    gck_status st = GCK_OK;
+    size_t made = 0;
+    if (t == NULL || count == NULL || by_name == NULL) {
+        st = gck_fail_oom("tensor list", (n + 1) * (2 * sizeof(void *) + sizeof(size_t)));
+        goto done;
+    }
+    for (; made < n; made++) {
+        const gck_tensor_ref *r = &tensors[made];
+        if ((st = gck_new_tensor_entry(r->name, r->dtype, r->shape, r->ndim, r->data, 0, &t[made], &count[made])) !=
+            GCK_OK) {
+            st = gck_fail_ctx(st, "tensors[%zu]", made);
+            goto done;
+        }
+        by_name[made] = t[made]->name;
+    }
+    /* repeated names within the list: sorted, neighbours compared */
+    qsort(by_name, n, sizeof *by_name, gck_name_ptr_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(by_name[i - 1], by_name[i]) == 0) {
+            st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "gck_snapshot_add_tensors_ref: tensor '%.200s' is listed twice",
+                          by_name[i]);
+            goto done;
+        }
+    if (!gck_named_reserve_n(&s->tensors, n)) {
+        st = gck_fail_oom("tensor list", (s->tensors.n + n) * sizeof(void *));
+        goto done;
+    }
+    /* the ids: each tensor on one thread, the list over all of them */
+    const long ln = (long)n;
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+    for (long i = 0; i < ln; i++)
+        gck_content_id(t[i]->data, count[i], t[i]->dtype, t[i]->cid);
+    for (size_t i = 0; i < n; i++) { /* cannot fail: room reserved, names checked */
+        int found;
+        const size_t at = gck_named_find(&s->tensors, t[i]->name, &found);
+        gck_named_insert(&s->tensors, at, t[i]);
+    }
+    made = 0; /* all adopted */
+done:
+    for (size_t i = 0; i < made; i++)
+        gck_snap_tensor_free(t[i]);
+    free(t), free(count), free(by_name);
     return st;
 }
 

@@ -521,18 +521,25 @@ static gck_snapshot *state_snapshot(const options *o, const run_state *st)
     gck_snapshot *s = NULL;
     if (gck_snapshot_create(st->step, &s) != GCK_OK)
         return NULL;
-    char name[64];
-    int ok = 1;
-    for (int i = 0; i < 3; i++)
-        for (int k = 0; ok && k < n_tensors(&o->shape); k++) {
-            int64_t shape[2];
-            const size_t nd = tensor_shape(&o->shape, k, shape);
-            tensor_name(name, sizeof name, g_prefix[i], k);
-            ok = gck_snapshot_add_tensor_ref(s, name, GCK_DTYPE_F32, shape, nd, tensor_at(state_block(st, i), k)) ==
-                 GCK_OK;
+    /* every tensor in one call: their ids are hashed on the OpenMP threads */
+    const size_t nt = (size_t)n_tensors(&o->shape), n = 3 * nt + 1;
+    gck_tensor_ref *refs = calloc(n, sizeof *refs);
+    char (*names)[64] = calloc(n, sizeof *names);
+    int64_t (*shapes)[2] = calloc(n, sizeof *shapes);
+    int ok = refs != NULL && names != NULL && shapes != NULL;
+    for (size_t i = 0; ok && i < 3; i++)
+        for (size_t k = 0; k < nt; k++) {
+            const size_t j = i * nt + k;
+            const size_t nd = tensor_shape(&o->shape, (int)k, shapes[j]);
+            tensor_name(names[j], sizeof names[j], g_prefix[i], (int)k);
+            refs[j] = (gck_tensor_ref){names[j], GCK_DTYPE_F32, shapes[j], nd, tensor_at(state_block(st, (int)i), (int)k)};
         }
-    const int64_t hs = (int64_t)st->step;
-    ok = ok && gck_snapshot_add_tensor_ref(s, "train.loss_history", GCK_DTYPE_F32, &hs, 1, st->loss_history) == GCK_OK;
+    if (ok) {
+        shapes[n - 1][0] = (int64_t)st->step;
+        refs[n - 1] = (gck_tensor_ref){"train.loss_history", GCK_DTYPE_F32, shapes[n - 1], 1, st->loss_history};
+        ok = gck_snapshot_add_tensors_ref(s, refs, n) == GCK_OK;
+    }
+    free(refs), free(names), free(shapes);
     char dims[256];
     dims_string(&o->shape, dims, sizeof dims);
     ok = ok && gck_snapshot_set_metadata(s, "train.dims", dims) == GCK_OK &&

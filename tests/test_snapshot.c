@@ -933,6 +933,111 @@ static void test_tensor_ref_errors(void **state)
     free(x), free(w), free(b), free(h);
 }
 
+/* A list added in one call is n single adds: the same names, ids, data
+ * pointers and file, on 1 and 2 threads; errors leave the snapshot as it was. */
+static void test_tensors_ref(void **state)
+{
+    (void)state;
+    const size_t big = 300000;
+    float *w = malloc(big * sizeof *w), *x = malloc(4 * sizeof *x);
+    double *d = malloc(5 * sizeof *d);
+    uint16_t *h = malloc(9 * sizeof *h);
+    for (size_t i = 0; i < big; i++)
+        w[i] = (float)i * 0.25f - 7.0f;
+    for (int i = 0; i < 5; i++)
+        d[i] = i * 1.5;
+    for (int i = 0; i < 9; i++)
+        h[i] = (uint16_t)(0x3c00 + i);
+    x[0] = x[1] = x[2] = x[3] = 2;
+    const int64_t sbig[2] = {600, 500}, s5[1] = {5}, s33[2] = {3, 3}, s0[2] = {0, 4};
+    const gck_tensor_ref list[6] = {
+        {"z.big", GCK_DTYPE_F32, sbig, 2, w}, {"a.d", GCK_DTYPE_F64, s5, 1, d},  {"m.half", GCK_DTYPE_F16, s33, 2, h},
+        {"scalar", GCK_DTYPE_F32, NULL, 0, x}, {"empty", GCK_DTYPE_BF16, s0, 2, NULL}, {"b.w2", GCK_DTYPE_F32, sbig, 2, w},
+    };
+    gck_snapshot *one = NULL;
+    assert_int_equal(gck_snapshot_create(3, &one), GCK_OK);
+    assert_int_equal(gck_snapshot_set_timestamp(one, 5), GCK_OK);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(gck_snapshot_add_tensor_ref(one, list[i].name, list[i].dtype, list[i].shape, list[i].ndim,
+                                                     list[i].data), GCK_OK);
+    assert_int_equal(gck_snapshot_save(one, path_of("trefs0.safetensors")), GCK_OK);
+    size_t l0;
+    unsigned char *f0 = read_file(path_of("trefs0.safetensors"), &l0);
+    for (int th = 1; th <= 2; th++) {
+        omp_set_num_threads(th);
+        gck_snapshot *s = NULL;
+        assert_int_equal(gck_snapshot_create(3, &s), GCK_OK);
+        assert_int_equal(gck_snapshot_set_timestamp(s, 5), GCK_OK);
+        assert_int_equal(gck_snapshot_add_tensors_ref(s, list, 0), GCK_OK); /* nothing */
+        assert_int_equal(gck_snapshot_add_tensors_ref(s, NULL, 0), GCK_OK);
+        assert_int_equal(gck_snapshot_add_tensors_ref(s, list, 6), GCK_OK);
+        assert_int_equal(gck_snapshot_num_tensors(s), 6);
+        for (int i = 0; i < 6; i++) {
+            gck_tensor_info a, b;
+            assert_int_equal(gck_snapshot_find_tensor(s, list[i].name, &a), GCK_OK);
+            assert_int_equal(gck_snapshot_find_tensor(one, list[i].name, &b), GCK_OK);
+            assert_ptr_equal(a.data, list[i].data);
+            assert_string_equal(a.content_id, b.content_id);
+            assert_int_equal(a.nbytes, b.nbytes);
+        }
+        assert_int_equal(gck_snapshot_save(s, path_of("trefs1.safetensors")), GCK_OK);
+        size_t l1;
+        unsigned char *f1 = read_file(path_of("trefs1.safetensors"), &l1);
+        assert_int_equal(l0, l1);
+        assert_memory_equal(f0, f1, l0);
+        free(f1);
+        gck_snapshot_destroy(s);
+    }
+    omp_set_num_threads(2);
+
+    /* errors: nothing added, the message names the entry */
+    gck_snapshot *s = NULL;
+    assert_int_equal(gck_snapshot_create(3, &s), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor_ref(s, "kept", GCK_DTYPE_F32, NULL, 0, x), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensors_ref(NULL, list, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, NULL, 1), GCK_ERR_INVALID_ARGUMENT);
+    gck_tensor_ref bad[6];
+    memcpy(bad, list, sizeof bad);
+    bad[3].name = "__metadata__";
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "tensors[3]"));
+    memcpy(bad, list, sizeof bad);
+    bad[4].name = NULL;
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "tensors[4]"));
+    memcpy(bad, list, sizeof bad);
+    bad[5].name = "a.d";
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "listed twice"));
+    memcpy(bad, list, sizeof bad);
+    bad[2].name = "kept";
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(gck_last_error(), "already"));
+    memcpy(bad, list, sizeof bad);
+    bad[1].data = NULL;
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    memcpy(bad, list, sizeof bad);
+    bad[0].dtype = (gck_dtype)77;
+    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    assert_int_equal(gck_snapshot_num_tensors(s), 1);
+    int failures = 0;
+    for (long k = 0;; k++) { /* every allocation failing in turn */
+        gck_alloc_fail_after(k);
+        const gck_status st = gck_snapshot_add_tensors_ref(s, list, 6);
+        gck_alloc_fail_after(-1);
+        if (st == GCK_OK)
+            break;
+        assert_int_equal(st, GCK_ERR_NO_MEMORY);
+        assert_int_equal(gck_snapshot_num_tensors(s), 1);
+        failures++;
+    }
+    assert_true(failures >= 6 * 3);
+    assert_int_equal(gck_snapshot_num_tensors(s), 7);
+    gck_snapshot_destroy(s);
+    gck_snapshot_destroy(one);
+    free(f0), free(w), free(x), free(d), free(h);
+}
+
 /* ---- typed metadata --------------------------------------------------------------- */
 
 static uint64_t bits_of(double v)
@@ -1486,6 +1591,7 @@ int main(void)
         cmocka_unit_test(test_tensor_ref),
         cmocka_unit_test(test_tensor_ref_errors),
         cmocka_unit_test(test_tensor_own),
+        cmocka_unit_test(test_tensors_ref),
         cmocka_unit_test(test_typed_metadata),
         cmocka_unit_test(test_load_into),
         cmocka_unit_test(test_out_of_memory_messages),

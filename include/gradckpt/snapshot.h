@@ -97,6 +97,37 @@ GCK_API gck_status gck_snapshot_add_tensor(gck_snapshot *s, const char *name, gc
 GCK_API gck_status gck_snapshot_add_tensor_ref(gck_snapshot *s, const char *name, gck_dtype dtype,
                                                const int64_t *shape, size_t ndim, const void *data);
 
+/** One tensor for gck_snapshot_add_tensors_ref: the arguments of one
+ *  gck_snapshot_add_tensor_ref call. */
+typedef struct gck_tensor_ref {
+    const char *name;
+    gck_dtype dtype;
+    const int64_t *shape; /**< ndim entries; NULL only when ndim is 0 */
+    size_t ndim;
+    const void *data;     /**< borrowed, as gck_snapshot_add_tensor_ref's */
+} gck_tensor_ref;
+
+/**
+ * Adds n tensors by reference in one call: the same as n calls of
+ * gck_snapshot_add_tensor_ref in list order (names, shapes, ids and the
+ * borrowing rules alike), all or none, with the content ids computed on the
+ * OpenMP threads (omp_get_max_threads(); tensors spread over them, one
+ * tensor hashed by one thread, so the ids are the same on any thread count).
+ * A trainer's whole state in one call, hashed at up to the threads' memory
+ * bandwidth instead of one core's.
+ *
+ * Ownership: borrows each data (see gck_snapshot_add_tensor_ref); copies
+ *         names and shapes; keeps no reference to `tensors`.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for a NULL s, tensors NULL with n > 0,
+ *         any entry gck_snapshot_add_tensor_ref would refuse (the message
+ *         names it and its index), or two entries of one name;
+ *         GCK_ERR_NO_MEMORY. On error the snapshot is unchanged and keeps no
+ *         reference to any data.
+ * Thread-safety: one writer, as gck_snapshot_add_tensor_ref; the call
+ *         itself may use OpenMP threads.
+ */
+GCK_API gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *tensors, size_t n);
+
 /**
  * Makes s own the bytes of every tensor it does not own: each tensor added
  * with gck_snapshot_add_tensor_ref (or pointing into a file mapping of

@@ -242,15 +242,28 @@ std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::
     gck_snapshot *s = snap->get();
     if (!timestamp.is_none())
         check(gck_snapshot_set_timestamp(s, nb::cast<uint64_t>(timestamp)));
+    // every tensor resolved first, then added in one call (ids hashed on the
+    // OpenMP threads, without the GIL); a copy, when asked for, made after
+    std::vector<std::string> names;
+    std::vector<Array> arrays;
+    size_t bytes = 0;
     for (nb::handle kv : tensors.attr("items")()) {
-        const std::string name = nb::cast<std::string>(kv[0]);
-        Array a;
-        const std::string an = "tensors['" + name + "']";
-        resolve(kv[1], ArgName{ an.c_str() }, Access::Read, snap->refs(), a, true);
+        names.push_back(nb::cast<std::string>(kv[0]));
+        arrays.emplace_back();
+        const std::string an = "tensors['" + names.back() + "']";
+        resolve(kv[1], ArgName{ an.c_str() }, Access::Read, snap->refs(), arrays.back(), true);
         if (!copy_tensors)
             snap->refs().keep(nb::borrow(kv[1]));
-        snap->add_resolved(name, a, copy_tensors);
+        bytes += arrays.back().n * arrays.back().itemsize;
     }
+    std::vector<gck_tensor_ref> refs(names.size());
+    for (size_t i = 0; i < names.size(); i++)
+        refs[i] = gck_tensor_ref{ names[i].c_str(), arrays[i].dtype, arrays[i].shape.data(), arrays[i].shape.size(),
+                                  arrays[i].data };
+    check(maybe_nogil(bytes, [&] {
+        gck_status st = gck_snapshot_add_tensors_ref(s, refs.data(), refs.size());
+        return st == GCK_OK && copy_tensors ? gck_snapshot_own(s) : st;
+    }));
     if (!optimizer_state.is_none())
         for (nb::handle kv : optimizer_state.attr("items")()) {
             const std::string p = nb::cast<std::string>(kv[0]);

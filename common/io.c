@@ -1,4 +1,5 @@
 /* common/io.c - system calls of the durable writers, with an injectable failure. */
+#define _DEFAULT_SOURCE /* pwritev */
 #include "io_internal.h"
 
 #include <errno.h>
@@ -84,6 +85,12 @@ ssize_t gck_sys_writev(int fd, const struct iovec *iov, int n)
     return gck_io_should_fail() ? -1 : writev(fd, iov, n);
 }
 
+ssize_t gck_sys_pwritev(int fd, const struct iovec *iov, int n, off_t off)
+{
+    gck_io_note('w');
+    return gck_io_should_fail() ? -1 : pwritev(fd, iov, n, off);
+}
+
 int gck_sys_fsync(int fd)
 {
     gck_io_note('f');
@@ -125,19 +132,23 @@ int gck_write_all(int fd, const void *p, size_t len)
     return 0;
 }
 
-int gck_writev_all(int fd, struct iovec *iov, size_t n)
+/* gck_writev_all at the file position (off < 0) or at offset off. */
+static int gck_writev_at(int fd, struct iovec *iov, size_t n, off_t off)
 {
     const long lim = sysconf(_SC_IOV_MAX);
     const size_t most = lim >= 16 && lim <= INT_MAX ? (size_t)lim : 16; /* 16: POSIX's least */
     while (n > 0 && iov->iov_len == 0)
         iov++, n--;
     while (n > 0) {
-        const ssize_t w = gck_sys_writev(fd, iov, (int)(n < most ? n : most));
+        const int k = (int)(n < most ? n : most);
+        const ssize_t w = off < 0 ? gck_sys_writev(fd, iov, k) : gck_sys_pwritev(fd, iov, k, off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             return errno;
         }
+        if (off >= 0)
+            off += (off_t)w;
         size_t left = (size_t)w; /* past the whole vectors written, into the next one */
         while (n > 0 && left >= iov->iov_len)
             left -= iov->iov_len, iov++, n--;
@@ -147,6 +158,16 @@ int gck_writev_all(int fd, struct iovec *iov, size_t n)
         }
     }
     return 0;
+}
+
+int gck_writev_all(int fd, struct iovec *iov, size_t n)
+{
+    return gck_writev_at(fd, iov, n, -1);
+}
+
+int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off)
+{
+    return off > (uint64_t)INT64_MAX ? EFBIG : gck_writev_at(fd, iov, n, (off_t)off);
 }
 
 void gck_dirname(const char *path, char *buf, size_t cap)

@@ -15,6 +15,7 @@
 GCK_INTERNAL int gck_sys_open(const char *path, int flags, int mode);
 GCK_INTERNAL ssize_t gck_sys_write(int fd, const void *p, size_t len);
 GCK_INTERNAL ssize_t gck_sys_writev(int fd, const struct iovec *iov, int n);
+GCK_INTERNAL ssize_t gck_sys_pwritev(int fd, const struct iovec *iov, int n, off_t off); /* traced as 'w' */
 GCK_INTERNAL int gck_sys_fsync(int fd);
 GCK_INTERNAL int gck_sys_close(int fd);
 GCK_INTERNAL int gck_sys_rename(const char *from, const char *to);
@@ -40,6 +41,9 @@ GCK_INTERNAL int gck_write_all(int fd, const void *p, size_t len);
  * is consumed); 0 on success, else errno. One system call where a file is
  * many pieces: a store save of 48 small tensors made ~100 write calls. */
 GCK_INTERNAL int gck_writev_all(int fd, struct iovec *iov, size_t n);
+/* gck_writev_all at byte offset off of the file (pwritev: the file position
+ * does not move), through gck_sys_pwritev; 0 on success, else errno. */
+GCK_INTERNAL int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off);
 
 /* dir part of path ("." when none) into buf. */
 GCK_INTERNAL void gck_dirname(const char *path, char *buf, size_t cap);

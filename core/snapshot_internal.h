@@ -85,7 +85,7 @@ GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *n
                                                   const void *data, size_t count);
 /* The same without a content id (left empty): the tensor's file records
  * none for it. For a store's coded payloads, whose integrity rests on the
- * ids of the tensors rebuilt from them (see gck_delta_encode). */
+ * ids of the tensors rebuilt from them (see gck_delta_write). */
 GCK_INTERNAL gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *name, gck_dtype dtype,
                                                   const void *data, size_t count);
 /* gck_snapshot_load_mmap without verification, where a tensor whose file
@@ -117,6 +117,16 @@ GCK_INTERNAL gck_status gck_snapshot_copy_fields(gck_snapshot *dst, const gck_sn
  * rename; the commit's directory fsync makes the name durable). On error no
  * file is left. */
 GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, int *fd);
+
+/* The first bytes of the file gck_snapshot_save would write for s - the
+ * 8-byte length and the JSON header (data order: by dtype, then by name) -
+ * with the JSON padded with spaces to exactly `room` bytes (a multiple of
+ * 8), for a writer that streams the data first and writes the header last
+ * (it must write the tensors in that order, starting at byte 8 + room).
+ * *out (8 + room bytes, the caller frees it) stays NULL with room 0, which
+ * only measures: *need is the JSON's length rounded up to 8.
+ * GCK_ERR_INVALID_ARGUMENT when the JSON needs more than room. */
+GCK_INTERNAL gck_status gck_snapshot_header(const gck_snapshot *s, size_t room, char **out, size_t *need);
 
 /* Copies src's values, ids and fields into dst when both hold the same
  * tensors and blobs (names, dtypes, shapes, sizes): no new buffers, so no

@@ -316,6 +316,34 @@ gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const char *path, 
     return gck_save_as(s, NULL, path, fd);
 }
 
+gck_status gck_snapshot_header(const gck_snapshot *s, size_t room, char **out, size_t *need)
+{
+    gck_hdr_entry *e = NULL;
+    char *hdr = NULL;
+    size_t n = 0, hlen = 0;
+    *out = NULL;
+    GCK_TRY(gck_build_header(s, NULL, &e, &n, &hdr, &hlen));
+    gck_free_entries(e, n);
+    *need = hlen;
+    gck_status st = GCK_OK;
+    if (room > 0 && (hlen > room || room % 8 != 0)) {
+        st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "file header of %zu bytes does not fit its room of %zu", hlen, room);
+    } else if (room > 0) {
+        char *b = gck_malloc(8 + room);
+        if (b == NULL) {
+            st = gck_fail_oom("file header", 8 + room);
+        } else {
+            for (int i = 0; i < 8; i++)
+                b[i] = (char)(unsigned char)((uint64_t)room >> (8 * i));
+            memcpy(b + 8, hdr, hlen);
+            memset(b + 8 + hlen, ' ', room - hlen);
+            *out = b;
+        }
+    }
+    free(hdr);
+    return st;
+}
+
 gck_status gck_snapshot_save_subset(const gck_snapshot *s, const unsigned char *keep, const char *path)
 {
     return gck_save_as(s, keep, path, NULL);

@@ -747,10 +747,7 @@ static gck_status gck_write_version(gck_store *s, uint64_t v, const gck_snapshot
      * its name becomes durable with the commit's single directory fsync. */
     int fd = -1;
     if (base != NULL || packed) {
-        gck_snapshot *d = NULL;
-        GCK_TRY(gck_delta_encode(s->codec, content, base, adopt, base_v, &d));
-        st = gck_snapshot_write_unsynced(d, p, &fd);
-        gck_snapshot_destroy(d);
+        st = gck_delta_write(s->codec, content, base, adopt, base_v, p, &fd);
     } else {
         st = gck_snapshot_write_unsynced(content, p, &fd);
     }

@@ -39,9 +39,10 @@ GCK_INTERNAL int gck_delta_have_zstd(void);
 GCK_INTERNAL int gck_delta_have_rans(void);
 
 /*
- * Encodes target against base (NULL: no base, every tensor stored whole):
- * the result is a snapshot with target's step, timestamp, loss cid and
- * metadata, one U8 payload tensor "d/<i>" per changed tensor or blob, and a
+ * Encodes target against base (NULL: no base, every tensor stored whole)
+ * into a new file at path, written with gck_write_unsynced (*fd left open,
+ * unsynced; on error no file is left): a snapshot file with target's step, timestamp, loss cid and
+ * metadata, one U8 payload tensor "d/<i>" (i zero-padded) per changed tensor or blob, and a
  * GCK_DELTA_KEY entry listing every tensor and blob of target as
  *   ref - same dtype, shape and content id as the base's: no payload;
  *   xor - same dtype and byte size as the base's: byte planes of (value bits
@@ -52,9 +53,10 @@ GCK_INTERNAL int gck_delta_have_rans(void);
  * frame of Huffman literals or at the configured level; see store_delta.c).
  * With base NULL (a compressed full version) every item is raw and
  * base_version is 0.
- * Byte planes are formed from the little-endian bytes on any CPU. The
- * payload tensors borrow memory of the codec: *out must be saved and
- * destroyed before the codec encodes again or is destroyed.
+ * Byte planes are formed from the little-endian bytes on any CPU. The items
+ * are coded on the OpenMP threads and each item's payload written as soon
+ * as it and those before it are coded; the header, padded with spaces to
+ * the length it would have with every plane at its longest, last.
  * With `adopt` (base non-NULL, owning its buffers, gck_snapshot_same_layout
  * as target) each xor item's values are also copied into the base's, right
  * after their planes are formed, while both are in cache: afterwards base
@@ -64,8 +66,8 @@ GCK_INTERNAL int gck_delta_have_rans(void);
  * encoder's pass over the same bytes. On failure base is partly
  * overwritten: the caller must no longer take it for the base version.
  */
-GCK_INTERNAL gck_status gck_delta_encode(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base,
-                                         int adopt, uint64_t base_version, gck_snapshot **out);
+GCK_INTERNAL gck_status gck_delta_write(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base,
+                                        int adopt, uint64_t base_version, const char *path, int *fd);
 
 /* Rebuilds the target from a loaded delta and its base, the content of
  * version base_version (NULL only when the delta has no ref/xor items).

@@ -744,6 +744,79 @@ static void test_delta_thread_independent(void **state)
     free(w);
 }
 
+/* A delta coded on 2 threads streams its payloads into the file as they are
+ * coded: each of the data file's and the manifest's calls before the first
+ * fsync failing in turn leaves the store as it was (no file, the latest
+ * unchanged, every version restoring), then the save succeeds. */
+static void test_streamed_write_faults(void **state)
+{
+    (void)state;
+#ifdef _OPENMP
+    omp_set_num_threads(2);
+#endif
+    const size_t n = 1 << 19;
+    float *w = malloc(n * sizeof *w);
+    uint64_t r = 9;
+    gck_snapshot *s[2];
+    for (int v = 0; v < 2; v++) {
+        assert_int_equal(gck_snapshot_create((uint64_t)v, &s[v]), GCK_OK);
+        for (int l = 0; l < 4; l++) {
+            for (size_t i = 0; i < n; i++)
+                w[i] = (float)(rng_next(&r) % 100000) * 1e-5f;
+            const int64_t shape = (int64_t)n;
+            char name[16];
+            snprintf(name, sizeof name, "t%d", l);
+            assert_int_equal(gck_snapshot_add_tensor(s[v], name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+        }
+    }
+    char dir[300], raw[4096];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 10, 0, 0);
+    assert_int_equal(gck_store_save(st, s[0], NULL, 0, NULL), GCK_OK);
+    /* where the first fsync comes in a delta save (on a copy of the store) */
+    char dir2[300];
+    new_dir(dir2, sizeof dir2);
+    gck_store *st2 = open_store(dir2, 10, 0, 0);
+    assert_int_equal(gck_store_save(st2, s[0], NULL, 0, NULL), GCK_OK);
+    gck_io_trace(raw, sizeof raw);
+    assert_int_equal(gck_store_save(st2, s[1], NULL, 0, NULL), GCK_OK);
+    gck_io_trace(NULL, 0);
+    gck_store_close(st2);
+    const char *f = strchr(raw, 'f');
+    assert_non_null(f);
+    const long first_fsync = (long)(f - raw);
+    assert_true(first_fsync > 4); /* the data file is written in several calls */
+    for (long k = 0; k < first_fsync; k++) {
+        char got[4096];
+        gck_io_trace(got, sizeof got);
+        gck_io_fail_after(k, ENOSPC);
+        const gck_status rc = gck_store_save(st, s[1], NULL, 0, NULL);
+        gck_io_fail_after(-1, 0);
+        gck_io_trace(NULL, 0);
+        if (rc != GCK_ERR_IO)
+            fail_msg("call %ld of '%s' (this save: '%s'): %s", k, raw, got, gck_status_name(rc));
+        assert_int_equal(gck_store_latest(st)->version, 1);
+        assert_int_equal(count_data_files(dir), 1);
+        gck_snapshot *back = NULL;
+        assert_int_equal(gck_store_restore(st, 1, &back), GCK_OK);
+        assert_same_snapshot(s[0], back);
+        gck_snapshot_destroy(back);
+    }
+    assert_int_equal(gck_store_save(st, s[1], NULL, 0, NULL), GCK_OK);
+    assert_true(gck_store_get(st, 2)->is_delta);
+    gck_store_close(st);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    for (int v = 0; v < 2; v++) {
+        gck_snapshot *back = NULL;
+        assert_int_equal(gck_store_restore(st, (uint64_t)v + 1, &back), GCK_OK);
+        assert_same_snapshot(s[v], back);
+        gck_snapshot_destroy(back);
+    }
+    gck_store_close(st);
+    gck_snapshot_destroy(s[0]), gck_snapshot_destroy(s[1]);
+    free(w);
+}
+
 /* The system calls of one save, with each run of writes shown as one 'W'. */
 static void traced_save(gck_store *st, uint64_t v, char *out, size_t cap, char *raw, size_t raw_cap)
 {
@@ -2549,6 +2622,7 @@ int main(void)
         cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_failed_save_after_base_copy),
         cmocka_unit_test(test_crash_consistency),
         cmocka_unit_test(test_delta_thread_independent),
+        cmocka_unit_test(test_streamed_write_faults),
         cmocka_unit_test(test_save_fsync_order),
         cmocka_unit_test(test_restore_into),
         cmocka_unit_test(test_save_refs),

@@ -124,8 +124,10 @@ GCK_INTERNAL gck_status gck_snapshot_write_unsynced(const gck_snapshot *s, const
  * 8), for a writer that streams the data first and writes the header last
  * (it must write the tensors in that order, starting at byte 8 + room).
  * *out (8 + room bytes, the caller frees it) stays NULL with room 0, which
- * only measures: *need is the JSON's length rounded up to 8.
+ * only measures: *need is the JSON's length rounded up to 8. room
+ * GCK_HEADER_FIT: room = *need (no padding beyond the 8-byte multiple).
  * GCK_ERR_INVALID_ARGUMENT when the JSON needs more than room. */
+#define GCK_HEADER_FIT SIZE_MAX
 GCK_INTERNAL gck_status gck_snapshot_header(const gck_snapshot *s, size_t room, char **out, size_t *need);
 
 /* Copies src's values, ids and fields into dst when both hold the same

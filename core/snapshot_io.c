@@ -325,6 +325,8 @@ gck_status gck_snapshot_header(const gck_snapshot *s, size_t room, char **out, s
     GCK_TRY(gck_build_header(s, NULL, &e, &n, &hdr, &hlen));
     gck_free_entries(e, n);
     *need = hlen;
+    if (room == GCK_HEADER_FIT)
+        room = hlen;
     gck_status st = GCK_OK;
     if (room > 0 && (hlen > room || room % 8 != 0)) {
         st = gck_fail(GCK_ERR_INVALID_ARGUMENT, "file header of %zu bytes does not fit its room of %zu", hlen, room);

@@ -901,6 +901,7 @@ typedef struct gck_enc_plan {
     gck_enc_job *jobs;
     size_t m;
     int threads;
+    size_t bytes; /* the items' bytes */
 } gck_enc_plan;
 
 static gck_status gck_plan_encode(gck_delta_codec *c, const gck_snapshot *target, const gck_snapshot *base,
@@ -938,7 +939,7 @@ static gck_status gck_plan_encode(gck_delta_codec *c, const gck_snapshot *target
         gck_plan_job(c, &it, base, &jobs[i]);
         jobs[i].adopt = adopt && jobs[i].enc == GCK_ENC_XOR;
     }
-    *pl = (gck_enc_plan){.jobs = jobs, .m = m, .threads = threads};
+    *pl = (gck_enc_plan){.jobs = jobs, .m = m, .threads = threads, .bytes = need};
     return GCK_OK;
 }
 
@@ -994,7 +995,8 @@ typedef struct gck_enc_stream {
     const gck_snapshot *target;
     gck_enc_plan pl;
     uint64_t base_version;
-    size_t room;       /* the header's bytes after the 8-byte length (measured at its worst) */
+    size_t room;       /* large plans: the header's bytes after the 8-byte length (its worst); 0: fitted */
+    int stream;        /* payloads written as they are coded (large plans on several threads) */
     gck_status st;     /* a failure that is not the file's */
     char msg[GCK_ERROR_MAX]; /* and its message (the writer's own failure message comes after it) */
 } gck_enc_stream;
@@ -1021,105 +1023,137 @@ static int gck_write_payload(int fd, const gck_enc_job *j, uint64_t *off)
     return err;
 }
 
-/* Every payload of jobs[0..m) written from *off on, in one call where
- * the vectors allow (fewer system calls than one per item). */
-static int gck_write_payloads(int fd, const gck_enc_job *jobs, size_t m, uint64_t off)
+/* The header (8 + room bytes, hdr) and every payload of jobs[0..m) after
+ * it, from byte 0, in one call where the vectors allow. */
+static int gck_write_file(int fd, const char *hdr, size_t room, const gck_enc_job *jobs, size_t m)
 {
-    size_t k = 0;
+    size_t k = 1;
     for (size_t i = 0; i < m; i++)
         k += jobs[i].enc != GCK_ENC_REF ? gck_dtype_size(jobs[i].it.dtype) : 0;
-    struct iovec *iov = malloc((k + 1) * sizeof *iov);
+    struct iovec *iov = malloc(k * sizeof *iov);
     if (iov == NULL) { /* one call per item instead */
-        int err = 0;
+        struct iovec h = {(void *)(uintptr_t)hdr, 8 + room};
+        uint64_t off = 8 + room;
+        int err = gck_pwritev_all(fd, &h, 1, 0);
         for (size_t i = 0; i < m && !err; i++)
             if (jobs[i].enc != GCK_ENC_REF)
                 err = gck_write_payload(fd, &jobs[i], &off);
         return err;
     }
-    k = 0;
+    iov[0] = (struct iovec){(void *)(uintptr_t)hdr, 8 + room};
+    k = 1;
     for (size_t i = 0; i < m; i++)
         for (size_t p = 0; jobs[i].enc != GCK_ENC_REF && p < gck_dtype_size(jobs[i].it.dtype); p++)
             if (jobs[i].po[p].len > 0)
                 iov[k++] = (struct iovec){jobs[i].po[p].buf, jobs[i].po[p].len};
-    const int err = gck_pwritev_all(fd, iov, k, off);
+    const int err = gck_pwritev_all(fd, iov, k, 0);
     free(iov);
     return err;
 }
 
-/* The file: the payloads in item order from byte 8 + room on, on several
- * threads written as the items are coded, by whichever thread codes each
- * (an ordered section: one item's write runs while the next items are
- * coded); then the header, which only now knows the planes' lengths, at
- * byte 0, padded to its room. On 2 threads the file's write is no longer a
- * serial step after the coding: on the Intel VM, 3 alternating runs, adamw
- * delta save 37-39 -> 32-33 ms, compressed full save 34-36 -> 29-30. 0 or
- * an errno (x->st set when the failure was the coding's). */
-static int gck_delta_fill(int fd, void *ctx)
+/* Codes every job on the plan's threads: streamed (x->stream), each
+ * payload written from byte 8 + room on in item order by the thread that
+ * coded it, in an ordered section, so that one item's write runs while the
+ * next ones are coded; else only coded. Nothing after the first failure in
+ * item order is written (a later item may have started before it). 0, an
+ * errno, or ECANCELED with x->st set (a coding failure). */
+static int gck_code_jobs(int fd, gck_enc_stream *x)
 {
-    gck_enc_stream *x = ctx;
     gck_delta_codec *c = x->c;
     gck_enc_job *jobs = x->pl.jobs;
     uint64_t off = 8 + x->room;
     int err = 0, failed = 0;
     const long lm = (long)x->pl.m;
-    /* one thread writes after the coding: writing each item between two
-     * codings took 2-3 % longer (adamw and bf16 saves, 1 thread, the Intel
-     * VM, 4 alternating runs) */
-    const int stream = x->pl.threads > 1;
+    if (x->stream) {
 #pragma omp parallel for ordered schedule(dynamic, 1) num_threads(x->pl.threads) if (x->pl.threads > 1)
-    for (long i = 0; i < lm; i++) {
-        int skip;
-#pragma omp atomic read
-        skip = failed;
-        if (!skip) /* after a failure the rest is not coded */
-            gck_run_job(c, &c->slots[gck_delta_slot()], &jobs[i]);
-#pragma omp ordered
-        {
-            /* in item order: nothing after the first failure (a later item
-             * may have started before it) */
+        for (long i = 0; i < lm; i++) {
+            int skip;
 #pragma omp atomic read
             skip = failed;
-            if (!skip && (jobs[i].st != GCK_OK ||
-                          (stream && jobs[i].enc != GCK_ENC_REF && (err = gck_write_payload(fd, &jobs[i], &off)) != 0))) {
+            if (!skip) /* after a failure the rest is not coded */
+                gck_run_job(c, &c->slots[gck_delta_slot()], &jobs[i]);
+#pragma omp ordered
+            {
+#pragma omp atomic read
+                skip = failed;
+                if (!skip && (jobs[i].st != GCK_OK ||
+                              (jobs[i].enc != GCK_ENC_REF && (err = gck_write_payload(fd, &jobs[i], &off)) != 0))) {
 #pragma omp atomic write
-                failed = 1;
+                    failed = 1;
+                }
             }
         }
+    } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(x->pl.threads) if (x->pl.threads > 1)
+        for (long i = 0; i < lm; i++)
+            gck_run_job(c, &c->slots[gck_delta_slot()], &jobs[i]);
     }
-    if (!stream && !failed)
-        err = gck_write_payloads(fd, jobs, x->pl.m, off);
     if (err != 0)
         return err;
-    for (size_t i = 0; failed && i < x->pl.m; i++)
+    for (size_t i = 0; i < x->pl.m; i++)
         if (jobs[i].st != GCK_OK)
             return gck_stream_fail(x, gck_fail(jobs[i].st, "%s", jobs[i].msg));
+    return 0;
+}
+
+/* The file. A large plan's header is padded to its length at its worst
+ * (whatever the thread count, so that the file is the same bytes on any);
+ * on several threads it is streamed: the payloads as they are coded
+ * (gck_code_jobs), then the header, which only now knows the planes'
+ * lengths, at byte 0. On 2 threads the file's
+ * write is then no longer a serial step after the coding: on the Intel VM,
+ * 3 alternating runs, adamw delta save 37-39 -> 32-33 ms, compressed full
+ * save 34-36 -> 29-30. Otherwise every item coded first, then header and
+ * payloads in one call: on one thread writing each item between two
+ * codings took 2-3 % longer (adamw and bf16 saves, 4 alternating runs), and
+ * a small state's save pays for the worst-case header and the ordered
+ * section (1.44 MB, 48 tensors: 3.2 -> 3.7 ms on 1 thread, 2.9 -> 3.7 on
+ * 2). 0 or an errno (x->st set when the failure was not the file's). */
+static int gck_delta_fill(int fd, void *ctx)
+{
+    gck_enc_stream *x = ctx;
+    int err = gck_code_jobs(fd, x);
+    if (err != 0)
+        return err;
     gck_snapshot *d = NULL;
     char *hdr = NULL;
     size_t need = 0;
     gck_status st = gck_describe(x->target, &x->pl, x->base_version, 0, &d);
     if (st == GCK_OK)
-        st = gck_snapshot_header(d, x->room, &hdr, &need);
+        st = gck_snapshot_header(d, x->room > 0 ? x->room : GCK_HEADER_FIT, &hdr, &need);
     gck_snapshot_destroy(d);
     if (st != GCK_OK)
         return gck_stream_fail(x, st);
-    struct iovec iov = {hdr, 8 + x->room};
-    err = gck_pwritev_all(fd, &iov, 1, 0);
+    if (x->stream) {
+        struct iovec iov = {hdr, 8 + x->room};
+        err = gck_pwritev_all(fd, &iov, 1, 0);
+    } else {
+        err = gck_write_file(fd, hdr, x->room > 0 ? x->room : need, x->pl.jobs, x->pl.m);
+    }
     free(hdr);
     return err;
 }
+
+/* Coded versions at least this large get a worst-case header and stream
+ * their payloads when coded on several threads (gck_delta_fill). */
+#define GCK_STREAM_MIN ((size_t)8 << 20)
 
 gck_status gck_delta_write(gck_delta_codec *c, const gck_snapshot *target, gck_snapshot *base, int adopt,
                            uint64_t base_version, const char *path, int *fd)
 {
     gck_enc_stream x = {.c = c, .target = target, .base_version = base_version};
     GCK_TRY(gck_plan_encode(c, target, base, adopt, &x.pl));
-    /* the header's room: its length with every plane at its longest */
-    gck_snapshot *worst = NULL;
-    char *none = NULL;
-    gck_status st = gck_describe(target, &x.pl, base_version, 1, &worst);
-    if (st == GCK_OK)
-        st = gck_snapshot_header(worst, 0, &none, &x.room);
-    gck_snapshot_destroy(worst);
+    gck_status st = GCK_OK;
+    if (x.pl.bytes >= GCK_STREAM_MIN) {
+        /* the header's room: its length with every plane at its longest */
+        gck_snapshot *worst = NULL;
+        char *none = NULL;
+        st = gck_describe(target, &x.pl, base_version, 1, &worst);
+        if (st == GCK_OK)
+            st = gck_snapshot_header(worst, 0, &none, &x.room);
+        gck_snapshot_destroy(worst);
+        x.stream = x.pl.threads > 1;
+    }
     if (st == GCK_OK) {
         st = gck_write_unsynced(path, gck_delta_fill, &x, fd);
         if (st != GCK_OK && x.st != GCK_OK) /* the coding's failure, not the file's (which is removed) */

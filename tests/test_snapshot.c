@@ -996,29 +996,31 @@ static void test_tensors_ref(void **state)
     assert_int_equal(gck_snapshot_add_tensor_ref(s, "kept", GCK_DTYPE_F32, NULL, 0, x), GCK_OK);
     assert_int_equal(gck_snapshot_add_tensors_ref(NULL, list, 6), GCK_ERR_INVALID_ARGUMENT);
     assert_int_equal(gck_snapshot_add_tensors_ref(s, NULL, 1), GCK_ERR_INVALID_ARGUMENT);
-    gck_tensor_ref bad[6];
-    memcpy(bad, list, sizeof bad);
-    bad[3].name = "__metadata__";
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gck_last_error(), "tensors[3]"));
-    memcpy(bad, list, sizeof bad);
-    bad[4].name = NULL;
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gck_last_error(), "tensors[4]"));
-    memcpy(bad, list, sizeof bad);
-    bad[5].name = "a.d";
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gck_last_error(), "listed twice"));
-    memcpy(bad, list, sizeof bad);
-    bad[2].name = "kept";
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(gck_last_error(), "already"));
-    memcpy(bad, list, sizeof bad);
-    bad[1].data = NULL;
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
-    memcpy(bad, list, sizeof bad);
-    bad[0].dtype = (gck_dtype)77;
-    assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+    /* one entry spoiled at a time: the message names it */
+    static const struct {
+        int at;
+        const char *name; /* replaces the entry's name (NULL: the data or dtype below) */
+        int null_name, null_data, bad_dtype;
+        const char *says;
+    } cases[] = {
+        {3, "__metadata__", 0, 0, 0, "tensors[3]"}, {4, NULL, 1, 0, 0, "tensors[4]"},
+        {5, "a.d", 0, 0, 0, "listed twice"},        {2, "kept", 0, 0, 0, "already"},
+        {1, NULL, 0, 1, 0, "tensors[1]"},           {0, NULL, 0, 0, 1, "tensors[0]"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gck_tensor_ref bad[6];
+        memcpy(bad, list, sizeof bad);
+        gck_tensor_ref *b = &bad[cases[c].at];
+        if (cases[c].name != NULL || cases[c].null_name)
+            b->name = cases[c].name;
+        if (cases[c].null_data)
+            b->data = NULL;
+        if (cases[c].bad_dtype)
+            b->dtype = (gck_dtype)77;
+        assert_int_equal(gck_snapshot_add_tensors_ref(s, bad, 6), GCK_ERR_INVALID_ARGUMENT);
+        if (strstr(gck_last_error(), cases[c].says) == NULL)
+            fail_msg("case %zu: '%s' does not say '%s'", c, gck_last_error(), cases[c].says);
+    }
     assert_int_equal(gck_snapshot_num_tensors(s), 1);
     int failures = 0;
     for (long k = 0;; k++) { /* every allocation failing in turn */

@@ -665,6 +665,27 @@ static char *read_text(const char *path, size_t *len)
     return t;
 }
 
+/* Two versions (steps 0 and 1, timestamp 77) of four f32 tensors "t0".."t3"
+ * of n random values each, from seed: large enough for the threaded coder. */
+static void four_tensor_pair(gck_snapshot *s[2], size_t n, uint64_t seed)
+{
+    float *w = malloc(n * sizeof *w);
+    assert_non_null(w);
+    for (int v = 0; v < 2; v++) {
+        assert_int_equal(gck_snapshot_create((uint64_t)v, &s[v]), GCK_OK);
+        assert_int_equal(gck_snapshot_set_timestamp(s[v], 77), GCK_OK);
+        for (int l = 0; l < 4; l++) {
+            for (size_t i = 0; i < n; i++)
+                w[i] = (float)(rng_next(&seed) % 100000) * 1e-5f;
+            const int64_t shape = (int64_t)n;
+            char name[16];
+            snprintf(name, sizeof name, "t%d", l);
+            assert_int_equal(gck_snapshot_add_tensor(s[v], name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+        }
+    }
+    free(w);
+}
+
 /* Encoding spreads tensors over threads: the delta file is the same bytes
  * on 1 and 2 threads (large enough for the threaded path); restores, also
  * into caller buffers (tensors rebuilt on threads), give the saved values. */
@@ -672,21 +693,8 @@ static void test_delta_thread_independent(void **state)
 {
     (void)state;
     const size_t n = 1 << 19;
-    float *w = malloc(n * sizeof *w);
-    uint64_t r = 5;
     gck_snapshot *s[2];
-    for (int v = 0; v < 2; v++) {
-        assert_int_equal(gck_snapshot_create((uint64_t)v, &s[v]), GCK_OK);
-        assert_int_equal(gck_snapshot_set_timestamp(s[v], 77), GCK_OK);
-        for (int l = 0; l < 4; l++) {
-            for (size_t i = 0; i < n; i++)
-                w[i] = (float)(rng_next(&r) % 100000) * 1e-5f;
-            const int64_t shape = (int64_t)n;
-            char name[16];
-            snprintf(name, sizeof name, "t%d", l);
-            assert_int_equal(gck_snapshot_add_tensor(s[v], name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
-        }
-    }
+    four_tensor_pair(s, n, 5);
     char dirs[2][300], f[2][600];
     char *bytes[2];
     size_t len[2];
@@ -707,7 +715,7 @@ static void test_delta_thread_independent(void **state)
         void *dst[4];
         size_t sz[4];
         for (int l = 0; l < 4; l++)
-            dst[l] = malloc(sz[l] = n * sizeof *w);
+            dst[l] = malloc(sz[l] = n * sizeof(float));
         assert_int_equal(gck_store_restore_into(st, 2, nm, dst, sz, 4, NULL), GCK_OK);
         for (int l = 0; l < 4; l++) {
             gck_tensor_info ti;
@@ -741,7 +749,6 @@ static void test_delta_thread_independent(void **state)
     assert_memory_equal(bytes[0], bytes[1], len[0]);
     free(bytes[0]), free(bytes[1]);
     gck_snapshot_destroy(s[0]), gck_snapshot_destroy(s[1]);
-    free(w);
 }
 
 /* A delta coded on 2 threads streams its payloads into the file as they are
@@ -755,20 +762,8 @@ static void test_streamed_write_faults(void **state)
     omp_set_num_threads(2);
 #endif
     const size_t n = 1 << 19;
-    float *w = malloc(n * sizeof *w);
-    uint64_t r = 9;
     gck_snapshot *s[2];
-    for (int v = 0; v < 2; v++) {
-        assert_int_equal(gck_snapshot_create((uint64_t)v, &s[v]), GCK_OK);
-        for (int l = 0; l < 4; l++) {
-            for (size_t i = 0; i < n; i++)
-                w[i] = (float)(rng_next(&r) % 100000) * 1e-5f;
-            const int64_t shape = (int64_t)n;
-            char name[16];
-            snprintf(name, sizeof name, "t%d", l);
-            assert_int_equal(gck_snapshot_add_tensor(s[v], name, GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
-        }
-    }
+    four_tensor_pair(s, n, 9);
     char dir[300], raw[4096];
     new_dir(dir, sizeof dir);
     gck_store *st = open_store(dir, 10, 0, 0);
@@ -814,7 +809,6 @@ static void test_streamed_write_faults(void **state)
     }
     gck_store_close(st);
     gck_snapshot_destroy(s[0]), gck_snapshot_destroy(s[1]);
-    free(w);
 }
 
 /* The system calls of one save, with each run of writes shown as one 'W'. */

@@ -780,7 +780,11 @@ static void test_streamed_write_faults(void **state)
     const char *f = strchr(raw, 'f');
     assert_non_null(f);
     const long first_fsync = (long)(f - raw);
-    assert_true(first_fsync > 4); /* the data file is written in several calls */
+#if defined(_OPENMP) && !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+    assert_true(first_fsync > 4); /* streamed: the data file is written in several calls */
+#else
+    assert_true(first_fsync > 1); /* big-endian CPUs code on one thread: the file in one call */
+#endif
     for (long k = 0; k < first_fsync; k++) {
         char got[4096];
         gck_io_trace(got, sizeof got);

@@ -16,12 +16,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char g_in[64], g_out[64];
 
+/* The two files, at exit: each run would otherwise leave them in /dev/shm. */
+static void gck_fuzz_remove(void)
+{
+    (void)unlink(g_in);
+    (void)unlink(g_out);
+}
+
 static void gck_fuzz_paths(void)
 {
     if (g_in[0] == '\0') {
         const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(g_in, sizeof g_in, "%s/gck_fuzz_in_%d", dir, (int)getpid());
         snprintf(g_out, sizeof g_out, "%s/gck_fuzz_out_%d", dir, (int)getpid());
+        atexit(gck_fuzz_remove);
     }
 }
 

@@ -79,11 +79,30 @@ static void spit(const char *path, const void *p, size_t len)
     fclose(f);
 }
 
+/* The store directory and its files (flat: no subdirectories), at exit:
+ * each run would otherwise leave one in /dev/shm. */
+static void remove_dir(void)
+{
+    DIR *d = opendir(g_dir);
+    if (d == NULL)
+        return;
+    struct dirent *de;
+    char p[512];
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            snprintf(p, sizeof p, "%s/%s", g_dir, de->d_name);
+            (void)unlink(p);
+        }
+    closedir(d);
+    (void)rmdir(g_dir);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     const char *root = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     snprintf(g_dir, sizeof g_dir, "%s/gck_fuzz_store_%d", root, (int)getpid());
+    atexit(remove_dir);
     gck_store_config c;
     gck_store_config_init(&c);
     c.policy.delta_threshold_bytes = 0, c.policy.keep_every_n = 0;

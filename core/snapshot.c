@@ -136,9 +136,9 @@ static gck_status gck_shape_count(const char *name, const int64_t *shape, size_t
 
 /* A tensor entry for gck_snapshot_add_tensor (copy = 1) and the _ref forms
  * (copy = 0), every argument checked but its id not computed and its name
- * not looked up in s: *t and its element count *count. */
+ * not looked up in s. */
 static gck_status gck_new_tensor_entry(const char *name, gck_dtype dtype, const int64_t *shape, size_t ndim,
-                                       const void *data, int copy, gck_snap_tensor **out, size_t *count_out)
+                                       const void *data, int copy, gck_snap_tensor **out)
 {
     GCK_TRY(gck_check_tensor_name(name));
     GCK_CHECK_ARG((unsigned)dtype < GCK_DTYPE_COUNT, "tensor '%.200s': unknown dtype %d", name, (int)dtype);
@@ -165,7 +165,7 @@ static gck_status gck_new_tensor_entry(const char *name, gck_dtype dtype, const 
         memcpy(d, data, nbytes);
     *t = (gck_snap_tensor){.name = n, .dtype = dtype, .shape = sh, .ndim = ndim, .data = d, .nbytes = nbytes,
                            .borrowed = !copy};
-    *out = t, *count_out = count;
+    *out = t;
     return GCK_OK;
 }
 
@@ -178,9 +178,8 @@ static gck_status gck_add_tensor(gck_snapshot *s, const char *name, gck_dtype dt
     (void)gck_named_find(&s->tensors, name, &found);
     GCK_CHECK_ARG(!found, "tensor '%.200s' is already in the snapshot", name);
     gck_snap_tensor *t = NULL;
-    size_t count = 0;
-    GCK_TRY(gck_new_tensor_entry(name, dtype, shape, ndim, data, copy, &t, &count));
-    gck_content_id(t->data, count, dtype, t->cid);
+    GCK_TRY(gck_new_tensor_entry(name, dtype, shape, ndim, data, copy, &t));
+    gck_content_id(t->data, t->nbytes / gck_dtype_size(dtype), dtype, t->cid);
     const gck_status st = gck_snapshot_adopt_tensor(s, t);
     if (st != GCK_OK)
         gck_snap_tensor_free(t);
@@ -203,22 +202,21 @@ gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *t
         GCK_CHECK_ARG(!found, "tensors[%zu]: tensor '%.200s' is already in the snapshot", i, tensors[i].name);
     }
     gck_snap_tensor **t = gck_calloc(n + 1, sizeof *t);
-    size_t *count = gck_calloc(n + 1, sizeof *count);
     const char **by_name = gck_calloc(n + 1, sizeof *by_name);
     gck_status st = GCK_OK;
-    size_t made = 0;
-    if (t == NULL || count == NULL || by_name == NULL) {
-        st = gck_fail_oom("tensor list", (n + 1) * (2 * sizeof(void *) + sizeof(size_t)));
+    size_t made = 0, bytes = 0;
+    if (t == NULL || by_name == NULL) {
+        st = gck_fail_oom("tensor list", (n + 1) * 2 * sizeof(void *));
         goto done;
     }
     for (; made < n; made++) {
         const gck_tensor_ref *r = &tensors[made];
-        if ((st = gck_new_tensor_entry(r->name, r->dtype, r->shape, r->ndim, r->data, 0, &t[made], &count[made])) !=
-            GCK_OK) {
+        if ((st = gck_new_tensor_entry(r->name, r->dtype, r->shape, r->ndim, r->data, 0, &t[made])) != GCK_OK) {
             st = gck_fail_ctx(st, "tensors[%zu]", made);
             goto done;
         }
         by_name[made] = t[made]->name;
+        bytes += t[made]->nbytes;
     }
     /* repeated names within the list: sorted, neighbours compared */
     qsort(by_name, n, sizeof *by_name, gck_name_ptr_cmp);
@@ -234,9 +232,9 @@ gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *t
     }
     /* the ids: each tensor on one thread, the list over all of them */
     const long ln = (long)n;
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1 && bytes >= GCK_PARALLEL_MIN_BYTES)
     for (long i = 0; i < ln; i++)
-        gck_content_id(t[i]->data, count[i], t[i]->dtype, t[i]->cid);
+        gck_content_id(t[i]->data, t[i]->nbytes / gck_dtype_size(t[i]->dtype), t[i]->dtype, t[i]->cid);
     for (size_t i = 0; i < n; i++) { /* cannot fail: room reserved, names checked */
         int found;
         const size_t at = gck_named_find(&s->tensors, t[i]->name, &found);
@@ -246,7 +244,7 @@ gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *t
 done:
     for (size_t i = 0; i < made; i++)
         gck_snap_tensor_free(t[i]);
-    free(t), free(count), free(by_name);
+    free(t), free(by_name);
     return st;
 }
 

@@ -65,6 +65,11 @@ GCK_INTERNAL const char *gck_snapshot_sysmeta(const gck_snapshot *s, const char 
 /* "xxh3:%016llx" of XXH3-64 over the little-endian bytes of n values. */
 GCK_INTERNAL void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24]);
 
+/* Below this many bytes in all, work spread over tensors (coding, decoding,
+ * hashing) runs on one thread: starting an OpenMP team costs about what it
+ * saves (store_delta.c, gck_code_threads). */
+#define GCK_PARALLEL_MIN_BYTES ((size_t)256 << 10)
+
 /* Takes ownership of a fully built tensor (name, shape, data already
  * allocated); validates the name against the snapshot. On error nothing is
  * taken. Used by gck_snapshot_add_tensor and by the loader. */

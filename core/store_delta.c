@@ -858,16 +858,16 @@ static gck_status gck_describe_job(const gck_enc_job *j, const char *pname, int 
     return gck_snapshot_add_unhashed(delta, pname, GCK_DTYPE_U8, j->region, at);
 }
 
-/* OpenMP threads for coding m items of `bytes` in all: one below 256 KiB,
+/* OpenMP threads for coding m items of `bytes` in all: one below
+ * GCK_PARALLEL_MIN_BYTES (256 KiB),
  * where starting the team costs about what it saves. A 1.44 MB state of 48
  * tensors (small_save/store/default/2t, the Intel VM) saved in 3.9-4.0 ms
  * with one thread (the old bound was 4 MB), 3.3-3.5 ms with two (and alike
  * with the bound at 64 KiB or 1 MiB); the durable raw write took 1.6. */
-#define GCK_CODE_THREADS_MIN ((size_t)256 << 10)
 static int gck_code_threads(size_t bytes, size_t m)
 {
 #ifdef _OPENMP
-    if (bytes >= GCK_CODE_THREADS_MIN && m > 1)
+    if (bytes >= GCK_PARALLEL_MIN_BYTES && m > 1)
         return omp_get_max_threads();
 #endif
     (void)bytes, (void)m;

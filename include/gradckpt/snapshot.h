@@ -111,8 +111,9 @@ typedef struct gck_tensor_ref {
  * Adds n tensors by reference in one call: the same as n calls of
  * gck_snapshot_add_tensor_ref in list order (names, shapes, ids and the
  * borrowing rules alike), all or none, with the content ids computed on the
- * OpenMP threads (omp_get_max_threads(); tensors spread over them, one
- * tensor hashed by one thread, so the ids are the same on any thread count).
+ * OpenMP threads (omp_get_max_threads(), or one below 256 KiB in all;
+ * tensors spread over them, one tensor hashed by one thread, so the ids are
+ * the same on any thread count).
  * A trainer's whole state in one call, hashed at up to the threads' memory
  * bandwidth instead of one core's.
  *

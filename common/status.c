@@ -78,3 +78,17 @@ const char *gck_version_string(void)
 {
     return GCK_VERSION_STRING;
 }
+
+gck_status gck_carry(gck_carried *c, gck_status st)
+{
+    if (st != GCK_OK) {
+        c->st = st;
+        snprintf(c->msg, sizeof c->msg, "%s", gck_last_error());
+    }
+    return st;
+}
+
+gck_status gck_carried_fail(const gck_carried *c)
+{
+    return gck_fail(c->st, "%s", c->msg);
+}

@@ -37,4 +37,16 @@ GCK_INTERNAL gck_status gck_fail_ctx(gck_status s, const char *fmt, ...) GCK_PRI
  * for an allocation inside jansson) drops the parenthesis. */
 GCK_INTERNAL gck_status gck_fail_oom(const char *what, size_t bytes);
 
+/* A failure carried from the thread it happened on to the one that
+ * reports it (the message is per thread): gck_carry on the first (st and
+ * this thread's message kept when st is not GCK_OK; returns st),
+ * gck_carried_fail on the second (the same status and message there). A
+ * zeroed gck_carried holds GCK_OK. */
+typedef struct gck_carried {
+    gck_status st;
+    char msg[GCK_ERROR_MAX];
+} gck_carried;
+GCK_INTERNAL gck_status gck_carry(gck_carried *c, gck_status st);
+GCK_INTERNAL gck_status gck_carried_fail(const gck_carried *c);
+
 #endif /* GCK_STATUS_INTERNAL_H */

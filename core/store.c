@@ -1425,19 +1425,6 @@ static gck_status gck_plan_tensor(gck_store *s, gck_rlevel *lv, size_t nlev, con
 static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const char *const *names,
                                         void *const *dsts, const size_t *sizes, size_t n, gck_snapshot **fields);
 
-/* A failure on a worker thread, carried to the caller's (gck_last_error is per thread). */
-typedef struct gck_result {
-    gck_status st;
-    char msg[GCK_ERROR_MAX];
-} gck_result;
-
-static void gck_result_set(gck_result *r, gck_status st)
-{
-    r->st = st;
-    if (st != GCK_OK)
-        snprintf(r->msg, sizeof r->msg, "%s", gck_last_error());
-}
-
 /* What gck_restore_into_view's tensors are rebuilt from (read only while they are). */
 typedef struct gck_rinto {
     gck_store *s;
@@ -1455,7 +1442,7 @@ typedef struct gck_rinto {
 /* Tensor i of rb rebuilt on its destination (its bottom already there, or
  * in the cache or the mapped full file) through decoding slot `slot`, and
  * its content id checked; the outcome in *r. */
-static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_result *r)
+static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_carried *r)
 {
     const gck_rplan *pl = &rb->plan[i];
     const gck_rlevel *lv = rb->lv;
@@ -1471,7 +1458,7 @@ static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_resu
                             ? gck_delta_decode_from(rb->s->codec, slot, lv[l].index, it, rb->fb[i], dst)
                             : gck_delta_decode_into(rb->s->codec, slot, lv[l].index, it, dst);
         if (st != GCK_OK) {
-            gck_result_set(r, gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file));
+            gck_carry(r, gck_fail_ctx(st, "version %" PRIu64 " (%s)", lv[l].e.pub.version, lv[l].e.rec->file));
             return;
         }
     }
@@ -1483,7 +1470,7 @@ static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_resu
         have = got;
     }
     if (have == NULL || strcmp(have, pl->want) != 0)
-        gck_result_set(r, gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id "
+        gck_carry(r, gck_fail(GCK_ERR_CORRUPT, "version %" PRIu64 ": tensor '%.200s' rebuilt with content id "
                                    "%s, the manifest says %.40s", rb->version, rb->names[i], have ? have : "(none)",
                                    pl->want));
 }
@@ -1569,7 +1556,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
     void **fd = NULL;
     const char **fw = NULL;
     const void **fb = NULL; /* [tensor]: its full bottom's bytes in the mapped file, decoded from there */
-    gck_result *res = NULL;
+    gck_carried *res = NULL;
     gck_status st = GCK_OK;
     if (lv == NULL || items == NULL || plan == NULL || want == NULL) {
         st = gck_fail_oom("restore plan", (n + 1) * nlev * sizeof *items);
@@ -1662,7 +1649,7 @@ static gck_status gck_restore_into_view(gck_store *s, uint64_t version, const ch
         gck_rebuild_tensor(&rb, (size_t)i, gck_delta_slot(), &res[i]);
     for (size_t i = 0; i < n; i++)
         if (res[i].st != GCK_OK) {
-            st = gck_fail(res[i].st, "%s", res[i].msg);
+            st = gck_carried_fail(&res[i]);
             goto done;
         }
     if (fields != NULL)
@@ -1759,7 +1746,7 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
     size_t *nb = gck_calloc(n + 1, sizeof *nb);
     const void **src = gck_calloc(n + 1, sizeof *src);
     const gck_delta_item **its = gck_calloc(n + 1, sizeof *its);
-    gck_result *res = gck_calloc(n + 1, sizeof *res);
+    gck_carried *res = gck_calloc(n + 1, sizeof *res);
     gck_snapshot *r = NULL;
     gck_status st = GCK_OK;
     if (dst == NULL || cid == NULL || dt == NULL || nb == NULL || src == NULL || its == NULL || res == NULL) {
@@ -1832,10 +1819,10 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
         for (long j = 0; j < ln; j++)
             if (its[j]->enc == GCK_DELTA_XOR)
-                gck_result_set(&res[j], gck_delta_decode_into(s->codec, gck_delta_slot(), index, its[j], dst[j]));
+                gck_carry(&res[j], gck_delta_decode_into(s->codec, gck_delta_slot(), index, its[j], dst[j]));
         for (size_t j = 0; j < n; j++)
             if (res[j].st != GCK_OK) {
-                st = gck_fail(res[j].st, "%s", res[j].msg);
+                st = gck_carried_fail(&res[j]);
                 goto done;
             }
         gck_delta_index_free(lv[l].index), gck_snapshot_destroy(lv[l].delta); /* its pages no longer needed */

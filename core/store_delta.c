@@ -788,8 +788,7 @@ typedef struct gck_enc_job {
     int adopt;             /* copy the values into the base's after forming the planes */
     unsigned char *region; /* n * esz bytes of the arena (not for refs) */
     gck_plane_out po[8];
-    gck_status st;
-    char msg[160];         /* the failing thread's message */
+    gck_carried err;       /* the failing thread's status and message */
 } gck_enc_job;
 
 static void gck_plan_job(gck_delta_codec *c, const gck_item *it, const gck_snapshot *base, gck_enc_job *j)
@@ -813,10 +812,8 @@ static void gck_run_job(const gck_delta_codec *c, gck_zslot *z, gck_enc_job *j)
     if (j->enc == GCK_ENC_REF)
         return;
     const size_t esz = gck_dtype_size(j->it.dtype);
-    j->st = gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL, j->adopt,
-                              j->it.nbytes / esz, esz, j->po);
-    if (j->st != GCK_OK)
-        snprintf(j->msg, sizeof j->msg, "%s", gck_last_error());
+    gck_carry(&j->err, gck_encode_planes(c, z, j->region, j->it.data, j->enc == GCK_ENC_XOR ? j->b.data : NULL,
+                                         j->adopt, j->it.nbytes / esz, esz, j->po));
 }
 
 /* Appends job j's description to `items` and its payload tensor (name
@@ -997,14 +994,12 @@ typedef struct gck_enc_stream {
     uint64_t base_version;
     size_t room;       /* large plans: the header's bytes after the 8-byte length (its worst); 0: fitted */
     int stream;        /* payloads written as they are coded (large plans on several threads) */
-    gck_status st;     /* a failure that is not the file's */
-    char msg[GCK_ERROR_MAX]; /* and its message (the writer's own failure message comes after it) */
+    gck_carried err;   /* a failure that is not the file's (the writer's own message comes after it) */
 } gck_enc_stream;
 
 static int gck_stream_fail(gck_enc_stream *x, gck_status st)
 {
-    x->st = st;
-    snprintf(x->msg, sizeof x->msg, "%s", gck_last_error());
+    gck_carry(&x->err, st);
     return ECANCELED;
 }
 
@@ -1056,7 +1051,7 @@ static int gck_write_file(int fd, const char *hdr, size_t room, const gck_enc_jo
  * coded it, in an ordered section, so that one item's write runs while the
  * next ones are coded; else only coded. Nothing after the first failure in
  * item order is written (a later item may have started before it). 0, an
- * errno, or ECANCELED with x->st set (a coding failure). */
+ * errno, or ECANCELED with x->err set (a coding failure). */
 static int gck_code_jobs(int fd, gck_enc_stream *x)
 {
     gck_delta_codec *c = x->c;
@@ -1076,7 +1071,7 @@ static int gck_code_jobs(int fd, gck_enc_stream *x)
             {
 #pragma omp atomic read
                 skip = failed;
-                if (!skip && (jobs[i].st != GCK_OK ||
+                if (!skip && (jobs[i].err.st != GCK_OK ||
                               (jobs[i].enc != GCK_ENC_REF && (err = gck_write_payload(fd, &jobs[i], &off)) != 0))) {
 #pragma omp atomic write
                     failed = 1;
@@ -1091,8 +1086,8 @@ static int gck_code_jobs(int fd, gck_enc_stream *x)
     if (err != 0)
         return err;
     for (size_t i = 0; i < x->pl.m; i++)
-        if (jobs[i].st != GCK_OK)
-            return gck_stream_fail(x, gck_fail(jobs[i].st, "%s", jobs[i].msg));
+        if (jobs[i].err.st != GCK_OK)
+            return gck_stream_fail(x, gck_carried_fail(&jobs[i].err));
     return 0;
 }
 
@@ -1108,7 +1103,7 @@ static int gck_code_jobs(int fd, gck_enc_stream *x)
  * codings took 2-3 % longer (adamw and bf16 saves, 4 alternating runs), and
  * a small state's save pays for the worst-case header and the ordered
  * section (1.44 MB, 48 tensors: 3.2 -> 3.7 ms on 1 thread, 2.9 -> 3.7 on
- * 2). 0 or an errno (x->st set when the failure was not the file's). */
+ * 2). 0 or an errno (x->err set when the failure was not the file's). */
 static int gck_delta_fill(int fd, void *ctx)
 {
     gck_enc_stream *x = ctx;
@@ -1156,8 +1151,8 @@ gck_status gck_delta_write(gck_delta_codec *c, const gck_snapshot *target, gck_s
     }
     if (st == GCK_OK) {
         st = gck_write_unsynced(path, gck_delta_fill, &x, fd);
-        if (st != GCK_OK && x.st != GCK_OK) /* the coding's failure, not the file's (which is removed) */
-            st = gck_fail(x.st, "%s", x.msg);
+        if (st != GCK_OK && x.err.st != GCK_OK) /* the coding's failure, not the file's (which is removed) */
+            st = gck_carried_fail(&x.err);
     }
     free(x.pl.jobs);
     return st;
@@ -1280,8 +1275,7 @@ typedef struct gck_dec_job {
     const void *base; /* the base item's values (ref, xor), else NULL */
     void *dst;
     char *dcid;
-    gck_status st;
-    char msg[300]; /* the failing thread's message */
+    gck_carried err; /* the failing thread's status and message */
 } gck_dec_job;
 
 /* Parses item `o`, checks it against its base and adds its tensor or blob
@@ -1326,7 +1320,7 @@ static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_sn
 }
 
 /* Writes job j's values, its content id checked when `check` (else the
- * recorded one taken); on any thread, the failure in j->st and j->msg. */
+ * recorded one taken); on any thread, the failure in j->err. */
 static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
 {
     const gck_ditem *d = &j->d;
@@ -1342,8 +1336,7 @@ static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
         const gck_status st = gck_decode_planes(c, chunk, pi, d->pub.enc == GCK_ENC_XOR ? j->base : NULL,
                                                 nbytes / esz, esz, j->dst);
         if (st != GCK_OK) {
-            j->st = st;
-            snprintf(j->msg, sizeof j->msg, "item '%.200s': %s", name, gck_last_error());
+            gck_carry(&j->err, gck_fail_ctx(st, "item '%.200s'", name));
             return;
         }
     }
@@ -1352,11 +1345,9 @@ static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
         return;
     }
     gck_content_id(j->dst, nbytes / esz, dt, j->dcid);
-    if (strcmp(j->dcid, d->pub.cid) != 0) {
-        j->st = GCK_ERR_CORRUPT;
-        snprintf(j->msg, sizeof j->msg, "item '%.200s': rebuilt content id %s differs from the recorded %.40s", name,
-                 j->dcid, d->pub.cid);
-    }
+    if (strcmp(j->dcid, d->pub.cid) != 0)
+        gck_carry(&j->err, gck_fail(GCK_ERR_CORRUPT, "item '%.200s': rebuilt content id %s differs from the "
+                                    "recorded %.40s", name, j->dcid, d->pub.cid));
 }
 
 /* A delta's parsed description. */
@@ -1576,8 +1567,8 @@ gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const
     for (long i = 0; i < lm; i++)
         gck_run_dec(&c->ds[gck_delta_slot()], dd.chunk, check, &jobs[i]);
     for (size_t i = 0; i < m; i++)
-        if (jobs[i].st != GCK_OK) {
-            st = gck_fail(jobs[i].st, "%s", jobs[i].msg);
+        if (jobs[i].err.st != GCK_OK) {
+            st = gck_carried_fail(&jobs[i].err);
             goto done;
         }
     *out = s;

@@ -307,6 +307,18 @@ void gck_unshuffle_xor_planes(void *dst, const uint8_t *const *planes, const voi
         gck_kernels_active()->unshuffle_xor(dst, planes, b, n, esz);
 }
 
+void gck_xor_shuffle_rot(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    if (n > 0)
+        gck_kernels_active()->xor_shuffle_rot(dst, a, b, n, esz);
+}
+
+void gck_unshuffle_xor_rot_planes(void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)
+{
+    if (n > 0)
+        gck_kernels_active()->unshuffle_xor_rot(dst, planes, b, n, esz);
+}
+
 size_t gck_sparse_split(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)
 {
     return n > 0 ? gck_kernels_active()->sparse_split(bits, vals, x, n, fill) : 0;

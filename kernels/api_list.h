@@ -109,6 +109,8 @@
     X(xor_shuffle, SHUFFLE, u8, u8)                                            \
     X(unshuffle_xor, UNSHUFFLE, u8, u8)                                        \
     X(unshuffle_xor_planes, UNSHUFFLE_PLANES, u8, u8)                          \
+    X(xor_shuffle_rot, SHUFFLE, u8, u8)                                        \
+    X(unshuffle_xor_rot_planes, UNSHUFFLE_PLANES, u8, u8)                      \
     X(sparse_split, SPARSE_SPLIT, u8, u8)                                      \
     X(sparse_merge, SPARSE_MERGE, u8, u8)                                      \
     X(fnv1a64, HASH, u8, u8)

@@ -278,6 +278,7 @@ GCK_ALWAYS_INLINE __m256i gck_plane_ctl(size_t esz, int inv)
 }
 
 GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units, __m256i, _mm256)
+GCK_DEFINE_PLANE_ROT(gck_planes_rotl, gck_planes_rotr, __m256i, _mm256, _mm256_and_si256, _mm256_or_si256)
 
 GCK_ALWAYS_INLINE __m256i gck_ldu8(const uint8_t *p)
 {
@@ -296,7 +297,7 @@ GCK_ALWAYS_INLINE void gck_stu8(uint8_t *p, __m256i v, int nt)
 
 /* The esz planes of elements [i, i + 32) of the call into x. */
 GCK_ALWAYS_INLINE void gck_xor_shuffle_regs(__m256i x[8], const uint8_t *a, const uint8_t *b, size_t esz, int xb,
-                                            size_t i, __m256i ctl)
+                                            int rot, size_t i, __m256i ctl)
 {
     for (size_t j = 0; j < esz; j++) {
         x[j] = gck_ldu8(a + i * esz + 32 * j);
@@ -314,14 +315,16 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_regs(__m256i x[8], const uint8_t *a, cons
             x[j] = _mm256_shuffle_epi8(y[j], ctl);
         gck_transpose_units(x, esz);
     }
+    if (rot)
+        gck_planes_rotl(x, esz);
 }
 
 /* Elements [i, i + 32) of the call. */
 GCK_ALWAYS_INLINE void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz,
-                                     int xb, size_t i, int nt, __m256i ctl)
+                                     int xb, int rot, size_t i, int nt, __m256i ctl)
 {
     __m256i x[8];
-    gck_xor_shuffle_regs(x, a, b, esz, xb, i, ctl);
+    gck_xor_shuffle_regs(x, a, b, esz, xb, rot, i, ctl);
     for (size_t k = 0; k < esz; k++)
         gck_stu8(dst + k * n + i, x[k], nt);
 }
@@ -332,11 +335,11 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_block256(uint8_t *dst, const uint8_t *a, 
  * wrote 0.58 of ref_add3_f64's bytes per second at 64 Mi, where AVX-512's
  * full-line blocks wrote 1.29. */
 GCK_ALWAYS_INLINE void gck_xor_shuffle_block512nt(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n,
-                                                  size_t esz, int xb, size_t i, __m256i ctl)
+                                                  size_t esz, int xb, int rot, size_t i, __m256i ctl)
 {
     __m256i x[8], y[8];
-    gck_xor_shuffle_regs(x, a, b, esz, xb, i, ctl);
-    gck_xor_shuffle_regs(y, a, b, esz, xb, i + 32, ctl);
+    gck_xor_shuffle_regs(x, a, b, esz, xb, rot, i, ctl);
+    gck_xor_shuffle_regs(y, a, b, esz, xb, rot, i + 32, ctl);
     for (size_t k = 0; k < esz; k++) {
         gck_stu8(dst + k * n + i, x[k], 1);
         gck_stu8(dst + k * n + i + 32, y[k], 1);
@@ -344,11 +347,13 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_block512nt(uint8_t *dst, const uint8_t *a
 }
 
 GCK_ALWAYS_INLINE void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *const *pl, const uint8_t *b, size_t esz,
-                                       int xb, size_t i, int nt, __m256i ctl)
+                                       int xb, int rot, size_t i, int nt, __m256i ctl)
 {
     __m256i x[8];
     for (size_t k = 0; k < esz; k++)
         x[k] = gck_ldu8(pl[k] + i);
+    if (rot)
+        gck_planes_rotr(x, esz);
     if (esz > 1) { /* the forward steps backwards */
         gck_transpose_units(x, esz);
         __m256i y[8];
@@ -371,7 +376,7 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_block256(uint8_t *dst, const uint8_t *c
  * GCK_BYTES_NT_MIN) and an sfence, so the data is visible to whoever the
  * caller hands it to next like plain stores. */
 GCK_ALWAYS_INLINE void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
-                                   size_t n, size_t esz, int xb)
+                                   size_t n, size_t esz, int xb, int rot)
 {
     const __m256i ctl = gck_plane_ctl(esz, 0);
     const uint8_t *bx = xb ? b : NULL;
@@ -379,20 +384,20 @@ GCK_ALWAYS_INLINE void gck_xor_shuffle_avx2_t(uint8_t *restrict dst, const uint8
     if (n * esz >= GCK_BYTES_NT_MIN) {
         i = (64 - (uintptr_t)dst % 64) % 64; /* whole lines from here (plane 0; plane k when k * n is too) */
         i = i < n ? i : n;
-        gck_xor_shuffle_range(dst, a, bx, n, esz, 0, i);
+        gck_xor_shuffle_range(dst, a, bx, n, esz, 0, i, rot);
         for (; i + 64 <= n; i += 64)
-            gck_xor_shuffle_block512nt(dst, a, b, n, esz, xb, i, ctl);
+            gck_xor_shuffle_block512nt(dst, a, b, n, esz, xb, rot, i, ctl);
         for (; i + 32 <= n; i += 32)
-            gck_xor_shuffle_block256(dst, a, b, n, esz, xb, i, 1, ctl);
+            gck_xor_shuffle_block256(dst, a, b, n, esz, xb, rot, i, 1, ctl);
         _mm_sfence();
     }
     for (; i + 32 <= n; i += 32)
-        gck_xor_shuffle_block256(dst, a, b, n, esz, xb, i, 0, ctl);
-    gck_xor_shuffle_range(dst, a, bx, n, esz, i, n);
+        gck_xor_shuffle_block256(dst, a, b, n, esz, xb, rot, i, 0, ctl);
+    gck_xor_shuffle_range(dst, a, bx, n, esz, i, n, rot);
 }
 
 GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uint8_t *const *planes, const uint8_t *restrict b,
-                                     size_t n, size_t esz, int xb)
+                                     size_t n, size_t esz, int xb, int rot)
 {
     const uint8_t *pl[8];
     gck_planes_local(pl, planes, esz);
@@ -403,14 +408,14 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_avx2_t(uint8_t *restrict dst, const uin
         /* dst + i*esz reaches a 32-byte boundary only if dst is esz-aligned */
         if ((uintptr_t)dst % esz == 0)
             i = (32 - (uintptr_t)dst % 32) % 32 / esz;
-        gck_unshuffle_xor_range(dst, pl, bx, esz, 0, i);
+        gck_unshuffle_xor_range(dst, pl, bx, esz, 0, i, rot);
         for (; i + 32 <= n; i += 32)
-            gck_unshuffle_xor_block256(dst, pl, b, esz, xb, i, 1, ctl);
+            gck_unshuffle_xor_block256(dst, pl, b, esz, xb, rot, i, 1, ctl);
         _mm_sfence();
     }
     for (; i + 32 <= n; i += 32)
-        gck_unshuffle_xor_block256(dst, pl, b, esz, xb, i, 0, ctl);
-    gck_unshuffle_xor_range(dst, pl, bx, esz, i, n);
+        gck_unshuffle_xor_block256(dst, pl, b, esz, xb, rot, i, 0, ctl);
+    gck_unshuffle_xor_range(dst, pl, bx, esz, i, n, rot);
 }
 
 GCK_DEFINE_BYTES_ENTRIES(avx2)

@@ -113,6 +113,10 @@
      * inputs. Integer ops: every ISA trivially gives the same bytes. */       \
     X(xor_shuffle, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
     X(unshuffle_xor, void, (void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)) \
+    /* the same with each element rotated left one bit after the XOR (byte \
+     * k = (X[k] << 1) | (X[k-1 mod esz] >> 7)), and back before it */      \
+    X(xor_shuffle_rot, void, (uint8_t *dst, const void *a, const void *b, size_t n, size_t esz)) \
+    X(unshuffle_xor_rot, void, (void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)) \
     /* bytes, n > 0: bit i of bits (LSB first) = x[i] != fill, the bytes that \
      * differ packed into vals (returns their count; vals[count..n) may be     \
      * written too), and the inverse, nvals == the bits set in the first n.   \

@@ -232,12 +232,16 @@ typedef enum gck_fl_elem { GCK_FL_F32, GCK_FL_BF16, GCK_FL_F16 } gck_fl_elem;
 /* The byte-plane kernels' definition for elements [i0, i1) of a call over n
  * elements (planes stay n bytes apart): the SIMD files' heads and tails. */
 static inline void gck_xor_shuffle_range(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz,
-                                         size_t i0, size_t i1)
+                                         size_t i0, size_t i1, int rot)
 {
     const uint8_t *pa = a, *pb = b;
-    for (size_t i = i0; i < i1; i++)
+    for (size_t i = i0; i < i1; i++) {
+        uint8_t t[8];
         for (size_t k = 0; k < esz; k++)
-            dst[k * n + i] = (uint8_t)(pa[i * esz + k] ^ (pb != NULL ? pb[i * esz + k] : 0));
+            t[k] = (uint8_t)(pa[i * esz + k] ^ (pb != NULL ? pb[i * esz + k] : 0));
+        for (size_t k = 0; k < esz; k++) /* rot: the element rotated left one bit (byte k-1's top bit in) */
+            dst[k * n + i] = rot ? (uint8_t)((t[k] << 1) | (t[(k + esz - 1) % esz] >> 7)) : t[k];
+    }
 }
 
 /* The plane pointers into a local array, which no store of the kernel can
@@ -251,13 +255,16 @@ static inline void gck_planes_local(const uint8_t *pl[8], const uint8_t *const *
 }
 
 static inline void gck_unshuffle_xor_range(void *dst, const uint8_t *const *pl, const void *b, size_t esz, size_t i0,
-                                           size_t i1)
+                                           size_t i1, int rot)
 {
     uint8_t *pd = dst;
     const uint8_t *pb = b;
     for (size_t i = i0; i < i1; i++)
-        for (size_t k = 0; k < esz; k++)
-            pd[i * esz + k] = (uint8_t)(pl[k][i] ^ (pb != NULL ? pb[i * esz + k] : 0));
+        for (size_t k = 0; k < esz; k++) {
+            /* rot: rotated back right one bit (byte k+1's low bit in at the top) */
+            const uint8_t v = rot ? (uint8_t)((pl[k][i] >> 1) | (pl[(k + 1) % esz][i] << 7)) : pl[k][i];
+            pd[i * esz + k] = (uint8_t)(v ^ (pb != NULL ? pb[i * esz + k] : 0));
+        }
 }
 
 /* The sparse split and merge (kernel_list.h) over bytes [i0, n), i0 a
@@ -305,33 +312,42 @@ extern GCK_INTERNAL const uint8_t gck_sparse_count[256];
 #define GCK_BYTES_NT_MIN ((size_t)8 << 20)
 
 /* The table entries of an ISA's byte-plane kernels, gck_xor_shuffle_<isa>
- * and gck_unshuffle_xor_<isa>, over always-inline templates
- * gck_xor_shuffle_<isa>_t(dst, a, b, n, ESZ, XB) and
- * gck_unshuffle_xor_<isa>_t(dst, planes, b, n, ESZ, XB) (plane k read from
- * planes[k]: the planes need not be adjacent): each (element size,
- * with or without b) gets its own instance with the constants folded in. */
-#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz)                                \
+ * and gck_unshuffle_xor_<isa> (and their _rot forms), over always-inline
+ * templates gck_xor_shuffle_<isa>_t(dst, a, b, n, ESZ, XB, ROT) and
+ * gck_unshuffle_xor_<isa>_t(dst, planes, b, n, ESZ, XB, ROT) (plane k read
+ * from planes[k]: the planes need not be adjacent): each (element size,
+ * with or without b, rotated or not) gets its own instance with the
+ * constants folded in. */
+#define GCK_BYTES_DISPATCH(fn, d, s, b, n, esz, rot)                           \
     do {                                                                       \
         switch ((esz) * 2 + ((b) != NULL)) {                                   \
-        case 2: fn(d, s, b, n, 1, 0); break;                                   \
-        case 3: fn(d, s, b, n, 1, 1); break;                                   \
-        case 4: fn(d, s, b, n, 2, 0); break;                                   \
-        case 5: fn(d, s, b, n, 2, 1); break;                                   \
-        case 8: fn(d, s, b, n, 4, 0); break;                                   \
-        case 9: fn(d, s, b, n, 4, 1); break;                                   \
-        case 16: fn(d, s, b, n, 8, 0); break;                                  \
-        default: fn(d, s, b, n, 8, 1); break;                                  \
+        case 2: fn(d, s, b, n, 1, 0, rot); break;                              \
+        case 3: fn(d, s, b, n, 1, 1, rot); break;                              \
+        case 4: fn(d, s, b, n, 2, 0, rot); break;                              \
+        case 5: fn(d, s, b, n, 2, 1, rot); break;                              \
+        case 8: fn(d, s, b, n, 4, 0, rot); break;                              \
+        case 9: fn(d, s, b, n, 4, 1, rot); break;                              \
+        case 16: fn(d, s, b, n, 8, 0, rot); break;                             \
+        default: fn(d, s, b, n, 8, 1, rot); break;                             \
         }                                                                      \
     } while (0)
 
 #define GCK_DEFINE_BYTES_ENTRIES(isa)                                                        \
     static void gck_xor_shuffle_##isa(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz) \
     {                                                                                        \
-        GCK_BYTES_DISPATCH(gck_xor_shuffle_##isa##_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz); \
+        GCK_BYTES_DISPATCH(gck_xor_shuffle_##isa##_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz, 0); \
     }                                                                                        \
     static void gck_unshuffle_xor_##isa(void *dst, const uint8_t *const *pl, const void *b, size_t n, size_t esz) \
     {                                                                                        \
-        GCK_BYTES_DISPATCH(gck_unshuffle_xor_##isa##_t, (uint8_t *)dst, pl, (const uint8_t *)b, n, esz); \
+        GCK_BYTES_DISPATCH(gck_unshuffle_xor_##isa##_t, (uint8_t *)dst, pl, (const uint8_t *)b, n, esz, 0); \
+    }                                                                                        \
+    static void gck_xor_shuffle_rot_##isa(uint8_t *dst, const void *a, const void *b, size_t n, size_t esz) \
+    {                                                                                        \
+        GCK_BYTES_DISPATCH(gck_xor_shuffle_##isa##_t, dst, (const uint8_t *)a, (const uint8_t *)b, n, esz, 1); \
+    }                                                                                        \
+    static void gck_unshuffle_xor_rot_##isa(void *dst, const uint8_t *const *pl, const void *b, size_t n, size_t esz) \
+    {                                                                                        \
+        GCK_BYTES_DISPATCH(gck_unshuffle_xor_##isa##_t, (uint8_t *)dst, pl, (const uint8_t *)b, n, esz, 1); \
     }
 
 #endif /* GCK_KERNELS_INTERNAL_H */

@@ -418,38 +418,63 @@ GCK_ALWAYS_INLINE uint8x16x4_t gck_zero_u8x4(void)
     return (uint8x16x4_t){{z, z, z, z}};
 }
 
+/* Registers p[0..esz) holding byte planes of the same elements: each
+ * element rotated left one bit (plane k: its bytes shifted left, plane
+ * k-1's top bits shifted in; plane 0 takes plane esz-1's), and back. */
+GCK_ALWAYS_INLINE void gck_planes_rotl_neon(uint8x16_t *p, size_t esz)
+{
+    uint8x16_t q[8];
+    for (size_t k = 0; k < esz; k++)
+        q[k] = vsriq_n_u8(vshlq_n_u8(p[k], 1), p[(k + esz - 1) % esz], 7);
+    for (size_t k = 0; k < esz; k++)
+        p[k] = q[k];
+}
+
+GCK_ALWAYS_INLINE void gck_planes_rotr_neon(uint8x16_t *p, size_t esz)
+{
+    uint8x16_t q[8];
+    for (size_t k = 0; k < esz; k++)
+        q[k] = vsliq_n_u8(vshrq_n_u8(p[k], 1), p[(k + 1) % esz], 7);
+    for (size_t k = 0; k < esz; k++)
+        p[k] = q[k];
+}
+
 GCK_ALWAYS_INLINE void gck_xor_shuffle_neon_t(uint8_t *restrict dst, const uint8_t *restrict a, const uint8_t *restrict b,
-                                   size_t n, size_t esz, int xb)
+                                   size_t n, size_t esz, int xb, int rot)
 {
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const uint8_t *pa = a + i * esz, *pb = xb ? b + i * esz : NULL;
-        uint8_t *o = dst + i;
+        uint8x16_t p[8];
         if (esz == 1) {
-            vst1q_u8(o, GCK_XB(vld1q_u8(pa), vld1q_u8(pb)));
+            p[0] = GCK_XB(vld1q_u8(pa), vld1q_u8(pb));
         } else if (esz == 2) {
             const uint8x16x2_t v = vld2q_u8(pa), w = xb ? vld2q_u8(pb) : v;
             for (int k = 0; k < 2; k++)
-                vst1q_u8(o + k * n, GCK_XB(v.val[k], w.val[k]));
+                p[k] = GCK_XB(v.val[k], w.val[k]);
         } else if (esz == 4) {
             const uint8x16x4_t v = vld4q_u8(pa), w = xb ? vld4q_u8(pb) : v;
             for (int k = 0; k < 4; k++)
-                vst1q_u8(o + k * n, GCK_XB(v.val[k], w.val[k]));
+                p[k] = GCK_XB(v.val[k], w.val[k]);
         } else {
             const uint8x16x4_t v0 = vld4q_u8(pa), v1 = vld4q_u8(pa + 64);
             const uint8x16x4_t w0 = xb ? vld4q_u8(pb) : v0, w1 = xb ? vld4q_u8(pb + 64) : v1;
             for (int k = 0; k < 4; k++) {
                 const uint8x16_t x0 = GCK_XB(v0.val[k], w0.val[k]), x1 = GCK_XB(v1.val[k], w1.val[k]);
-                vst1q_u8(o + k * n, vuzp1q_u8(x0, x1));
-                vst1q_u8(o + (k + 4) * n, vuzp2q_u8(x0, x1));
+                p[k] = vuzp1q_u8(x0, x1);
+                p[k + 4] = vuzp2q_u8(x0, x1);
             }
         }
+        if (rot)
+            gck_planes_rotl_neon(p, esz);
+        for (size_t k = 0; k < esz; k++)
+            vst1q_u8(dst + i + k * n, p[k]);
     }
-    gck_xor_shuffle_range(dst, a, xb ? b : NULL, n, esz, i, n);
+    gck_xor_shuffle_range(dst, a, xb ? b : NULL, n, esz, i, n, rot);
 }
 
 GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uint8_t *const *planes, const uint8_t *restrict b,
-                                     size_t n, size_t esz, int xb)
+                                     size_t n, size_t esz, int xb, int rot)
 {
     const uint8_t *pl[8];
     gck_planes_local(pl, planes, esz);
@@ -457,33 +482,37 @@ GCK_ALWAYS_INLINE void gck_unshuffle_xor_neon_t(uint8_t *restrict dst, const uin
     for (; i + 16 <= n; i += 16) {
         const uint8_t *pb = xb ? b + i * esz : NULL;
         uint8_t *o = dst + i * esz;
+        uint8x16_t p[8];
+        for (size_t k = 0; k < esz; k++)
+            p[k] = vld1q_u8(pl[k] + i);
+        if (rot)
+            gck_planes_rotr_neon(p, esz);
         if (esz == 1) {
-            vst1q_u8(o, GCK_XB(vld1q_u8(pl[0] + i), vld1q_u8(pb)));
+            vst1q_u8(o, GCK_XB(p[0], vld1q_u8(pb)));
         } else if (esz == 2) {
             uint8x16x2_t v;
             const uint8x16x2_t w = xb ? vld2q_u8(pb) : (uint8x16x2_t){{vdupq_n_u8(0), vdupq_n_u8(0)}};
             for (int k = 0; k < 2; k++)
-                v.val[k] = GCK_XB(vld1q_u8(pl[k] + i), w.val[k]);
+                v.val[k] = GCK_XB(p[k], w.val[k]);
             vst2q_u8(o, v);
         } else if (esz == 4) {
             uint8x16x4_t v;
             const uint8x16x4_t w = xb ? vld4q_u8(pb) : gck_zero_u8x4();
             for (int k = 0; k < 4; k++)
-                v.val[k] = GCK_XB(vld1q_u8(pl[k] + i), w.val[k]);
+                v.val[k] = GCK_XB(p[k], w.val[k]);
             vst4q_u8(o, v);
         } else {
             uint8x16x4_t v0, v1;
             const uint8x16x4_t w0 = xb ? vld4q_u8(pb) : gck_zero_u8x4(), w1 = xb ? vld4q_u8(pb + 64) : w0;
             for (int k = 0; k < 4; k++) {
-                const uint8x16_t lo = vld1q_u8(pl[k] + i), hi = vld1q_u8(pl[k + 4] + i);
-                v0.val[k] = GCK_XB(vzip1q_u8(lo, hi), w0.val[k]);
-                v1.val[k] = GCK_XB(vzip2q_u8(lo, hi), w1.val[k]);
+                v0.val[k] = GCK_XB(vzip1q_u8(p[k], p[k + 4]), w0.val[k]);
+                v1.val[k] = GCK_XB(vzip2q_u8(p[k], p[k + 4]), w1.val[k]);
             }
             vst4q_u8(o, v0);
             vst4q_u8(o + 64, v1);
         }
     }
-    gck_unshuffle_xor_range(dst, pl, xb ? b : NULL, esz, i, n);
+    gck_unshuffle_xor_range(dst, pl, xb ? b : NULL, esz, i, n, rot);
 }
 #undef GCK_XB
 

@@ -235,6 +235,21 @@ static void gck_unshuffle_xor_scalar(void *dst, const uint8_t *const *planes, co
 #undef BODY
 }
 
+/* The rotated forms: the definitions' loops (kernels_internal.h), esz not
+ * folded in - the reference, and the store's coder of full versions only on
+ * CPUs with none of the SIMD ISAs. */
+static void gck_xor_shuffle_rot_scalar(uint8_t *restrict dst, const void *a, const void *b, size_t n, size_t esz)
+{
+    gck_xor_shuffle_range(dst, a, b, n, esz, 0, n, 1);
+}
+
+static void gck_unshuffle_xor_rot_scalar(void *dst, const uint8_t *const *planes, const void *b, size_t n, size_t esz)
+{
+    const uint8_t *pl[8];
+    gck_planes_local(pl, planes, esz);
+    gck_unshuffle_xor_range(dst, pl, b, esz, 0, n, 1);
+}
+
 static size_t gck_sparse_split_scalar(uint8_t *bits, uint8_t *vals, const uint8_t *x, size_t n, uint8_t fill)
 {
     return gck_sparse_split_range(bits, vals, x, n, fill, 0, 0);

@@ -76,6 +76,58 @@ static void naive_unshuffle_xor(uint8_t *dst, const uint8_t *src, const uint8_t 
             dst[i * esz + k] = (uint8_t)(src[k * n + i] ^ (b ? b[i * esz + k] : 0));
 }
 
+/* The rotated forms by another route: each element as an integer (esz
+ * bytes, little-endian), XORed, rotated left one bit, then shuffled; and
+ * back. */
+static uint64_t naive_le(const uint8_t *p, size_t esz)
+{
+    uint64_t v = 0;
+    for (size_t k = 0; k < esz; k++)
+        v |= (uint64_t)p[k] << (8 * k);
+    return v;
+}
+
+static uint64_t naive_rot(uint64_t v, size_t esz, int left)
+{
+    const unsigned bits = (unsigned)(8 * esz);
+    const uint64_t mask = bits == 64 ? ~UINT64_C(0) : (UINT64_C(1) << bits) - 1;
+    return (left ? (v << 1 | v >> (bits - 1)) : (v >> 1 | v << (bits - 1))) & mask;
+}
+
+static void naive_xor_shuffle_rot(uint8_t *dst, const uint8_t *a, const uint8_t *b, size_t n, size_t esz)
+{
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t v = naive_rot(naive_le(a + i * esz, esz) ^ (b ? naive_le(b + i * esz, esz) : 0), esz, 1);
+        for (size_t k = 0; k < esz; k++)
+            dst[k * n + i] = (uint8_t)(v >> (8 * k));
+    }
+}
+
+static void naive_unshuffle_xor_rot(uint8_t *dst, const uint8_t *src, const uint8_t *b, size_t n, size_t esz)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (size_t k = 0; k < esz; k++)
+            v |= (uint64_t)src[k * n + i] << (8 * k);
+        v = naive_rot(v, esz, 0) ^ (b ? naive_le(b + i * esz, esz) : 0);
+        for (size_t k = 0; k < esz; k++)
+            dst[i * esz + k] = (uint8_t)(v >> (8 * k));
+    }
+}
+
+typedef void (*shuffle_fn)(uint8_t *, const void *, const void *, size_t, size_t);
+typedef void (*unshuffle_fn)(void *, const uint8_t *const *, const void *, size_t, size_t);
+
+/* gck_unshuffle_xor_rot_planes over contiguous planes (the rotated form has
+ * no contiguous public entry) */
+static void public_unshuffle_rot_contig(void *dst, const uint8_t *src, const void *b, size_t n, size_t esz)
+{
+    const uint8_t *pl[8];
+    for (size_t k = 0; k < esz; k++)
+        pl[k] = src + k * n;
+    gck_unshuffle_xor_rot_planes(dst, pl, b, n, esz);
+}
+
 /* pl[k] = the plane k of contiguous planes src (the table's slot takes one
  * pointer per plane). */
 static const uint8_t *const *contig(const uint8_t *pl[8], const uint8_t *src, size_t n, size_t esz)
@@ -86,6 +138,8 @@ static const uint8_t *const *contig(const uint8_t *pl[8], const uint8_t *src, si
 }
 
 
+static int g_rot; /* the form run_case_rot is checking, for the messages */
+
 static void check_same(const uint8_t *want, const uint8_t *got, size_t len, const char *what, size_t n,
                        size_t esz, int with_b, size_t off)
 {
@@ -93,7 +147,7 @@ static void check_same(const uint8_t *want, const uint8_t *got, size_t len, cons
         size_t j = 0;
         while (want[j] == got[j])
             j++;
-        fail_msg("%s n=%zu esz=%zu b=%s off=%zu: byte %zu (plane/elem %zu, %zu) want %02x got %02x", what, n, esz,
+        fail_msg("%s%s n=%zu esz=%zu b=%s off=%zu: byte %zu (plane/elem %zu, %zu) want %02x got %02x", what, g_rot ? " (rotated)" : "", n, esz,
                  with_b ? "yes" : "NULL", off, j, j / n, j % n, want[j], got[j]);
     }
 }
@@ -102,9 +156,23 @@ static void check_same(const uint8_t *want, const uint8_t *got, size_t len, cons
  * wrapper, each against the naive loops; then the round trip. oa, ob, od
  * are the offsets of the inputs and the output (0..MAX_OFF); the other
  * outputs use od + 1, 3, 5. */
-static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, size_t oa, size_t ob, size_t od,
-                     uint64_t seed)
+static void run_case_rot(const gck_isa_pair *p, size_t n, size_t esz, int with_b, size_t oa, size_t ob, size_t od,
+                         uint64_t seed, int rot)
 {
+    void (*const naive_fwd)(uint8_t *, const uint8_t *, const uint8_t *, size_t, size_t) =
+        rot ? naive_xor_shuffle_rot : naive_xor_shuffle;
+    void (*const naive_inv)(uint8_t *, const uint8_t *, const uint8_t *, size_t, size_t) =
+        rot ? naive_unshuffle_xor_rot : naive_unshuffle_xor;
+    const shuffle_fn ref_fwd = rot ? p->ref->xor_shuffle_rot : p->ref->xor_shuffle;
+    const shuffle_fn isa_fwd = rot ? p->isa->xor_shuffle_rot : p->isa->xor_shuffle;
+    const shuffle_fn pub_fwd = rot ? gck_xor_shuffle_rot : gck_xor_shuffle;
+    const unshuffle_fn ref_inv = rot ? p->ref->unshuffle_xor_rot : p->ref->unshuffle_xor;
+    const unshuffle_fn isa_inv = rot ? p->isa->unshuffle_xor_rot : p->isa->unshuffle_xor;
+    const unshuffle_fn pub_inv_planes = rot ? gck_unshuffle_xor_rot_planes : gck_unshuffle_xor_planes;
+    void (*const pub_inv)(void *, const uint8_t *, const void *, size_t, size_t) =
+        rot ? public_unshuffle_rot_contig : gck_unshuffle_xor;
+    g_rot = rot;
+
     const size_t len = n * esz;
     const uint8_t *a = g_a + GUARD + oa, *src = g_src + GUARD + ob;
     const uint8_t *b = with_b ? g_b + GUARD + ob : NULL;
@@ -114,39 +182,39 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
     fill_random(g_src + GUARD + ob, len, seed + 2);
 
     /* xor_shuffle */
-    naive_xor_shuffle(want, a, b, n, esz);
+    naive_fwd(want, a, b, n, esz);
     uint8_t *ref = gck_test_guarded(g_ref, od, len);
-    p->ref->xor_shuffle(ref, a, b, n, esz);
+    ref_fwd(ref, a, b, n, esz);
     check_same(want, ref, len, "scalar xor_shuffle vs naive", n, esz, with_b, od);
     gck_test_check_guards(g_ref, ref, len, "scalar xor_shuffle");
     uint8_t *out = gck_test_guarded(g_out, od, len);
-    p->isa->xor_shuffle(out, a, b, n, esz);
+    isa_fwd(out, a, b, n, esz);
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "xor_shuffle");
     out = gck_test_guarded(g_out, (od + 3) % (MAX_OFF + 1), len);
-    gck_xor_shuffle(out, a, b, n, esz);
+    pub_fwd(out, a, b, n, esz);
     check_same(want, out, len, "gck_xor_shuffle", n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "gck_xor_shuffle");
 
     /* round trip: the planes just made, back to a */
     out = gck_test_guarded(g_out, (od + 5) % (MAX_OFF + 1), len);
     const uint8_t *pl[8];
-    p->isa->unshuffle_xor(out, contig(pl, want, n, esz), b, n, esz);
+    isa_inv(out, contig(pl, want, n, esz), b, n, esz);
     check_same(a, out, len, "round trip", n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "unshuffle_xor (round trip)");
 
     /* unshuffle_xor of unrelated random planes */
-    naive_unshuffle_xor(want, src, b, n, esz);
+    naive_inv(want, src, b, n, esz);
     ref = gck_test_guarded(g_ref, od, len);
-    p->ref->unshuffle_xor(ref, contig(pl, src, n, esz), b, n, esz);
+    ref_inv(ref, contig(pl, src, n, esz), b, n, esz);
     check_same(want, ref, len, "scalar unshuffle_xor vs naive", n, esz, with_b, od);
     gck_test_check_guards(g_ref, ref, len, "scalar unshuffle_xor");
     out = gck_test_guarded(g_out, od, len);
-    p->isa->unshuffle_xor(out, contig(pl, src, n, esz), b, n, esz);
+    isa_inv(out, contig(pl, src, n, esz), b, n, esz);
     check_same(want, out, len, p->isa->name, n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "unshuffle_xor");
     out = gck_test_guarded(g_out, (od + 1) % (MAX_OFF + 1), len);
-    gck_unshuffle_xor(out, src, b, n, esz);
+    pub_inv(out, src, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor", n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "gck_unshuffle_xor");
 
@@ -159,19 +227,27 @@ static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, si
         pl[esz - 1 - k] = memcpy(own[k] + (k * 3 + od) % 8, src + (esz - 1 - k) * n, n);
     }
     ref = gck_test_guarded(g_ref, (od + 3) % (MAX_OFF + 1), len);
-    p->ref->unshuffle_xor(ref, pl, b, n, esz);
+    ref_inv(ref, pl, b, n, esz);
     check_same(want, ref, len, "scalar unshuffle_xor, planes apart", n, esz, with_b, od);
     gck_test_check_guards(g_ref, ref, len, "scalar unshuffle_xor, planes apart");
     out = gck_test_guarded(g_out, (od + 7) % (MAX_OFF + 1), len);
-    p->isa->unshuffle_xor(out, pl, b, n, esz);
+    isa_inv(out, pl, b, n, esz);
     check_same(want, out, len, "unshuffle_xor, planes apart", n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "unshuffle_xor, planes apart");
     out = gck_test_guarded(g_out, (od + 2) % (MAX_OFF + 1), len);
-    gck_unshuffle_xor_planes(out, pl, b, n, esz);
+    pub_inv_planes(out, pl, b, n, esz);
     check_same(want, out, len, "gck_unshuffle_xor_planes", n, esz, with_b, od);
     gck_test_check_guards(g_out, out, len, "gck_unshuffle_xor_planes");
     for (size_t k = 0; k < esz; k++)
         free(own[k]);
+}
+
+/* Both forms, plain and rotated. */
+static void run_case(const gck_isa_pair *p, size_t n, size_t esz, int with_b, size_t oa, size_t ob, size_t od,
+                     uint64_t seed)
+{
+    run_case_rot(p, n, esz, with_b, oa, ob, od, seed, 0);
+    run_case_rot(p, n, esz, with_b, oa, ob, od, seed, 1);
 }
 
 /* Every size, every esz, b NULL or not; the small sizes under every output

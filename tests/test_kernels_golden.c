@@ -167,6 +167,8 @@ static const struct golden_pin {
     {"xor_shuffle", UINT64_C(0x72220b6895cf0236)},
     {"unshuffle_xor", UINT64_C(0xf89ffece726d07c5)},
     {"unshuffle_xor_planes", UINT64_C(0x0d56c5aacded2bb9)},
+    {"xor_shuffle_rot", UINT64_C(0xcd48d45603dcf49c)},
+    {"unshuffle_xor_rot_planes", UINT64_C(0x7632f01f0cca65ca)},
     {"sparse_split", UINT64_C(0xd135ed36192b7477)},
     {"sparse_merge", UINT64_C(0x6ebd33e0f7d46f5f)},
     {"fnv1a64", UINT64_C(0x1330705258b52d96)},

@@ -91,6 +91,7 @@ typedef struct gck_delta_item {
     gck_dtype dtype;
     size_t nbytes;
     int enc;          /* GCK_DELTA_REF: as in the base; XOR: planes XOR the base; RAW: planes alone */
+    int rot;          /* the planes are of the values rotated left one bit (gck_xor_shuffle_rot) */
     const char *cid;  /* of the rebuilt bytes */
     int64_t shape[GCK_MAX_DIMS]; /* tensors: the shape (blobs: ndim 0) */
     size_t ndim;

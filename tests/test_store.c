@@ -1782,6 +1782,91 @@ static void test_delta_format4_reads(void **state)
     assert_old_delta_reads("delta_format4", 4);
 }
 
+/* Format 5: a coded full version rotates its f32 and bf16 tensors of both
+ * signs (the whole exponent in the top plane) and no others - not a tensor
+ * of one sign, not f64 - and writes "format":5; every tensor restores bit
+ * for bit, whole, into caller buffers and alone, over two store chunks and
+ * an odd tail; damage is refused or restored right, never wrong values. */
+static void test_full_rotated(void **state)
+{
+    (void)state;
+    char dir[300], f[600];
+    new_dir(dir, sizeof dir);
+    gck_store_config cfg;
+    gck_store_config_init(&cfg);
+    cfg.policy.keep_every_n = 0, cfg.policy.delta_threshold_bytes = 0, cfg.compress_full = 1;
+    gck_store *st = NULL;
+    assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
+    const size_t n = ((size_t)2 << 20) + 1001;
+    float *w = gck_test_alloc(n * sizeof *w), *pos = gck_test_alloc(n * sizeof *pos);
+    double *d = gck_test_alloc(n * sizeof *d);
+    uint16_t *h = gck_test_alloc(n * sizeof *h);
+    uint64_t seed = 9;
+    for (size_t i = 0; i < n; i++) {
+        const double r = (double)(gck_test_rand(&seed) >> 11) * 0x1p-53 - 0.5;
+        w[i] = (float)(r * 0.02), pos[i] = (float)(r * r), d[i] = r;
+        uint32_t b;
+        memcpy(&b, &w[i], 4);
+        h[i] = (uint16_t)(b >> 16);
+    }
+    w[7] = -0.0f, w[8] = 1.0f / 0.0f, pos[9] = 0.0f; /* a few specials */
+    const int64_t shape = (int64_t)n;
+    gck_snapshot *v = NULL;
+    assert_int_equal(gck_snapshot_create(1, &v), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(v, "w", GCK_DTYPE_F32, &shape, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(v, "pos", GCK_DTYPE_F32, &shape, 1, pos), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(v, "d", GCK_DTYPE_F64, &shape, 1, d), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(v, "h", GCK_DTYPE_BF16, &shape, 1, h), GCK_OK);
+    assert_int_equal(gck_store_save(st, v, NULL, 0, NULL), GCK_OK);
+    gck_store_close(st);
+    free(w), free(pos), free(d), free(h);
+    file_of(dir, 1, 0, f, sizeof f);
+    size_t flen;
+    char *text = read_text(f, &flen);
+    assert_non_null(strstr(text + 8, "\\\"format\\\":5"));
+    size_t rots = 0;
+    for (const char *p = text + 8; (p = strstr(p, "\\\"rot\\\":true")) != NULL; p++)
+        rots++;
+    assert_int_equal(rots, 2); /* w and h */
+    free(text);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+    gck_snapshot *got = NULL;
+    assert_int_equal(gck_store_restore(st, 1, &got), GCK_OK);
+    assert_same_snapshot(v, got);
+    gck_snapshot_destroy(got);
+    into_set set;
+    into_alloc(&set, v, 0x5a);
+    assert_int_equal(gck_store_restore_into(st, 1, (const char *const *)set.names, set.dsts, set.sizes, set.n, NULL),
+                     GCK_OK);
+    assert_into_equal(&set, v);
+    into_free(&set);
+    const char *const only[] = {"h"};
+    assert_int_equal(gck_store_restore_select(st, 1, only, 1, &got), GCK_OK);
+    assert_int_equal(gck_snapshot_num_tensors(got), 1);
+    gck_tensor_info a, b;
+    assert_int_equal(gck_snapshot_find_tensor(got, "h", &a), GCK_OK);
+    assert_int_equal(gck_snapshot_find_tensor(v, "h", &b), GCK_OK);
+    assert_int_equal(a.nbytes, b.nbytes);
+    assert_memory_equal(a.data, b.data, b.nbytes);
+    gck_snapshot_destroy(got);
+    gck_store_close(st);
+    const long at[] = {1, 1000, 3000000, 9000000};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+        flip_byte(f, at[i]);
+        assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+        const gck_status rc = gck_store_restore(st, 1, &got);
+        if (rc == GCK_OK) {
+            assert_same_snapshot(v, got);
+            gck_snapshot_destroy(got);
+        } else if (rc != GCK_ERR_CORRUPT) {
+            fail_msg("damage %ld bytes from the end: status %d (%s)", at[i], (int)rc, gck_last_error());
+        }
+        gck_store_close(st);
+        flip_byte(f, at[i]);
+    }
+    gck_snapshot_destroy(v);
+}
+
 /* ---- the per-plane coders --------------------------------------------------------- */
 
 /* A plane that is mostly one byte (an XOR delta's exponent bytes) is coded
@@ -2627,7 +2712,8 @@ int main(void)
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
         cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads), cmocka_unit_test(test_delta_format3_reads),
-        cmocka_unit_test(test_delta_format4_reads), cmocka_unit_test(test_delta_zrans),
+        cmocka_unit_test(test_delta_format4_reads), cmocka_unit_test(test_full_rotated),
+        cmocka_unit_test(test_delta_zrans),
         cmocka_unit_test(test_coders),              cmocka_unit_test(test_restore_select),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),
         cmocka_unit_test(test_readonly_directory),   cmocka_unit_test(test_readers_beside_writer),

@@ -44,6 +44,13 @@ extern "C" {
  *   to read rANS and zrans planes (GCK_ERR_UNSUPPORTED), as one without
  *   zstd does for zstd planes and zstd-coded bitmaps. Deltas written since
  *   zrans (delta format 4) are refused as unknown by older readers;
+ * - an f32 or bf16 tensor stored whole (every tensor of a coded full
+ *   version, a new tensor in a delta) whose values have both signs has the
+ *   byte planes of its values rotated left one bit (gck_xor_shuffle_rot):
+ *   the exponent then fills the top plane and the sign bit joins the
+ *   lowest, which lowers the planes' entropy of trained weights and first
+ *   moments (0.2-0.7 % of a full version). A file holding such a tensor
+ *   says format 5, which readers before it refuse as unknown;
  * - `manifest.json` lists the versions, tags, bases and content ids. Every
  *   change (save, tag, eviction) writes new data files first and then
  *   replaces the manifest atomically and durably, so after a crash at any

@@ -1064,6 +1064,7 @@ static void register_small_save(void)
 typedef struct pr_ctx {
     gck_store *ro;
     char dir[600];
+    int depth;        /* the restored version's chain: 1 (the full version), 2 (its first delta) or 10 */
     uint64_t version;
     const char *name;
     double tensor_bytes, read, n;
@@ -1121,7 +1122,10 @@ static const char *pr_prepare(void *ctx, int64_t n, int threads)
         return gck_last_error();
     for (int k = 0; k < NVERSIONS; k++) {
         gck_snapshot *s = seq_snapshot(&g_seq, k);
-        const gck_status st = s != NULL ? gck_store_save(w, s, NULL, 0, &f->version) : GCK_ERR_NO_MEMORY;
+        uint64_t v = 0;
+        const gck_status st = s != NULL ? gck_store_save(w, s, NULL, 0, &v) : GCK_ERR_NO_MEMORY;
+        if (k + 1 == f->depth)
+            f->version = v;
         gck_snapshot_destroy(s);
         if (st != GCK_OK) {
             gck_store_close(w);
@@ -1164,10 +1168,17 @@ static size_t pr_report(void *ctx, const char **names, double *values, size_t ca
     return 3;
 }
 
+/* "store_partial_restore/...": the last of the ten versions (a chain of a
+ * full version and nine deltas, each holding a payload of the tensor);
+ * "store_partial_restore_full/...": the full version; "..._delta1/...": the
+ * delta on it. */
 static void register_partial_restore(const int64_t *size)
 {
-    static pr_ctx ctx;
-    gck_bench_register(&(gck_bench_spec){.name = "store_partial_restore/adamw/1t", .body = pr_body,
-                                         .prepare = pr_prepare, .ctx = &ctx, .threads = 1, .label = "f32 on disk",
-                                         .sizes = size, .nsizes = 1, .report = pr_report});
+    static pr_ctx ctx[3] = {{.depth = NVERSIONS}, {.depth = 1}, {.depth = 2}};
+    static const char *const names[3] = {"store_partial_restore/adamw/1t", "store_partial_restore_full/adamw/1t",
+                                         "store_partial_restore_delta1/adamw/1t"};
+    for (int i = 0; i < 3; i++)
+        gck_bench_register(&(gck_bench_spec){.name = names[i], .body = pr_body, .prepare = pr_prepare,
+                                             .ctx = &ctx[i], .threads = 1, .label = "f32 on disk", .sizes = size,
+                                             .nsizes = 1, .report = pr_report});
 }

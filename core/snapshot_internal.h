@@ -94,7 +94,9 @@ GCK_INTERNAL gck_status gck_snapshot_add_borrowed(gck_snapshot *s, const char *n
 GCK_INTERNAL gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *name, gck_dtype dtype,
                                                   const void *data, size_t count);
 /* gck_snapshot_load_mmap without verification, where a tensor whose file
- * records no content id gets an empty one instead of being hashed. */
+ * records no content id gets an empty one instead of being hashed; the file
+ * read without read-ahead (POSIX_FADV_RANDOM): the caller reads parts and
+ * asks for each range it needs. */
 GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out);
 /* gck_snapshot_load_mmap for a caller that reads every byte (its pages are
  * mapped at once). verify 1 or 0 as there; -1 as

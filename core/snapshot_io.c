@@ -906,6 +906,8 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
         goto done;
     }
     s->timestamp = 0; /* absent from other writers' files */
+    if (use_map == 1 && verify < 0) /* the store's reader of parts: no read-ahead beyond what it asks for */
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     st = gck_load_fd(path, fd, s, use_map, verify);
     if (st == GCK_OK) {
         *out = s;
@@ -995,6 +997,11 @@ gck_status gck_st_open(const char *path, gck_st_file **out)
         st = gck_io_fail("cannot open", path, errno);
         goto fail;
     }
+    /* Each read asks for exactly what it needs (the header, then the chosen
+     * tensors' bytes): the kernel's read-ahead after them was waste - a
+     * partial restore of one 0.56 MB tensor from a full file read 0.89 MB
+     * from the disk, the header's read-ahead and the tensor's. */
+    (void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
     if ((st = gck_snapshot_create(0, &f->fields)) != GCK_OK) {
         st = gck_fail_ctx(st, "%.300s", path);
         goto fail;

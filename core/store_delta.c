@@ -43,12 +43,13 @@
 /* 5: as 4, and an item may say "rot": true - its planes are of its values
  * rotated left one bit (gck_xor_shuffle_rot). Descriptions without such an
  * item still say 4, so older readers keep reading them. Raw f32 and bf16
- * items of both signs (gck_mixed_signs) are rotated: the whole exponent then sits in the top byte plane and
- * the sign at the bottom of the lowest (the demo's AdamW state: the planes'
- * order-0 entropy 0.8310 -> 0.8291 of the bytes; an SGD state 0.8316 ->
- * 0.8258), which took coded full versions from 0.1-0.6 % above ZipNN's size
- * to below it. Deltas are not rotated: the XOR of two versions gains less
- * (adamw) or loses (sgd). */
+ * items of both signs (gck_mixed_signs) are rotated: the whole exponent
+ * then sits in the top byte plane and the sign at the bottom of the lowest
+ * (the benchmark's AdamW state: the planes' order-0 entropy 0.8310 -> 0.8291
+ * of the bytes; an SGD state 0.8316 -> 0.8258), which took coded full
+ * versions from 0.2-0.7 % above ZipNN's size to 0.1-0.2 % below it. XOR
+ * items are not rotated: the XOR of two versions gains less (adamw) or
+ * loses (sgd). */
 
 /* A plane's codec is chosen from windows of it spread over its length: up
  * to GCK_PLANE_WINDOWS of GCK_PLANE_WINDOW bytes. */

@@ -147,8 +147,8 @@ static void check_same(const uint8_t *want, const uint8_t *got, size_t len, cons
         size_t j = 0;
         while (want[j] == got[j])
             j++;
-        fail_msg("%s%s n=%zu esz=%zu b=%s off=%zu: byte %zu (plane/elem %zu, %zu) want %02x got %02x", what, g_rot ? " (rotated)" : "", n, esz,
-                 with_b ? "yes" : "NULL", off, j, j / n, j % n, want[j], got[j]);
+        fail_msg("%s%s n=%zu esz=%zu b=%s off=%zu: byte %zu (plane/elem %zu, %zu) want %02x got %02x", what,
+                 g_rot ? " (rotated)" : "", n, esz, with_b ? "yes" : "NULL", off, j, j / n, j % n, want[j], got[j]);
     }
 }
 

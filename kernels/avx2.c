@@ -278,7 +278,30 @@ GCK_ALWAYS_INLINE __m256i gck_plane_ctl(size_t esz, int inv)
 }
 
 GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units, __m256i, _mm256)
-GCK_DEFINE_PLANE_ROT(gck_planes_rotl, gck_planes_rotr, __m256i, _mm256, _mm256_and_si256, _mm256_or_si256)
+
+/* Registers x[0..esz) holding byte planes k = 0..esz-1 of the same
+ * elements: each element rotated left one bit (plane k takes its bytes
+ * shifted left and plane k-1's top bits; plane 0 takes plane esz-1's), and
+ * back. No byte shifts on x86: 16-bit shifts, then a mask. */
+GCK_ALWAYS_INLINE void gck_planes_rotl(__m256i *x, size_t esz)
+{
+    const __m256i one = _mm256_set1_epi8(1);
+    __m256i hi[8];
+    for (size_t k = 0; k < esz; k++)
+        hi[k] = _mm256_and_si256(_mm256_srli_epi16(x[k], 7), one);
+    for (size_t k = 0; k < esz; k++)
+        x[k] = _mm256_or_si256(_mm256_add_epi8(x[k], x[k]), hi[(k + esz - 1) % esz]);
+}
+
+GCK_ALWAYS_INLINE void gck_planes_rotr(__m256i *x, size_t esz)
+{
+    const __m256i top = _mm256_set1_epi8((char)0x80), low7 = _mm256_set1_epi8(0x7f);
+    __m256i lo[8];
+    for (size_t k = 0; k < esz; k++)
+        lo[k] = _mm256_and_si256(_mm256_slli_epi16(x[k], 7), top);
+    for (size_t k = 0; k < esz; k++)
+        x[k] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(x[k], 1), low7), lo[(k + 1) % esz]);
+}
 
 GCK_ALWAYS_INLINE __m256i gck_ldu8(const uint8_t *p)
 {

@@ -526,7 +526,7 @@ GCK_ALWAYS_INLINE __m512i gck_plane_ctl(size_t esz, int inv)
 }
 
 GCK_DEFINE_TRANSPOSE_UNITS(gck_transpose_units512, __m512i, _mm512)
-/* gck_planes_rotl / _rotr of bytes_simd.h with each mask-and-merge one
+/* avx2.c's gck_planes_rotl / _rotr at 512 bits, each mask-and-merge one
  * vpternlogd (select by mask: 0xD8 takes b where c is set, 0xE4 a): the
  * plain and/or form left the in-cache unshuffle a third slower than the
  * unrotated one. */

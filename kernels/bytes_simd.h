@@ -59,31 +59,6 @@ GCK_ALWAYS_INLINE void gck_plane_ctl_bytes(uint8_t c[16], size_t esz, int inv)
         }                                                                                 \
     }
 
-/* Defines rotl(T *x, size_t esz) and rotr(T *x, size_t esz) on registers
- * x[0..esz) holding byte planes k = 0..esz-1 of the same elements: each
- * element rotated left one bit (plane k takes its bytes shifted left and
- * plane k-1's top bits; plane 0 takes plane esz-1's), and back. No byte
- * shifts on x86: 16-bit shifts, then a mask. P is the intrinsics prefix,
- * AND and OR the bitwise intrinsics of that width. */
-#define GCK_DEFINE_PLANE_ROT(rotl, rotr, T, P, AND, OR)                                        \
-    GCK_ALWAYS_INLINE void rotl(T *x, size_t esz)                                         \
-    {                                                                                     \
-        T hi[8];                                                                          \
-        for (size_t k = 0; k < esz; k++)                                                  \
-            hi[k] = AND(P##_srli_epi16(x[k], 7), P##_set1_epi8(1));         \
-        for (size_t k = 0; k < esz; k++)                                                  \
-            x[k] = OR(P##_add_epi8(x[k], x[k]), hi[(k + esz - 1) % esz]);   \
-    }                                                                                     \
-    GCK_ALWAYS_INLINE void rotr(T *x, size_t esz)                                         \
-    {                                                                                     \
-        T lo[8];                                                                          \
-        for (size_t k = 0; k < esz; k++)                                                  \
-            lo[k] = AND(P##_slli_epi16(x[k], 7), P##_set1_epi8((char)0x80)); \
-        for (size_t k = 0; k < esz; k++)                                                  \
-            x[k] = OR(AND(P##_srli_epi16(x[k], 1), P##_set1_epi8(0x7f)), \
-                                    lo[(k + 1) % esz]);                                   \
-    }
-
 /* The sparse split's and merge's 8-byte steps (pshufb through the rows of
  * sparse_tables.c). pack8 stores 8 bytes at vals + m, of which it keeps the
  * count of b's set bits: the rest lies below x's own offset, inside vals.

@@ -1061,26 +1061,21 @@ static int gck_write_payload(int fd, const gck_enc_job *j, uint64_t *off)
     return err;
 }
 
-/* The header (8 + room bytes, hdr) and every payload of jobs[0..m) after
- * it, from byte 0, in one call where the vectors allow. */
-static int gck_write_file(int fd, const char *hdr, size_t room, const gck_enc_job *jobs, size_t m)
+/* The header (8 + room bytes, hdr) and every payload of the plan's jobs
+ * after it, from byte 0, in one call. 0, an errno, or ECANCELED with x->err
+ * set (no memory for the vectors). */
+static int gck_write_file(int fd, const char *hdr, size_t room, gck_enc_stream *x)
 {
+    const gck_enc_job *jobs = x->pl.jobs;
     size_t k = 1;
-    for (size_t i = 0; i < m; i++)
+    for (size_t i = 0; i < x->pl.m; i++)
         k += jobs[i].enc != GCK_ENC_REF ? gck_dtype_size(jobs[i].it.dtype) : 0;
-    struct iovec *iov = malloc(k * sizeof *iov);
-    if (iov == NULL) { /* one call per item instead */
-        struct iovec h = {(void *)(uintptr_t)hdr, 8 + room};
-        uint64_t off = 8 + room;
-        int err = gck_pwritev_all(fd, &h, 1, 0);
-        for (size_t i = 0; i < m && !err; i++)
-            if (jobs[i].enc != GCK_ENC_REF)
-                err = gck_write_payload(fd, &jobs[i], &off);
-        return err;
-    }
+    struct iovec *iov = gck_malloc(k * sizeof *iov);
+    if (iov == NULL)
+        return gck_stream_fail(x, gck_fail_oom("delta file write vectors", k * sizeof *iov));
     iov[0] = (struct iovec){(void *)(uintptr_t)hdr, 8 + room};
     k = 1;
-    for (size_t i = 0; i < m; i++)
+    for (size_t i = 0; i < x->pl.m; i++)
         for (size_t p = 0; jobs[i].enc != GCK_ENC_REF && p < gck_dtype_size(jobs[i].it.dtype); p++)
             if (jobs[i].po[p].len > 0)
                 iov[k++] = (struct iovec){jobs[i].po[p].buf, jobs[i].po[p].len};
@@ -1166,7 +1161,7 @@ static int gck_delta_fill(int fd, void *ctx)
         struct iovec iov = {hdr, 8 + x->room};
         err = gck_pwritev_all(fd, &iov, 1, 0);
     } else {
-        err = gck_write_file(fd, hdr, x->room > 0 ? x->room : need, x->pl.jobs, x->pl.m);
+        err = gck_write_file(fd, hdr, x->room > 0 ? x->room : need, x);
     }
     free(hdr);
     return err;

@@ -59,7 +59,8 @@
  * entropy_ratio, the order-0 entropy of the byte planes of each tensor
  * (XOR with the previous version for deltas, the values for full versions)
  * / logical bytes over the same versions: the limit of a per-plane order-0
- * coder. On /dev/shm (tmpfs): the CPU cost, not a disk's.
+ * coder. On /dev/shm (tmpfs): the CPU cost, not a disk's
+ * (GCK_BENCH_STORE_ROOT=DIR: in DIR instead).
  *
  * GCK_BENCH_STORE_EXPORT=DIR also writes each sequence's versions, as
  * generated, to DIR/<sequence>/v<k>.safetensors (bench/store_peers_seq.py
@@ -542,7 +543,9 @@ static const char *store_prepare(void *ctx, int64_t n, int threads)
         return "built without zstd";
 #endif
     }
-    snprintf(f->dir, sizeof f->dir, "/dev/shm/gck_bench_store.%ld", (long)getpid());
+    const char *root = getenv("GCK_BENCH_STORE_ROOT");
+    snprintf(f->dir, sizeof f->dir, "%s/gck_bench_store.%ld", root != NULL && root[0] ? root : "/dev/shm",
+             (long)getpid());
     rm_dir(f->dir);
     gck_store_config c;
     gck_store_config_init(&c);

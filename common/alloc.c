@@ -85,6 +85,29 @@ int gck_mul_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
+/* The pages gck_resident looks at: enough to tell a cached file from a
+ * cold one, few enough to cost microseconds (mincore of every page of a
+ * 121 MB mapping took about 2 ms, as much as it saved). */
+#define GCK_RESIDENT_SAMPLES 64
+
+int gck_resident(const void *p, size_t len)
+{
+    const long page = sysconf(_SC_PAGESIZE);
+    if (p == NULL || len == 0 || page <= 0)
+        return 1;
+    const uintptr_t lo = (uintptr_t)p / (uintptr_t)page * (uintptr_t)page;
+    const size_t pages = (size_t)((uintptr_t)p + len - lo + (uintptr_t)page - 1) / (size_t)page;
+    const size_t k = pages < GCK_RESIDENT_SAMPLES ? pages : GCK_RESIDENT_SAMPLES;
+    for (size_t i = 0; i < k; i++) {
+        /* evenly spread, the first and the last page included */
+        const size_t at = k > 1 ? i * (pages - 1) / (k - 1) : 0;
+        unsigned char v = 0;
+        if (mincore((void *)(lo + at * (size_t)page), (size_t)page, &v) != 0 || !(v & 1))
+            return 0;
+    }
+    return 1;
+}
+
 void gck_prefault_read(const void *p, size_t len)
 {
     const long page = sysconf(_SC_PAGESIZE);

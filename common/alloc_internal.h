@@ -21,6 +21,10 @@ GCK_INTERNAL char *gck_strdup(const char *s);
  * (MADV_POPULATE_READ, Linux 5.14 and later). Advice only: failures are
  * ignored. */
 GCK_INTERNAL void gck_prefault_read(const void *p, size_t len);
+/* 1 when the mapping range p[0..len) looks cached: 64 of its pages, evenly
+ * spread with the first and the last, are all in memory (mincore). A hint
+ * for choosing how to read it; 0 when it cannot tell. */
+GCK_INTERNAL int gck_resident(const void *p, size_t len);
 
 /* *out = a * b; 0 on overflow. */
 GCK_INTERNAL int gck_mul_size(size_t a, size_t b, size_t *out);

@@ -1,12 +1,14 @@
 /* tests/test_store.c - gck_store: bit-exact restore, deltas, eviction with hidden bases, locking, faults, crashes. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -193,6 +195,59 @@ static void test_round_trip(void **state)
     assert_all_restore(st);
     save_v(st, 10, NULL); /* a delta whose base comes from disk (no cache after reopen) */
     assert_true(gck_store_get(st, 10)->is_delta);
+    assert_all_restore(st);
+    gck_store_close(st);
+}
+
+/* Each data file of dir fsynced and its pages dropped from the page cache;
+ * returns how many files then look uncached to gck_resident (0 where the
+ * file system keeps them, as tmpfs does). */
+static size_t evict_data_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t cold = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strstr(de->d_name, ".safetensors") == NULL)
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+        const int fd = open(p, O_RDONLY);
+        assert_true(fd >= 0);
+        struct stat sb;
+        assert_int_equal(fstat(fd, &sb), 0);
+        assert_int_equal(fdatasync(fd), 0);
+        assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+        void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        assert_true(m != MAP_FAILED);
+        cold += !gck_resident(m, (size_t)sb.st_size);
+        munmap(m, (size_t)sb.st_size);
+        close(fd);
+    }
+    closedir(d);
+    return cold;
+}
+
+/* Whole restores read a cached file through faults and a cold one mapped
+ * populated (gck_resident decides): both give every version bit for bit. */
+static void test_restore_cold_files(void **state)
+{
+    (void)state;
+    char dir[300];
+    new_dir(dir, sizeof dir);
+    gck_store *st = open_store(dir, 100, 4, 0);
+    for (uint64_t v = 1; v <= 6; v++)
+        save_v(st, v, NULL);
+    gck_store_close(st);
+    const size_t cold = evict_data_files(dir);
+    if (cold == 0)
+        fprintf(stderr, "test_restore_cold_files: %s keeps its files' pages cached; only the cached path ran\n", dir);
+    assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK); /* no in-memory latest: every restore reads files */
+    assert_all_restore(st);
+    gck_store_close(st);
+    assert_int_equal(evict_data_files(dir), cold);
+    assert_int_equal(gck_store_open_readonly(dir, &st), GCK_OK);
     assert_all_restore(st);
     gck_store_close(st);
 }
@@ -2698,7 +2753,7 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_and_args),   cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_defaults_and_args),   cmocka_unit_test(test_round_trip), cmocka_unit_test(test_restore_cold_files),
         cmocka_unit_test(test_files_are_safetensors), cmocka_unit_test(test_frozen_delta_is_small),
         cmocka_unit_test(test_eviction_hidden_bases), cmocka_unit_test(test_manifest_hidden_bases), cmocka_unit_test(test_save_delta_file_packed), cmocka_unit_test(test_restore_back_from_latest),    cmocka_unit_test(test_lock),
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),

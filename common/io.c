@@ -1,5 +1,5 @@
 /* common/io.c - system calls of the durable writers, with an injectable failure. */
-#define _DEFAULT_SOURCE /* pwritev */
+#define _GNU_SOURCE /* pwritev, sync_file_range */
 #include "io_internal.h"
 
 #include <errno.h>
@@ -168,6 +168,16 @@ int gck_writev_all(int fd, struct iovec *iov, size_t n)
 int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off)
 {
     return off > (uint64_t)INT64_MAX ? EFBIG : gck_writev_at(fd, iov, n, (off_t)off);
+}
+
+void gck_start_writeback(int fd, uint64_t off, uint64_t len)
+{
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+    if (len > 0 && off <= (uint64_t)INT64_MAX && len <= (uint64_t)INT64_MAX - off)
+        (void)sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd, (void)off, (void)len;
+#endif
 }
 
 void gck_dirname(const char *path, char *buf, size_t cap)

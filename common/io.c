@@ -173,7 +173,7 @@ int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off)
 void gck_start_writeback(int fd, uint64_t off, uint64_t len)
 {
 #if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
-    if (len > 0 && off <= (uint64_t)INT64_MAX && len <= (uint64_t)INT64_MAX - off)
+    if (off <= (uint64_t)INT64_MAX && len <= (uint64_t)INT64_MAX - off) /* len 0: to the end */
         (void)sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 #else
     (void)fd, (void)off, (void)len;
@@ -241,6 +241,9 @@ gck_status gck_write_unsynced(const char *path, int (*fill)(int fd, void *ctx), 
         unlink(path);
         return gck_io_fail("cannot write", path, err);
     }
+    /* its device write started now: the caller fsyncs it later, after
+     * other work (the store writes its manifest first) */
+    gck_start_writeback(fd, 0, 0);
     *fd_out = fd;
     return GCK_OK;
 }

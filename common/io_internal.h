@@ -44,7 +44,8 @@ GCK_INTERNAL int gck_writev_all(int fd, struct iovec *iov, size_t n);
 /* gck_writev_all at byte offset off of the file (pwritev: the file position
  * does not move), through gck_sys_pwritev; 0 on success, else errno. */
 GCK_INTERNAL int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off);
-/* Starts the device write of fd's bytes [off, off + len) and returns
+/* Starts the device write of fd's bytes [off, off + len) (len 0: to the
+ * end of the file) and returns
  * without waiting (Linux sync_file_range; elsewhere nothing), so that the
  * fsync that makes them durable later waits only for the rest. Advice
  * only: it neither fails nor makes anything durable. */

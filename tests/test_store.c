@@ -1721,14 +1721,16 @@ static void test_manifest_matches_memory(void **state)
 
 /* tests/fuzz/fuzz_store.c's two versions, whose version-2 delta written by
  * the format-1 encoder is kept as the fuzz seed corpus_store/delta. */
-static gck_snapshot *fuzz_version(int v)
+static gck_snapshot *fuzz_version(int v, int format)
 {
     gck_snapshot *s = NULL;
     assert_int_equal(gck_snapshot_create((uint64_t)v, &s), GCK_OK);
-    float w[300];
+    float w[300], u[5];
     double b[17];
     for (int i = 0; i < 300; i++)
         w[i] = (float)i * 0.25f + (float)v * (i % 3 == 0 ? 0.001f : 0.0f);
+    for (int i = 0; i < 5; i++) /* the seeds of format 5 on: version 2's "v" has both signs */
+        u[i] = format >= 5 && v == 2 && (i & 1) ? -w[i] : w[i];
     for (int i = 0; i < 17; i++)
         b[i] = (double)i;
     const int64_t ws[2] = {30, 10}, bs = 17, vs = v == 1 ? 3 : 5;
@@ -1736,17 +1738,16 @@ static gck_snapshot *fuzz_version(int v)
     memset(blob, v, sizeof blob);
     assert_int_equal(gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, ws, 2, w), GCK_OK);
     assert_int_equal(gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, &bs, 1, b), GCK_OK);
-    assert_int_equal(gck_snapshot_add_tensor(s, "v", GCK_DTYPE_F32, &vs, 1, w), GCK_OK);
+    assert_int_equal(gck_snapshot_add_tensor(s, "v", GCK_DTYPE_F32, &vs, 1, u), GCK_OK);
     assert_int_equal(gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob), GCK_OK);
     assert_int_equal(gck_snapshot_set_metadata(s, "k", "x"), GCK_OK);
     return s;
 }
 
-/* Deltas written before format 2 (one tensor per byte plane) still restore,
- * whole and into caller buffers. */
 /* A delta written by an older format (a fuzz seed: "delta" format 1,
  * "delta_format2" format 2, both with zstd planes; "delta_format3" with
- * rANS planes) restores, restores into caller memory and verifies. */
+ * rANS planes; "delta_format4" with zrans planes; "delta_format5" also with
+ * a rotated raw item) restores, restores into caller memory and verifies. */
 static void assert_old_delta_reads(const char *seed_name, int format)
 {
     char dir[300], f[600], path[600], want_format[32];
@@ -1757,7 +1758,7 @@ static void assert_old_delta_reads(const char *seed_name, int format)
     cfg.coder = GCK_STORE_CODER_ZSTD, cfg.zstd_max_entropy = 0.25; /* as the stores that wrote them */
     gck_store *st = NULL;
     assert_int_equal(gck_store_open(dir, &cfg, &st), GCK_OK);
-    gck_snapshot *v[2] = {fuzz_version(1), fuzz_version(2)};
+    gck_snapshot *v[2] = {fuzz_version(1, format), fuzz_version(2, format)};
     for (int i = 0; i < 2 && format >= 2; i++) { /* the seeds of format 2 on carry these too */
         char note[8];
         snprintf(note, sizeof note, "n%d", i + 1);
@@ -1787,12 +1788,12 @@ static void assert_old_delta_reads(const char *seed_name, int format)
     assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
     gck_snapshot *got = NULL;
     into_set set;
-    /* its planes' codecs: zstd; rANS; rANS and zstd (format 4's zrans bitmaps) */
+    /* its planes' codecs: zstd; rANS; rANS and zstd (format 4 and 5: zrans bitmaps) */
     const int has_zstd = gck_delta_have_zstd(), has_rans = gck_delta_have_rans();
     const int needs = format <= 2 ? has_zstd : format == 3 ? has_rans : has_rans && has_zstd;
     if (!needs) { /* a build without that codec: a clean refusal */
         assert_int_equal(gck_store_restore(st, 2, &got), GCK_ERR_UNSUPPORTED);
-        assert_non_null(strstr(gck_last_error(), format <= 2 || (format == 4 && has_rans) ? "zstd" : "htscodecs"));
+        assert_non_null(strstr(gck_last_error(), format <= 2 || (format >= 4 && has_rans) ? "zstd" : "htscodecs"));
         into_alloc(&set, v[1], 0x33);
         assert_int_equal(gck_store_restore_into(st, 2, (const char *const *)set.names, set.dsts, set.sizes, set.n,
                                                 NULL), GCK_ERR_UNSUPPORTED);
@@ -1841,6 +1842,13 @@ static void test_delta_format4_reads(void **state)
 {
     (void)state;
     assert_old_delta_reads("delta_format4", 4);
+}
+
+/* format 5: a raw f32 item of both signs stored rotated ("rot": true) */
+static void test_delta_format5_reads(void **state)
+{
+    (void)state;
+    assert_old_delta_reads("delta_format5", 5);
 }
 
 /* Format 5: a coded full version rotates its f32 and bf16 tensors of both
@@ -2773,7 +2781,7 @@ int main(void)
         cmocka_unit_test(test_version_info),
         cmocka_unit_test(test_manifest_matches_memory),
         cmocka_unit_test(test_delta_format1_reads), cmocka_unit_test(test_delta_format2_reads), cmocka_unit_test(test_delta_format3_reads),
-        cmocka_unit_test(test_delta_format4_reads), cmocka_unit_test(test_full_rotated),
+        cmocka_unit_test(test_delta_format4_reads), cmocka_unit_test(test_delta_format5_reads), cmocka_unit_test(test_full_rotated),
         cmocka_unit_test(test_delta_zrans),
         cmocka_unit_test(test_coders),              cmocka_unit_test(test_restore_select),
         cmocka_unit_test(test_readonly_open),        cmocka_unit_test(test_readonly_evicted_meanwhile),

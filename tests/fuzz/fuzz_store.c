@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_store.c - libFuzzer target: a store whose data file or manifest holds arbitrary bytes.
  *
- * A small store (version 1 full, version 2 a delta of it) is built once. Each
+ * A small store (version 1 full, version 2 a delta of it in the current
+ * format, 5: one of its items is stored rotated) is built once. Each
  * input's first byte picks what it replaces: 0 the delta file of version 2,
  * 2 the full file of version 1 (then restoring that version must give GCK_OK
  * with exactly its content - every tensor's dtype, shape and bytes, every
@@ -35,10 +36,14 @@ static gck_snapshot *version(int v)
     gck_snapshot *s = NULL;
     if (gck_snapshot_create((uint64_t)v, &s) != GCK_OK)
         abort();
-    float w[300];
+    float w[300], u[5];
     double b[17];
     for (int i = 0; i < 300; i++)
         w[i] = (float)i * 0.25f + (float)v * (i % 3 == 0 ? 0.001f : 0.0f);
+    /* "v" changes shape (stored raw in the delta); version 2's has both
+     * signs, so the delta rotates it and says format 5 */
+    for (int i = 0; i < 5; i++)
+        u[i] = v == 2 && (i & 1) ? -w[i] : w[i];
     for (int i = 0; i < 17; i++)
         b[i] = (double)i;
     const int64_t ws[2] = {30, 10}, bs = 17, vs = v == 1 ? 3 : 5;
@@ -48,7 +53,7 @@ static gck_snapshot *version(int v)
     snprintf(note, sizeof note, "n%d", v);
     if (gck_snapshot_add_tensor(s, "w", GCK_DTYPE_F32, ws, 2, w) != GCK_OK ||
         gck_snapshot_add_tensor(s, "b", GCK_DTYPE_F64, &bs, 1, b) != GCK_OK ||
-        gck_snapshot_add_tensor(s, "v", GCK_DTYPE_F32, &vs, 1, w) != GCK_OK ||
+        gck_snapshot_add_tensor(s, "v", GCK_DTYPE_F32, &vs, 1, u) != GCK_OK ||
         gck_snapshot_set_optimizer_state(s, "w", blob, sizeof blob) != GCK_OK ||
         gck_snapshot_set_metadata(s, "k", "x") != GCK_OK || gck_snapshot_set_metadata(s, "note", note) != GCK_OK ||
         gck_snapshot_set_loss_cid(s, note) != GCK_OK || gck_snapshot_set_timestamp(s, 1700000000u + (unsigned)v) != GCK_OK)

@@ -45,10 +45,10 @@ GCK_INTERNAL int gck_writev_all(int fd, struct iovec *iov, size_t n);
  * does not move), through gck_sys_pwritev; 0 on success, else errno. */
 GCK_INTERNAL int gck_pwritev_all(int fd, struct iovec *iov, size_t n, uint64_t off);
 /* Starts the device write of fd's bytes [off, off + len) (len 0: to the
- * end of the file) and returns
- * without waiting (Linux sync_file_range; elsewhere nothing), so that the
- * fsync that makes them durable later waits only for the rest. Advice
- * only: it neither fails nor makes anything durable. */
+ * end of the file) and returns without waiting (Linux sync_file_range;
+ * elsewhere nothing), so that the fsync that makes them durable later
+ * waits only for the rest. Advice only: it neither fails nor makes
+ * anything durable, and a write error still comes from that fsync. */
 GCK_INTERNAL void gck_start_writeback(int fd, uint64_t off, uint64_t len);
 
 /* dir part of path ("." when none) into buf. */

@@ -99,7 +99,10 @@ static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
  * second walk away at compile time: left to the optimizer, the test of a
  * zero bad_ stayed in, and div_sumsq_f64 at 16 Mi ran 12 % slower in the
  * gate. The partial stripe takes ACC under masks. */
-#define GCK_AVX512_WALK(n, ACC, FAST, CHECKED)                                            \
+#define GCK_AVX512_WALK(n, ACC, FAST, CHECKED) GCK_AVX512_WALK_FIX(n, ACC, FAST, CHECKED, )
+/* The same, with FIX, statements run on o_ before the fold: a walk that kept
+ * its lanes in another order puts them back in the canonical one there. */
+#define GCK_AVX512_WALK_FIX(n, ACC, FAST, CHECKED, FIX)                                   \
     do {                                                                                  \
         __m512d o_[8];                                                                    \
         for (int k_ = 0; k_ < 8; k_++)                                                    \
@@ -143,6 +146,7 @@ static inline __m512d gck_zmm_sub_on_fma(__m512d a, __m512d b)
             o_[6] = _mm512_add_pd(o_[6], a6);                                             \
             o_[7] = _mm512_add_pd(o_[7], a7);                                             \
         }                                                                                 \
+        FIX                                                                               \
         return gck_fold8(o_);                                                             \
     } while (0)
 
@@ -183,8 +187,21 @@ static double gck_sumsq_f64_block_avx512(const double *x, size_t n)
 #undef A
 }
 
+/* 1 if the sums below widen 8 elements per zmm (gck_cpu_zmm_widen): on
+ * Zen 5, 64 Ki elements in L2, sumsq_f32 1.17x, bf16 and f16 2x the ymm
+ * shape's rate (kernels.h). Both shapes give the same bits. */
+static inline int gck_zmm_widen(void)
+{
+    return gck_cpu_features_get()->zmm_widen;
+}
+
 static double gck_sumsq_f32_block_avx512(const float *x, size_t n)
 {
+    if (gck_zmm_widen()) {
+#define A(s_, g, m) _mm512_fmadd_pd(gck_ld32w(x + (g), m), gck_ld32w(x + (g), m), s_)
+        GCK_AVX512_REDUCE_PF(n, A, gck_prefetch_stripe32(x + g_););
+#undef A
+    }
 #define A(s_, g, m) _mm256_fmadd_pd(gck_ld32w4(x + (g), m), gck_ld32w4(x + (g), m), s_)
     GCK_YMM_REDUCE32(n, x);
 #undef A
@@ -213,6 +230,11 @@ static inline __m256d gck_sq4(__m256d v)
 static double gck_dist2_f32_block_avx512(const float *a, const float *b, size_t n)
 {
     /* masked lanes load +0 in both: 0 - 0 = +0, squared +0 */
+    if (gck_zmm_widen()) {
+#define A(s_, g, m) GCK_ZMM_ADDK(s_, gck_sq(gck_zmm_sub_on_fma(gck_ld32w(a + (g), m), gck_ld32w(b + (g), m)), m))
+        GCK_AVX512_REDUCE_PF(n, A, gck_prefetch_pair32(a + g_, b + g_););
+#undef A
+    }
 #define A(s_, g, m) GCK_YMM_ADDK(s_, gck_sq4(gck_ymm_sub_on_fma(gck_ld32w4(a + (g), m), gck_ld32w4(b + (g), m))))
     GCK_YMM_REDUCE32_2(n, a, b);
 #undef A
@@ -227,6 +249,11 @@ static double gck_asum_f64_block_avx512(const double *x, size_t n)
 
 static double gck_asum_f32_block_avx512(const float *x, size_t n)
 {
+    if (gck_zmm_widen()) {
+#define A(s_, g, m) _mm512_add_pd(s_, _mm512_abs_pd(gck_ld32w(x + (g), m)))
+        GCK_AVX512_REDUCE_PF(n, A, gck_prefetch_stripe32(x + g_););
+#undef A
+    }
 #define A(s_, g, m) _mm256_add_pd(s_, _mm256_andnot_pd(_mm256_set1_pd(-0.0), gck_ld32w4(x + (g), m)))
     GCK_YMM_REDUCE32(n, x);
 #undef A
@@ -375,6 +402,71 @@ GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
     gck_prefetch_pair16(x + g_, y + g_);                                       \
     GCK_D16_FAST(0, 0, 1) GCK_D16_FAST(1, 2, 3) GCK_D16_FAST(2, 4, 5) GCK_D16_FAST(3, 6, 7)
 
+/* The zmm shape's 2-byte sums prefetch each stripe's 2 lines into L1 16 KiB
+ * ahead and nothing into L2: on Zen 5 over 64 Mi elements, bf16 read at
+ * 0.93-0.97 and f16 at 0.91-0.93 of ref_read_16 so, 0.78-0.88 with the ymm
+ * shape's 2 KiB + 8 KiB, 0.78-0.83 with 4 KiB; 12-32 KiB measured alike. */
+#define GCK_ZMM_PREFETCH16 16384
+GCK_ALWAYS_INLINE void gck_zmm_prefetch16(const uint16_t *x)
+{
+    gck_prefetch_l1(x, 2, GCK_ZMM_PREFETCH16);
+}
+
+/* acc + the sumsq or asum terms of 8 widened elements v. */
+GCK_ALWAYS_INLINE __m512d gck_fl_term8(gck_fl_term t, __m512d acc, __m512d v)
+{
+    return t == GCK_FL_SUMSQ ? _mm512_fmadd_pd(v, v, acc) : _mm512_add_pd(acc, _mm512_abs_pd(v));
+}
+
+/* bf16 sums in the zmm shape, 16 elements per load: interleaving them with
+ * zero words within each 128-bit half gives their f32 values in two ymm
+ * (elements 0-3 | 8-11 and 4-7 | 12-15), each widened into one run
+ * register, where widening in element order takes a zero-extension and a
+ * shift per 8 (Zen 5, 64 Ki elements in L2: 1.2x the rate of a word
+ * permute in element order, 1.5x the extension and shift). Run registers
+ * 2q and 2q + 1 thus hold lanes 16q + {0-3, 8-11} and 16q + {4-7, 12-15};
+ * each lane still takes the same elements in the same order, and
+ * GCK_BF16U_FIX puts the lanes back in order before the canonical fold. */
+typedef struct gck_bf16u {
+    __m512d lo, hi;
+} gck_bf16u;
+
+/* The 16 elements at p widened, lanes from m (bit i: element i) or all. */
+GCK_ALWAYS_INLINE gck_bf16u gck_bf16u_load(const uint16_t *p, __mmask16 m, int full)
+{
+    const __m256i v = full ? _mm256_loadu_si256((const __m256i *)(const void *)p) : _mm256_maskz_loadu_epi16(m, p);
+    const __m256i z = _mm256_setzero_si256();
+    return (gck_bf16u){ _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v))),
+                        _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v))) };
+}
+
+/* The elements of [g, g + 16) below r1, one bit each. */
+GCK_ALWAYS_INLINE __mmask16 gck_mask16(size_t g, size_t r1)
+{
+    return g >= r1 ? 0 : (r1 - g >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (r1 - g)) - 1u));
+}
+
+/* The partial stripe: the even register of a pair loads and widens both. */
+#define GCK_BF16U_ACC(s_, g, m)                                                                      \
+    ((k_ & 1) == 0 ? (u_ = gck_bf16u_load(x + (g), gck_mask16((g), r1_), 0), gck_fl_term8(t, s_, u_.lo)) \
+                   : gck_fl_term8(t, s_, u_.hi))
+#define GCK_BF16U_PAIR(q, kl, kh)                                              \
+    {                                                                          \
+        const gck_bf16u w_ = gck_bf16u_load(x + g_ + 16 * (q), 0, 1);          \
+        a##kl = gck_fl_term8(t, a##kl, w_.lo);                                 \
+        a##kh = gck_fl_term8(t, a##kh, w_.hi);                                 \
+    }
+#define GCK_BF16U_STRIPE                                                       \
+    gck_zmm_prefetch16(x + g_);                                                \
+    GCK_BF16U_PAIR(0, 0, 1) GCK_BF16U_PAIR(1, 2, 3) GCK_BF16U_PAIR(2, 4, 5) GCK_BF16U_PAIR(3, 6, 7)
+/* 128-bit quarters 0, 1 of both registers are lanes 16q + 0-7, 2, 3 are 16q + 8-15. */
+#define GCK_BF16U_FIX                                                          \
+    for (int q_ = 0; q_ < 4; q_++) {                                          \
+        const __m512d l_ = o_[2 * q_], h_ = o_[2 * q_ + 1];                    \
+        o_[2 * q_] = _mm512_shuffle_f64x2(l_, h_, 0x44);                       \
+        o_[2 * q_ + 1] = _mm512_shuffle_f64x2(l_, h_, 0xEE);                   \
+    }
+
 GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void *a, const void *b, double s,
                                         double p, size_t n)
 {
@@ -385,12 +477,23 @@ GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void
         GCK_AVX512_REDUCE(n, A);
 #undef A
     }
+    if (t != GCK_FL_DIST2 && gck_zmm_widen()) {
+        if (e == GCK_FL_BF16) {
+            gck_bf16u u_ = { _mm512_setzero_pd(), _mm512_setzero_pd() };
+            GCK_AVX512_WALK_FIX(n, GCK_BF16U_ACC, GCK_BF16U_STRIPE, 0, GCK_BF16U_FIX);
+        }
+#define A(s_, g, m) gck_fl_term8(t, s_, gck_ld16w8(e, x + (g), m))
+        GCK_AVX512_REDUCE_PF(n, A, gck_zmm_prefetch16(x + g_););
+#undef A
+    }
     if (t != GCK_FL_DIST2) {
         /* sumsq and asum in the ymm shape (ymm_reduce.h, as AVX2 but with
-         * AVX-512's encodings): at 64 Mi 1.15-1.2x the zmm shape's speed
-         * (bf16 0.97, f16 1.0 of ref_read_16 against 0.81-0.89), at 64 Ki
-         * 0.85-0.95x of it, still above the widen-only loop (Intel core);
-         * dist2 ran faster in the zmm shape both ways. */
+         * AVX-512's encodings) where gck_zmm_widen is 0: on an Intel core
+         * at 64 Mi 1.15-1.2x the zmm shape's speed (bf16 0.97, f16 1.0 of
+         * ref_read_16 against 0.81-0.89; the zmm shape of 8 elements per
+         * load with the 2 + 8 KiB prefetch), at 64 Ki 0.85-0.95x of it,
+         * still above the widen-only loop; dist2 ran faster in the zmm
+         * shape both ways. */
 #define A(s_, g, m) gck_fl_terms_w(t, k_, s_, gck_ld16w4(e, x + (g), m), _mm256_setzero_pd())
         GCK_YMM_REDUCE16(n, x, y);
 #undef A

@@ -62,6 +62,24 @@ int gck_cpu_has_fma(void)
 #endif
 }
 
+int gck_cpu_zmm_widen(void)
+{
+#if defined(__x86_64__) || defined(_M_X64)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    /* "AuthenticAMD" in EBX, EDX, ECX */
+    if (b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u)
+        return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    const unsigned family = ((a >> 8) & 0xFu) + ((a >> 8 & 0xFu) == 0xFu ? (a >> 20) & 0xFFu : 0u);
+    return family >= 0x1Au;
+#else
+    return 0;
+#endif
+}
+
 int gck_cpu_can_run(gck_isa isa)
 {
     switch (isa) {

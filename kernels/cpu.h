@@ -15,4 +15,10 @@ GCK_INTERNAL int gck_cpu_can_run(gck_isa isa);
  * state; AArch64 and s390x always). */
 GCK_INTERNAL int gck_cpu_has_fma(void);
 
+/* 1 if the AVX-512 reductions should widen 8 elements per zmm rather than
+ * 4 per ymm on this CPU: AMD family 1Ah (Zen 5) and later, whose
+ * conversions run at full 512-bit width. Zen 4 splits a zmm conversion in
+ * two and Intel cores took the ymm shape faster out of cache (kernels.h). */
+GCK_INTERNAL int gck_cpu_zmm_widen(void);
+
 #endif /* GCK_CPU_H */

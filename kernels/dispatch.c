@@ -70,6 +70,18 @@ static void gck_cpu_probe_once(void)
     for (int i = 0; i < GCK_ISA_COUNT; i++)
         gck_cpu.can_run[i] = (unsigned char)(gck_cpu_can_run((gck_isa)i) != 0);
     gck_cpu.fma = (unsigned char)(gck_cpu_has_fma() != 0);
+    /* The shape changes speed only, never a bit of a result: the variable
+     * lets tests and benchmarks run both on any AVX-512 CPU. */
+    int zmm = gck_cpu_zmm_widen();
+    const char *env = getenv("GRADCKPT_AVX512_WIDEN");
+    if (env != NULL && env[0] != '\0') {
+        if (strcmp(env, "ymm") == 0 || strcmp(env, "zmm") == 0)
+            zmm = env[0] == 'z';
+        else
+            fprintf(stderr, "gradckpt: GRADCKPT_AVX512_WIDEN='%.64s' is not ymm|zmm; using %s\n", env,
+                    zmm ? "zmm" : "ymm");
+    }
+    gck_cpu.zmm_widen = (unsigned char)zmm;
 }
 
 const gck_cpu_features *gck_cpu_features_get(void)

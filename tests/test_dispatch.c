@@ -4,7 +4,11 @@
  *   (none)                       the API checks below
  *   --expect-active NAME         GRADCKPT_ISA chose NAME
  *   --expect-env-refused VALUE   GRADCKPT_ISA=VALUE was refused with one stderr
- *                                line naming it, and the best ISA is in use */
+ *                                line naming it, and the best ISA is in use
+ *   --expect-widen VALUE         GRADCKPT_AVX512_WIDEN=VALUE chose the zmm
+ *                                shape for zmm, the ymm one for ymm; any
+ *                                other value was refused with one stderr line
+ *                                naming it, and the CPU's own choice holds */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,36 +129,68 @@ static int expect_active(const char *name)
     return 0;
 }
 
-/* Captures what first use writes to stderr, then checks it. */
-static int expect_env_refused(const char *value)
+/* Runs first use with stderr captured into msg (cap bytes); returns the
+ * number of lines captured, -1 if nothing could be captured. */
+static int capture_first_use(char *msg, size_t cap, gck_isa *active)
 {
     char path[] = "/tmp/gck_dispatch_XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0)
-        return 2;
+        return -1;
     fflush(stderr);
     const int saved = dup(STDERR_FILENO);
     dup2(fd, STDERR_FILENO);
-    const gck_isa active = gck_isa_active(); /* first use */
+    *active = gck_isa_active(); /* first use: the ISA choice and the CPU probe */
+    (void)gck_cpu_features_get();
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
-    char msg[512] = {0};
-    const ssize_t got = pread(fd, msg, sizeof msg - 1, 0);
+    memset(msg, 0, cap);
+    const ssize_t got = pread(fd, msg, cap - 1, 0);
     close(fd);
     unlink(path);
-    if (got <= 0) {
-        fprintf(stderr, "GRADCKPT_ISA=%s: nothing was written to stderr\n", value);
-        return 1;
-    }
     int lines = 0;
     for (ssize_t i = 0; i < got; i++)
         lines += msg[i] == '\n';
-    fprintf(stderr, "captured: %s", msg);
-    if (strstr(msg, value) == NULL || strstr(msg, "GRADCKPT_ISA") == NULL || lines != 1) {
-        fprintf(stderr, "expected one line naming GRADCKPT_ISA='%s'\n", value);
+    if (got > 0)
+        fprintf(stderr, "captured: %s", msg);
+    return lines;
+}
+
+/* One line naming var and value, or none when quiet. */
+static int check_lines(const char *msg, int lines, const char *var, const char *value, int quiet)
+{
+    if (quiet ? lines == 0 : (lines == 1 && strstr(msg, value) != NULL && strstr(msg, var) != NULL))
+        return 0;
+    fprintf(stderr, quiet ? "%s=%s: expected nothing on stderr\n" : "%s=%s: expected one stderr line naming it\n",
+            var, value);
+    return 1;
+}
+
+static int expect_widen(const char *value)
+{
+    char msg[512];
+    gck_isa active;
+    const int lines = capture_first_use(msg, sizeof msg, &active);
+    const int known = strcmp(value, "ymm") == 0 || strcmp(value, "zmm") == 0;
+    if (lines < 0 || check_lines(msg, lines, "GRADCKPT_AVX512_WIDEN", value, known))
+        return 1;
+    const int want = known ? value[0] == 'z' : gck_cpu_zmm_widen();
+    if (gck_cpu_features_get()->zmm_widen != want) {
+        fprintf(stderr, "GRADCKPT_AVX512_WIDEN=%s: the %s shape was expected\n", value, want ? "zmm" : "ymm");
         return 1;
     }
+    return 0;
+}
+
+/* Captures what first use writes to stderr, then checks it. */
+static int expect_env_refused(const char *value)
+{
+    char msg[512];
+    gck_isa active;
+    const int lines = capture_first_use(msg, sizeof msg, &active);
+    if (lines < 0 || check_lines(msg, lines, "GRADCKPT_ISA", value, 0))
+        return 1;
     if (active != best_isa()) {
         fprintf(stderr, "expected the best ISA %s, got %s\n", gck_isa_name(best_isa()), gck_isa_name(active));
         return 1;
@@ -170,6 +206,8 @@ int main(int argc, char **argv)
         return expect_active(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--expect-env-refused") == 0)
         return expect_env_refused(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--expect-widen") == 0)
+        return expect_widen(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_round_trip),
         cmocka_unit_test(test_scalar_always_available),

@@ -29,6 +29,16 @@ typedef enum gck_isa {
  * not available on this CPU/OS is reported in one line on stderr and the best
  * available ISA is used instead.
  *
+ * Within AVX-512 the f32, bf16 and f16 sums of squares and of absolute
+ * values (sumsq, l2norm, dist2 of f32, asum and the p = 1 norms) widen each
+ * element to f64 either 4 per 256-bit register or 8 per 512-bit one. The
+ * 512-bit shape is chosen on AMD family 1Ah (Zen 5) and later, whose
+ * conversions run at full width; the 256-bit one elsewhere (Zen 4 splits a
+ * 512-bit conversion in two; Intel cores read faster out of cache with it).
+ * GRADCKPT_AVX512_WIDEN=ymm|zmm, read at the same moment, overrides that
+ * choice; another value is reported in one line on stderr. The shape changes
+ * speed only: both give the same bits.
+ *
  * Ownership:     none.
  * Errors:        none.
  * Thread-safety: safe from any thread; first-use detection runs once.

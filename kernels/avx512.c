@@ -354,6 +354,23 @@ GCK_ALWAYS_INLINE void gck_fl16_prefetch(int k_, const uint16_t *x, const uint16
         gck_prefetch_pair16(x, y);
 }
 
+/* Where gck_zmm_widen is 1, the 2-byte sums (and dist2, always in the zmm
+ * shape) prefetch each stripe's 2 lines per input into L1 16 KiB ahead and
+ * nothing into L2: on Zen 5 over 64 Mi elements, sumsq of bf16 read at
+ * 0.93-0.97 and of f16 at 0.91-0.93 of ref_read_16 so, 0.78-0.88 with the
+ * Intel-tuned 2 KiB + 8 KiB, 0.78-0.83 with 4 KiB, 12-32 KiB alike; dist2
+ * 0.90-0.98 of ref_read2_16 against 0.74-0.84 with 2 KiB + 2.5 KiB. */
+#define GCK_ZMM_PREFETCH16 16384
+GCK_ALWAYS_INLINE void gck_zmm_prefetch16(const uint16_t *x)
+{
+    gck_prefetch_l1(x, 2, GCK_ZMM_PREFETCH16);
+}
+GCK_ALWAYS_INLINE void gck_zmm_prefetch_pair16(const uint16_t *x, const uint16_t *y)
+{
+    gck_zmm_prefetch16(x);
+    gck_zmm_prefetch16(y);
+}
+
 /* dist2's fast path, 16 elements at g (run registers lo, hi): the
  * difference in f32, d = wx - wy, its square added by one FMA. Where d is
  * exact, the widened f64 difference equals it, its square (at most 48
@@ -398,19 +415,9 @@ GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
         a##lo = _mm512_fmadd_pd(dl, dl, a##lo);                                                    \
         a##hi = _mm512_fmadd_pd(dh, dh, a##hi);                                                    \
     }
-#define GCK_D16_STRIPE                                                         \
-    gck_prefetch_pair16(x + g_, y + g_);                                       \
+#define GCK_D16_STRIPE(PF)                                                     \
+    PF                                                                         \
     GCK_D16_FAST(0, 0, 1) GCK_D16_FAST(1, 2, 3) GCK_D16_FAST(2, 4, 5) GCK_D16_FAST(3, 6, 7)
-
-/* The zmm shape's 2-byte sums prefetch each stripe's 2 lines into L1 16 KiB
- * ahead and nothing into L2: on Zen 5 over 64 Mi elements, bf16 read at
- * 0.93-0.97 and f16 at 0.91-0.93 of ref_read_16 so, 0.78-0.88 with the ymm
- * shape's 2 KiB + 8 KiB, 0.78-0.83 with 4 KiB; 12-32 KiB measured alike. */
-#define GCK_ZMM_PREFETCH16 16384
-GCK_ALWAYS_INLINE void gck_zmm_prefetch16(const uint16_t *x)
-{
-    gck_prefetch_l1(x, 2, GCK_ZMM_PREFETCH16);
-}
 
 /* acc + the sumsq or asum terms of 8 widened elements v. */
 GCK_ALWAYS_INLINE __m512d gck_fl_term8(gck_fl_term t, __m512d acc, __m512d v)
@@ -500,7 +507,9 @@ GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void
     }
     __m512 wx_ = _mm512_setzero_ps(), wy_ = wx_; /* dist2, widened */
     float dbuf_[16] __attribute__((aligned(64)));
-    GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE, 1);
+    if (gck_zmm_widen())
+        GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE(gck_zmm_prefetch_pair16(x + g_, y + g_);), 1);
+    GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE(gck_prefetch_pair16(x + g_, y + g_);), 1);
 }
 #define GCK_FLOAT_LIKE_BLOCK gck_fl16_block
 GCK_FL_SLOTS(bf16, GCK_FL_BF16)

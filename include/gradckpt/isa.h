@@ -36,7 +36,8 @@ typedef enum gck_isa {
  * conversions run at full width; the 256-bit one elsewhere (Zen 4 splits a
  * 512-bit conversion in two; Intel cores read faster out of cache with it).
  * GRADCKPT_AVX512_WIDEN=ymm|zmm, read at the same moment, overrides that
- * choice; another value is reported in one line on stderr. The shape changes
+ * choice (with the zmm shape the bf16/f16 reductions also prefetch further
+ * ahead); another value is reported in one line on stderr. The shape changes
  * speed only: both give the same bits.
  *
  * Ownership:     none.

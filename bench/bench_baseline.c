@@ -26,6 +26,11 @@
  *                  prefetching and K vector integer adds per 16 elements:
  *                  a kernel of fixed arithmetic cost, whose GB/s out of cache
  *                  is the ceiling of any kernel as fast in cache (x86, AVX2)
+ *   ref_cvt_ymm_16, ref_cvt_zmm_16  only the f32 -> f64 conversions the
+ *                  AVX-512 2-byte reductions take per element, 4 per
+ *                  vcvtps2pd in the ymm shape, 8 in the zmm one (x86 with
+ *                  AVX-512): the in-cache ceiling of each shape, and with it
+ *                  of AVX2 (the ymm shape) against AVX-512
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -297,6 +302,37 @@ static double busy40(void *c, int64_t n) { return over_chunks(busy40_chunk, c, n
 #define REF_BUSY_ENTRIES
 #endif
 
+#if defined(__AVX512F__) && defined(__GNUC__)
+/* Per 16 elements, the vcvtps2pd each shape needs, straight from the input
+ * (its bytes taken as floats) and nothing else: asm, so that the compiler
+ * neither merges the repeated conversions nor drops their unused results. */
+static double cvt_ymm_chunk(void *c, size_t lo, size_t len)
+{
+    const uint16_t *x = A(uint16_t, c) + lo;
+    __m256d r0, r1, r2, r3;
+    for (size_t i = 0; i + 16 <= len; i += 16)
+        __asm__ volatile("vcvtps2pd %4, %0\n\tvcvtps2pd %5, %1\n\tvcvtps2pd %4, %2\n\tvcvtps2pd %5, %3"
+                         : "=x"(r0), "=x"(r1), "=x"(r2), "=x"(r3)
+                         : "m"(*(const __m128 *)(const void *)(x + i)), "m"(*(const __m128 *)(const void *)(x + i + 8)));
+    return (double)x[0];
+}
+static double cvt_zmm_chunk(void *c, size_t lo, size_t len)
+{
+    const uint16_t *x = A(uint16_t, c) + lo;
+    __m512d r0, r1;
+    for (size_t i = 0; i + 16 <= len; i += 16)
+        __asm__ volatile("vcvtps2pd %2, %0\n\tvcvtps2pd %2, %1"
+                         : "=v"(r0), "=v"(r1)
+                         : "m"(*(const __m256 *)(const void *)(x + i)));
+    return (double)x[0];
+}
+static double cvt_ymm_16(void *c, int64_t n) { return over_chunks(cvt_ymm_chunk, c, n); }
+static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk, c, n); }
+#define REF_CVT_ENTRIES , { "cvt_ymm_16", cvt_ymm_16, 2 }, { "cvt_zmm_16", cvt_zmm_16, 2 }
+#else
+#define REF_CVT_ENTRIES
+#endif
+
 static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
 static double read2_16(void *c, int64_t n) { return over_chunks(read2_chunk_16, c, n); }
 static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
@@ -307,7 +343,7 @@ static const struct {
     gck_bench_body body;
     size_t bytes; /* per element: 2 per array read */
 } refs16[] = { { "read_16", read_16, 2 }, { "read2_16", read2_16, 4 }, { "widen_bf16", widen_bf16, 2 },
-               { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES };
+               { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES REF_CVT_ENTRIES };
 
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),

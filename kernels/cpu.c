@@ -62,7 +62,8 @@ int gck_cpu_has_fma(void)
 #endif
 }
 
-int gck_cpu_zmm_widen(void)
+/* The family of an AMD CPU (base + extended), 0 for any other. */
+static unsigned gck_cpu_amd_family(void)
 {
 #if defined(__x86_64__) || defined(_M_X64)
     unsigned a, b, c, d;
@@ -73,11 +74,21 @@ int gck_cpu_zmm_widen(void)
         return 0;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
-    const unsigned family = ((a >> 8) & 0xFu) + ((a >> 8 & 0xFu) == 0xFu ? (a >> 20) & 0xFFu : 0u);
-    return family >= 0x1Au;
+    const unsigned base = (a >> 8) & 0xFu;
+    return base + (base == 0xFu ? (a >> 20) & 0xFFu : 0u);
 #else
     return 0;
 #endif
+}
+
+int gck_cpu_zmm_widen(void)
+{
+    return gck_cpu_amd_family() >= 0x1Au;
+}
+
+int gck_cpu_page_streams(void)
+{
+    return gck_cpu_amd_family() >= 0x1Au ? 1 : 4;
 }
 
 int gck_cpu_can_run(gck_isa isa)

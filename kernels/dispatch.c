@@ -70,8 +70,9 @@ static void gck_cpu_probe_once(void)
     for (int i = 0; i < GCK_ISA_COUNT; i++)
         gck_cpu.can_run[i] = (unsigned char)(gck_cpu_can_run((gck_isa)i) != 0);
     gck_cpu.fma = (unsigned char)(gck_cpu_has_fma() != 0);
-    /* The shape changes speed only, never a bit of a result: the variable
-     * lets tests and benchmarks run both on any AVX-512 CPU. */
+    /* The shape and the page walk change speed only, never a bit of a
+     * result: the variables let tests and benchmarks run both ways on any
+     * CPU. */
     int zmm = gck_cpu_zmm_widen();
     const char *env = getenv("GRADCKPT_AVX512_WIDEN");
     if (env != NULL && env[0] != '\0') {
@@ -82,6 +83,15 @@ static void gck_cpu_probe_once(void)
                     zmm ? "zmm" : "ymm");
     }
     gck_cpu.zmm_widen = (unsigned char)zmm;
+    int pages = gck_cpu_page_streams();
+    env = getenv("GRADCKPT_PAGE_STREAMS");
+    if (env != NULL && env[0] != '\0') {
+        if (strcmp(env, "1") == 0 || strcmp(env, "4") == 0)
+            pages = env[0] - '0';
+        else
+            fprintf(stderr, "gradckpt: GRADCKPT_PAGE_STREAMS='%.64s' is not 1|4; using %d\n", env, pages);
+    }
+    gck_cpu.page_streams = (unsigned char)pages;
 }
 
 const gck_cpu_features *gck_cpu_features_get(void)

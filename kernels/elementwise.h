@@ -117,7 +117,12 @@
  * scale_f64 24 -> 27-30, axpy_init_nt_f32 17-18 -> 23-25 (a plain read of
  * the same bytes took 19.5-22 ms, this copy 23 ms, glibc's memcpy, which
  * copies four pages at a time too, 26-27 ms), add_f32 and axpy_f32 4-8 %
- * faster; 64 Ki and 1 Mi elements unchanged. Not taken: kernels that
+ * faster; 64 Ki and 1 Mi elements unchanged. On Zen 5 the same walk ran at
+ * 0.65-0.77 of the plain order on both ISAs (16 Mi and 64 Mi elements:
+ * scale_f32, add_f32, axpy_init_f32, the f64 ones, AVX2's widening ones),
+ * which there matches the plain C loops: the walk is taken only where
+ * gck_cpu_features.page_streams is 4 (dispatch.c, gck_cpu_page_streams).
+ * Not taken: kernels that
  * prefetch (PF; f32 -> bf16 ran 2-4 % slower in segments) and those between
  * element sizes (f32 -> f16 10 % slower on both ISAs), except the widening
  * ones where the ops header sets GCK_EW_SEGS_WIDEN (AVX2: bf16/f16 -> f32
@@ -136,6 +141,7 @@
         _Static_assert(GCK_EW_SEG_ELEMS(A, X) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
                        "a segment is whole unrolled groups");                  \
         if ((PF) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN ||                  \
+            gck_cpu_features_get()->page_streams < GCK_EW_SEGS ||              \
             !(sizeof(GCK_CT(A)) == sizeof(GCK_CT(X)) || (GCK_EW_SEGS_WIDEN && sizeof(GCK_CT(A)) > sizeof(GCK_CT(X))))) \
             break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \

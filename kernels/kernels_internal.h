@@ -103,6 +103,7 @@ typedef struct gck_cpu_features {
     unsigned char can_run[GCK_ISA_COUNT]; /* this CPU/OS runs code built with the ISA's flags */
     unsigned char fma;                    /* fused multiply-add usable (x86: CPUID + OS AVX state) */
     unsigned char zmm_widen; /* AVX-512 f32/bf16/f16 sums widen 8 per zmm (gck_cpu_zmm_widen, GRADCKPT_AVX512_WIDEN) */
+    unsigned char page_streams; /* 1 or 4: pages the x86 elementwise kernels walk at once (GRADCKPT_PAGE_STREAMS) */
 } gck_cpu_features;
 GCK_INTERNAL const gck_cpu_features *gck_cpu_features_get(void);
 

@@ -8,7 +8,8 @@
  *   --expect-widen VALUE         GRADCKPT_AVX512_WIDEN=VALUE chose the zmm
  *                                shape for zmm, the ymm one for ymm; any
  *                                other value was refused with one stderr line
- *                                naming it, and the CPU's own choice holds */
+ *                                naming it, and the CPU's own choice holds
+ *   --expect-pages VALUE         the same for GRADCKPT_PAGE_STREAMS (1 or 4) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,22 @@ static int expect_widen(const char *value)
     return 0;
 }
 
+static int expect_pages(const char *value)
+{
+    char msg[512];
+    gck_isa active;
+    const int lines = capture_first_use(msg, sizeof msg, &active);
+    const int known = strcmp(value, "1") == 0 || strcmp(value, "4") == 0;
+    if (lines < 0 || check_lines(msg, lines, "GRADCKPT_PAGE_STREAMS", value, known))
+        return 1;
+    const int want = known ? value[0] - '0' : gck_cpu_page_streams();
+    if (gck_cpu_features_get()->page_streams != want) {
+        fprintf(stderr, "GRADCKPT_PAGE_STREAMS=%s: %d pages at a time were expected\n", value, want);
+        return 1;
+    }
+    return 0;
+}
+
 /* Captures what first use writes to stderr, then checks it. */
 static int expect_env_refused(const char *value)
 {
@@ -208,6 +225,8 @@ int main(int argc, char **argv)
         return expect_env_refused(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--expect-widen") == 0)
         return expect_widen(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--expect-pages") == 0)
+        return expect_pages(argv[2]);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_round_trip),
         cmocka_unit_test(test_scalar_always_available),

@@ -177,7 +177,9 @@ static void test_f32_elementwise(void **state)
 
 /* ---- big arrays: the segmented walk (elementwise.h, GCK_EW_SEGS) ----------------
  * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time
- * when both arrays have elements of one size; the sizes above stop below
+ * when both arrays have elements of one size (with GRADCKPT_PAGE_STREAMS=4,
+ * which CTest sets for the .avx2/.avx512 entries; the _pages1 entries walk
+ * them in order, as Zen 5 does by default); the sizes above stop below
  * that. Every elementwise kernel of api_list.h (those that do not take the
  * walk as well), on a size past it with an odd tail (not a whole number of
  * segment groups), both arrays one element off their alignment, random

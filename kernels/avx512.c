@@ -192,7 +192,7 @@ static double gck_sumsq_f64_block_avx512(const double *x, size_t n)
  * shape's rate (kernels.h). Both shapes give the same bits. */
 static inline int gck_zmm_widen(void)
 {
-    return gck_cpu_features_get()->zmm_widen;
+    return GCK_TUNE(zmm_widen);
 }
 
 /* The zmm shape's f32 sumsq and asum prefetch each stripe's 4 lines into L1

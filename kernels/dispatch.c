@@ -64,6 +64,7 @@ const gck_kernel_table *gck_kernels_compiled(gck_isa isa)
 /* The CPU is asked once; pthread_once publishes the answers to every thread. */
 static pthread_once_t gck_cpu_once = PTHREAD_ONCE_INIT;
 static gck_cpu_features gck_cpu;
+_Atomic unsigned char gck_tune_zmm_widen, gck_tune_page_streams;
 
 static void gck_cpu_probe_once(void)
 {
@@ -92,6 +93,8 @@ static void gck_cpu_probe_once(void)
             fprintf(stderr, "gradckpt: GRADCKPT_PAGE_STREAMS='%.64s' is not 1|4; using %d\n", env, pages);
     }
     gck_cpu.page_streams = (unsigned char)pages;
+    atomic_store_explicit(&gck_tune_zmm_widen, gck_cpu.zmm_widen, memory_order_relaxed);
+    atomic_store_explicit(&gck_tune_page_streams, gck_cpu.page_streams, memory_order_relaxed);
 }
 
 const gck_cpu_features *gck_cpu_features_get(void)

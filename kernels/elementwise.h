@@ -141,7 +141,7 @@
         _Static_assert(GCK_EW_SEG_ELEMS(A, X) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
                        "a segment is whole unrolled groups");                  \
         if ((PF) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN ||                  \
-            gck_cpu_features_get()->page_streams < GCK_EW_SEGS ||              \
+            GCK_TUNE(page_streams) < GCK_EW_SEGS ||                            \
             !(sizeof(GCK_CT(A)) == sizeof(GCK_CT(X)) || (GCK_EW_SEGS_WIDEN && sizeof(GCK_CT(A)) > sizeof(GCK_CT(X))))) \
             break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \

@@ -2,6 +2,7 @@
 #ifndef GCK_KERNELS_INTERNAL_H
 #define GCK_KERNELS_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +107,13 @@ typedef struct gck_cpu_features {
     unsigned char page_streams; /* 1 or 4: pages the x86 elementwise kernels walk at once (GRADCKPT_PAGE_STREAMS) */
 } gck_cpu_features;
 GCK_INTERNAL const gck_cpu_features *gck_cpu_features_get(void);
+/* zmm_widen and page_streams again, for the ISA files' loops to read without
+ * a call (a call in a kernel cost tiny tensors 5-10 % in saved registers):
+ * relaxed atomics, written once by the probe. A kernel reached before it
+ * (through gck_kernels_compiled) reads 0, the ymm shape and the walk in
+ * order, which give the same bits. */
+extern GCK_INTERNAL _Atomic unsigned char gck_tune_zmm_widen, gck_tune_page_streams;
+#define GCK_TUNE(v) atomic_load_explicit(&gck_tune_##v, memory_order_relaxed)
 
 /* The table for isa if it is compiled in and this CPU/OS can run it, else NULL. */
 GCK_INTERNAL const gck_kernel_table *gck_kernels_for(gck_isa isa);

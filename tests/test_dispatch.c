@@ -168,33 +168,22 @@ static int check_lines(const char *msg, int lines, const char *var, const char *
     return 1;
 }
 
-static int expect_widen(const char *value)
+/* VAR=value (GRADCKPT_AVX512_WIDEN: which 0, GRADCKPT_PAGE_STREAMS: 1): a
+ * known value chose want; any other was refused with one stderr line naming
+ * it, leaving the CPU's own choice, cpu. */
+static int expect_tune(const char *var, const char *value, int known, int want, int cpu, int which)
 {
     char msg[512];
     gck_isa active;
     const int lines = capture_first_use(msg, sizeof msg, &active);
-    const int known = strcmp(value, "ymm") == 0 || strcmp(value, "zmm") == 0;
-    if (lines < 0 || check_lines(msg, lines, "GRADCKPT_AVX512_WIDEN", value, known))
+    if (lines < 0 || check_lines(msg, lines, var, value, known))
         return 1;
-    const int want = known ? value[0] == 'z' : gck_cpu_zmm_widen();
-    if (gck_cpu_features_get()->zmm_widen != want) {
-        fprintf(stderr, "GRADCKPT_AVX512_WIDEN=%s: the %s shape was expected\n", value, want ? "zmm" : "ymm");
-        return 1;
-    }
-    return 0;
-}
-
-static int expect_pages(const char *value)
-{
-    char msg[512];
-    gck_isa active;
-    const int lines = capture_first_use(msg, sizeof msg, &active);
-    const int known = strcmp(value, "1") == 0 || strcmp(value, "4") == 0;
-    if (lines < 0 || check_lines(msg, lines, "GRADCKPT_PAGE_STREAMS", value, known))
-        return 1;
-    const int want = known ? value[0] - '0' : gck_cpu_page_streams();
-    if (gck_cpu_features_get()->page_streams != want) {
-        fprintf(stderr, "GRADCKPT_PAGE_STREAMS=%s: %d pages at a time were expected\n", value, want);
+    const gck_cpu_features *f = gck_cpu_features_get();
+    const int got = which ? f->page_streams : f->zmm_widen;
+    if (!known)
+        want = cpu;
+    if (got != want) {
+        fprintf(stderr, "%s=%s: %d expected, %d chosen\n", var, value, want, got);
         return 1;
     }
     return 0;
@@ -223,10 +212,14 @@ int main(int argc, char **argv)
         return expect_active(argv[2]);
     if (argc == 3 && strcmp(argv[1], "--expect-env-refused") == 0)
         return expect_env_refused(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--expect-widen") == 0)
-        return expect_widen(argv[2]);
-    if (argc == 3 && strcmp(argv[1], "--expect-pages") == 0)
-        return expect_pages(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--expect-widen") == 0) {
+        const int known = strcmp(argv[2], "ymm") == 0 || strcmp(argv[2], "zmm") == 0;
+        return expect_tune("GRADCKPT_AVX512_WIDEN", argv[2], known, argv[2][0] == 'z', gck_cpu_zmm_widen(), 0);
+    }
+    if (argc == 3 && strcmp(argv[1], "--expect-pages") == 0) {
+        const int known = strcmp(argv[2], "1") == 0 || strcmp(argv[2], "4") == 0;
+        return expect_tune("GRADCKPT_PAGE_STREAMS", argv[2], known, argv[2][0] - '0', gck_cpu_page_streams(), 1);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_round_trip),
         cmocka_unit_test(test_scalar_always_available),

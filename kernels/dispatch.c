@@ -66,6 +66,19 @@ static pthread_once_t gck_cpu_once = PTHREAD_ONCE_INIT;
 static gck_cpu_features gck_cpu;
 _Atomic unsigned char gck_tune_zmm_widen, gck_tune_page_streams;
 
+/* 0 for value a, 1 for b of the variable name, else dflt (0 or 1), an
+ * unset or empty variable silently, any other value with one stderr line. */
+static int gck_env_choice(const char *name, const char *a, const char *b, int dflt)
+{
+    const char *env = getenv(name);
+    if (env == NULL || env[0] == '\0')
+        return dflt;
+    if (strcmp(env, a) == 0 || strcmp(env, b) == 0)
+        return strcmp(env, b) == 0;
+    fprintf(stderr, "gradckpt: %s='%.64s' is not %s|%s; using %s\n", name, env, a, b, dflt ? b : a);
+    return dflt;
+}
+
 static void gck_cpu_probe_once(void)
 {
     for (int i = 0; i < GCK_ISA_COUNT; i++)
@@ -74,25 +87,8 @@ static void gck_cpu_probe_once(void)
     /* The shape and the page walk change speed only, never a bit of a
      * result: the variables let tests and benchmarks run both ways on any
      * CPU. */
-    int zmm = gck_cpu_zmm_widen();
-    const char *env = getenv("GRADCKPT_AVX512_WIDEN");
-    if (env != NULL && env[0] != '\0') {
-        if (strcmp(env, "ymm") == 0 || strcmp(env, "zmm") == 0)
-            zmm = env[0] == 'z';
-        else
-            fprintf(stderr, "gradckpt: GRADCKPT_AVX512_WIDEN='%.64s' is not ymm|zmm; using %s\n", env,
-                    zmm ? "zmm" : "ymm");
-    }
-    gck_cpu.zmm_widen = (unsigned char)zmm;
-    int pages = gck_cpu_page_streams();
-    env = getenv("GRADCKPT_PAGE_STREAMS");
-    if (env != NULL && env[0] != '\0') {
-        if (strcmp(env, "1") == 0 || strcmp(env, "4") == 0)
-            pages = env[0] - '0';
-        else
-            fprintf(stderr, "gradckpt: GRADCKPT_PAGE_STREAMS='%.64s' is not 1|4; using %d\n", env, pages);
-    }
-    gck_cpu.page_streams = (unsigned char)pages;
+    gck_cpu.zmm_widen = (unsigned char)gck_env_choice("GRADCKPT_AVX512_WIDEN", "ymm", "zmm", gck_cpu_zmm_widen());
+    gck_cpu.page_streams = gck_env_choice("GRADCKPT_PAGE_STREAMS", "1", "4", gck_cpu_page_streams() == 4) ? 4 : 1;
     atomic_store_explicit(&gck_tune_zmm_widen, gck_cpu.zmm_widen, memory_order_relaxed);
     atomic_store_explicit(&gck_tune_page_streams, gck_cpu.page_streams, memory_order_relaxed);
 }

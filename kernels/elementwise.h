@@ -120,8 +120,11 @@
  * faster; 64 Ki and 1 Mi elements unchanged. On Zen 5 the same walk ran at
  * 0.65-0.77 of the plain order on both ISAs (16 Mi and 64 Mi elements:
  * scale_f32, add_f32, axpy_init_f32, the f64 ones, AVX2's widening ones),
- * which there matches the plain C loops: the walk is taken only where
- * gck_cpu_features.page_streams is 4 (dispatch.c, gck_cpu_page_streams).
+ * which there matches the plain C loops; over 2-4 MiB arrays, which the
+ * L3 holds, the walk still paid there (axpy_f64 and add_f64 at 256 Ki:
+ * 32.6-34.3 us against 36.7-39.3 in order; at 1 Mi, 8 MiB, in order 1.24x
+ * faster). So where page_streams is 1 (gck_cpu_page_streams) arrays of
+ * GCK_EW_ORDER_MIN or more are walked in order.
  * Not taken: kernels that
  * prefetch (PF; f32 -> bf16 ran 2-4 % slower in segments) and those between
  * element sizes (f32 -> f16 10 % slower on both ISAs), except the widening
@@ -132,6 +135,8 @@
  * full steps: i_ ends at the first element left. */
 #ifdef GCK_EW_SEGS
 #define GCK_EW_SEG_MIN ((size_t)2 << 20)
+/* Where page_streams is 1, arrays from this size on are walked in order. */
+#define GCK_EW_ORDER_MIN ((size_t)4 << 20)
 /* elements per segment: 4 KiB of the wider array */
 #define GCK_EW_SEG_ELEMS(A, X) (4096 / (sizeof(GCK_CT(A)) > sizeof(GCK_CT(X)) ? sizeof(GCK_CT(A)) : sizeof(GCK_CT(X))))
 #define GCK_EW_IF_SEGS(...) __VA_ARGS__
@@ -141,7 +146,7 @@
         _Static_assert(GCK_EW_SEG_ELEMS(A, X) % (GCK_EW_UNROLL * GCK_STEP_LANES(W)) == 0, \
                        "a segment is whole unrolled groups");                  \
         if ((PF) || n * sizeof(GCK_CT(X)) < GCK_EW_SEG_MIN ||                  \
-            GCK_TUNE(page_streams) < GCK_EW_SEGS ||                            \
+            (GCK_TUNE(page_streams) < GCK_EW_SEGS && n * sizeof(GCK_CT(X)) >= GCK_EW_ORDER_MIN) || \
             !(sizeof(GCK_CT(A)) == sizeof(GCK_CT(X)) || (GCK_EW_SEGS_WIDEN && sizeof(GCK_CT(A)) > sizeof(GCK_CT(X))))) \
             break;                                                             \
         for (; i_ + GCK_EW_SEGS * s_ <= n; i_ += GCK_EW_SEGS * s_)             \

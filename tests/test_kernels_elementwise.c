@@ -178,8 +178,9 @@ static void test_f32_elementwise(void **state)
 /* ---- big arrays: the segmented walk (elementwise.h, GCK_EW_SEGS) ----------------
  * x86 walks arrays of at least 2 MiB (of x) four 4 KiB segments at a time
  * when both arrays have elements of one size (with GRADCKPT_PAGE_STREAMS=4,
- * which CTest sets for the .avx2/.avx512 entries; the _pages1 entries walk
- * them in order, as Zen 5 does by default); the sizes above stop below
+ * which CTest sets for the .avx2/.avx512 entries; with 1, as on Zen 5, the
+ * _pages1 entries walk arrays from 4 MiB in order, the plain loop the
+ * smaller sizes take, and these ones in segments still); the sizes above stop below
  * that. Every elementwise kernel of api_list.h (those that do not take the
  * walk as well), on a size past it with an odd tail (not a whole number of
  * segment groups), both arrays one element off their alignment, random

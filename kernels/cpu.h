@@ -23,8 +23,8 @@ GCK_INTERNAL int gck_cpu_zmm_widen(void);
 
 /* How many 4 KiB pages the x86 elementwise kernels walk at once over large
  * arrays (elementwise.h): 4, whose streams kept an Intel core's memory busy,
- * but 1 on AMD family 1Ah and later, where the 4-page walk ran at 0.6-0.75
- * of the sequential one (Zen 5: scale_f32 at 16 Mi elements 2.5 against
+ * but 1 on AMD family 1Ah and later (from 4 MiB on: GCK_EW_ORDER_MIN),
+ * where the 4-page walk ran at 0.6-0.75 of the sequential one (Zen 5: scale_f32 at 16 Mi elements 2.5 against
  * 1.7 ms, the plain loop's time). */
 GCK_INTERNAL int gck_cpu_page_streams(void);
 

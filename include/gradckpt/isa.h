@@ -42,8 +42,8 @@ typedef enum gck_isa {
  *
  * Likewise, on x86 the elementwise kernels (add, axpy, scale, copies) walk
  * arrays of 2 MiB or more 4 pages of 4 KiB at a time, which kept an Intel
- * core's memory busy, except on AMD family 1Ah and later, where the plain
- * order ran 1.3-1.5x faster. GRADCKPT_PAGE_STREAMS=1|4 overrides that
+ * core's memory busy, except on AMD family 1Ah and later, where arrays of
+ * 4 MiB or more are walked in order (1.3-1.5x faster there). GRADCKPT_PAGE_STREAMS=1|4 overrides that
  * choice, with the same bits either way.
  *
  * Ownership:     none.

@@ -56,6 +56,8 @@ struct gck_store {
     gck_manifest_cache *mcache; /* texts of the committed manifest's versions (made at the first commit) */
     int readonly;        /* gck_store_open_readonly: no lock, m is a view of one manifest */
     gck_async *async;    /* made at the first gck_store_save_async */
+    pthread_t reaper;    /* deletes the files the last commit dropped (gck_reap) */
+    int reaper_live;     /* reaper runs or has not been joined */
 };
 
 /* Waits until no asynchronous save is in flight (its result stays for
@@ -70,6 +72,43 @@ static void gck_quiesce(const gck_store *s)
     while (a->busy)
         pthread_cond_wait(&a->cv, &a->mu);
     pthread_mutex_unlock(&a->mu);
+}
+
+/* ---- deleting dropped files in the background ----------------------------------
+ *
+ * The files a commit drops (evicted versions, hidden bases no chain reads)
+ * are garbage from the moment the manifest's rename is durable, and no later
+ * file takes their names (each holds its version and generation). Deleting
+ * them on the caller's thread cost a save on ext4 about 0.3 ms per file of
+ * 1.4 MB (freeing its pages and blocks), most of a small save's margin
+ * over a bare durable write (small_save/store/default evicts a version per
+ * save). So one thread per commit deletes them while the caller goes on; a
+ * deletion lost to a crash leaves garbage that the next open removes, as
+ * before. gck_reap_join waits for it: the next commit that drops files,
+ * gc, wait and close. */
+typedef struct gck_reap_job {
+    char **paths;
+    size_t n;
+} gck_reap_job;
+
+static void *gck_reap_run(void *arg)
+{
+    gck_reap_job *j = arg;
+    for (size_t i = 0; i < j->n; i++) {
+        (void)unlink(j->paths[i]);
+        free(j->paths[i]);
+    }
+    free(j->paths);
+    free(j);
+    return NULL;
+}
+
+static void gck_reap_join(gck_store *s)
+{
+    if (s != NULL && s->reaper_live) {
+        pthread_join(s->reaper, NULL);
+        s->reaper_live = 0;
+    }
 }
 
 /* After gck_quiesce: the failed asynchronous save nobody was told of, as
@@ -163,6 +202,7 @@ static gck_status gck_check_writable(const gck_store *s, const char *fn)
 gck_status gck_store_gc(gck_store *s, uint64_t *bytes_freed)
 {
     gck_quiesce(s);
+    gck_reap_join(s);
     GCK_CHECK_ARG(s != NULL, "gck_store_gc: store is NULL");
     GCK_TRY(gck_check_writable(s, "gck_store_gc"));
     DIR *d = opendir(s->dir);
@@ -217,6 +257,7 @@ gck_status gck_store_close(gck_store *s)
     gck_quiesce(s);
     const gck_status st = gck_take_async_error(s);
     gck_async_end(s);
+    gck_reap_join(s);
     if (s->lock_fd >= 0)
         close(s->lock_fd); /* releases the flock */
     gck_state_clear(&s->cur);
@@ -724,6 +765,37 @@ static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
     *l = (gck_names){0};
 }
 
+/* Deletes the files named in l (and frees l) on the reaper thread, or here
+ * when no thread can be had. */
+static void gck_reap(gck_store *s, gck_names *l)
+{
+    if (l->n == 0) {
+        gck_names_drop(s, l, 0);
+        return;
+    }
+    gck_reap_join(s); /* one deleting thread at a time */
+    gck_reap_job *j = gck_calloc(1, sizeof *j);
+    char **paths = j != NULL ? gck_calloc(l->n, sizeof *paths) : NULL;
+    int ok = paths != NULL;
+    for (size_t i = 0; ok && i < l->n; i++) {
+        char p[PATH_MAX];
+        ok = gck_path(p, s, l->v[i]) && (paths[i] = gck_strdup(p)) != NULL;
+    }
+    if (ok) {
+        *j = (gck_reap_job){.paths = paths, .n = l->n};
+        ok = pthread_create(&s->reaper, NULL, gck_reap_run, j) == 0;
+        if (ok) {
+            s->reaper_live = 1;
+            gck_names_drop(s, l, 0);
+            return;
+        }
+    }
+    for (size_t i = 0; paths != NULL && i < l->n; i++)
+        free(paths[i]);
+    free(paths), free(j);
+    gck_names_drop(s, l, 1);
+}
+
 /* Writes content (against base content, or full when base is NULL) as the
  * data file of version v, added to `written` (open, for the commit to
  * fsync); *name_out points at its name there. */
@@ -988,9 +1060,9 @@ done:
     }
     gck_switch(s, &next);
     gck_names_drop(s, &written, 0);
-    /* the commit's directory fsync made the new files durable; a replaced
-     * file whose unlink is lost to a crash is garbage the next open removes */
-    gck_names_drop(s, &replaced, 1);
+    /* the commit's directory fsync made the new files durable; the replaced
+     * ones are deleted in the background (gck_reap) */
+    gck_reap(s, &replaced);
     /* the next delta's base, kept in memory (in the previous one's buffers
      * when the layout is unchanged); without it the next save reads it back.
      * Not copied when the policy makes the next save full anyway (then the
@@ -1141,6 +1213,7 @@ gck_status gck_store_wait(gck_store *s, uint64_t *version_out)
 {
     GCK_CHECK_ARG(s != NULL, "gck_store_wait: store is NULL");
     gck_quiesce(s);
+    gck_reap_join(s);
     if (version_out != NULL)
         *version_out = s->async != NULL ? s->async->version : 0;
     return gck_take_async_error(s);

@@ -61,9 +61,13 @@ static uint64_t save_v(gck_store *st, uint64_t v, const char *tag)
     return got;
 }
 
-/* Names in dir other than manifest.json and lock, counted. */
-static size_t count_data_files(const char *dir)
+/* Names in dir other than manifest.json and lock, counted, once st (when
+ * not NULL) has deleted the files its last commit dropped (a save deletes
+ * them on a thread of its own; gck_store_wait waits for it). */
+static size_t count_data_files(gck_store *st, const char *dir)
 {
+    if (st != NULL)
+        assert_int_equal(gck_store_wait(st, NULL), GCK_OK);
     DIR *d = opendir(dir);
     assert_non_null(d);
     size_t n = 0;
@@ -83,7 +87,7 @@ static size_t hidden_of(gck_store *st, const char *dir)
 {
     gck_store_stats ss;
     assert_int_equal(gck_store_stats_get(st, &ss), GCK_OK);
-    assert_int_equal(count_data_files(dir), ss.versions + ss.hidden_bases);
+    assert_int_equal(count_data_files(st, dir), ss.versions + ss.hidden_bases);
     /* every retained version: the crash test's writer may leave more than
      * any fixed array holds (more than 64 once under the sanitizers, and
      * the loop read past a 64-entry array) */
@@ -478,7 +482,7 @@ static void test_orphans_removed(void **state)
     fputs("mine", f);
     fclose(f);
     assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
-    assert_int_equal(count_data_files(dir), 2); /* v1 and notes.txt */
+    assert_int_equal(count_data_files(st, dir), 2); /* v1 and notes.txt */
     struct stat sb;
     assert_int_equal(stat(p, &sb), 0);
     uint64_t freed = 99;
@@ -503,7 +507,7 @@ static void fault_walk_save(uint64_t have, size_t files_before, size_t files_aft
         gck_store *st = open_store(dir, 3, 0, 0);
         for (uint64_t v = 1; v <= have; v++)
             save_v(st, v, NULL);
-        assert_int_equal(count_data_files(dir), files_before);
+        assert_int_equal(count_data_files(st, dir), files_before);
         for (long k = 0;; k++) {
             if (mode == 0)
                 gck_io_fail_after(k, ENOSPC);
@@ -528,21 +532,21 @@ static void fault_walk_save(uint64_t have, size_t files_before, size_t files_aft
             uint64_t vs[8];
             assert_int_equal(gck_store_versions(st, vs, 8), 3);
             assert_int_equal(vs[2], have);
-            assert_int_equal(count_data_files(dir), files_before);
+            assert_int_equal(count_data_files(st, dir), files_before);
             if (k % 7 == 0) { /* the disk agrees: reopen and restore everything */
                 gck_store_close(st);
                 assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
                 assert_int_equal(gck_store_versions(st, NULL, 0), 3);
-                assert_int_equal(count_data_files(dir), files_before);
+                assert_int_equal(count_data_files(st, dir), files_before);
                 assert_all_restore(st);
             }
         }
         assert_all_restore(st);
-        assert_int_equal(count_data_files(dir), files_after);
+        assert_int_equal(count_data_files(st, dir), files_after);
         gck_store_close(st);
         assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
         assert_all_restore(st);
-        assert_int_equal(count_data_files(dir), files_after);
+        assert_int_equal(count_data_files(st, dir), files_after);
         gck_store_close(st);
     }
     gck_snapshot_destroy(next);
@@ -847,7 +851,7 @@ static void streamed_write_faults(int threads)
         if (rc != GCK_ERR_IO)
             fail_msg("call %ld of '%s' (this save: '%s'): %s", k, raw, got, gck_status_name(rc));
         assert_int_equal(gck_store_latest(st)->version, 1);
-        assert_int_equal(count_data_files(dir), 1);
+        assert_int_equal(count_data_files(st, dir), 1);
         gck_snapshot *back = NULL;
         assert_int_equal(gck_store_restore(st, 1, &back), GCK_OK);
         assert_same_snapshot(s[0], back);
@@ -946,7 +950,7 @@ static void test_save_fsync_order(void **state)
         assert_null(strstr(gck_last_error(), "saved, but"));
         assert_int_equal(v, 0);
         assert_int_equal(gck_store_latest(st)->version, 4);
-        assert_int_equal(count_data_files(dir), 4); /* 2-4 and hidden 1: no data file, no temporary left */
+        assert_int_equal(count_data_files(st, dir), 4); /* 2-4 and hidden 1: no data file, no temporary left */
         gck_store_close(st);
         assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
         assert_int_equal(gck_store_latest(st)->version, 4);
@@ -1186,7 +1190,7 @@ static void test_eviction_hidden_bases(void **state)
     assert_int_equal(gck_store_get(st, 4)->delta_from, 1);
     assert_all_restore(st);
     assert_int_equal(hidden_of(st, dir), 0);
-    assert_int_equal(count_data_files(dir), 2);
+    assert_int_equal(count_data_files(st, dir), 2);
     gck_store_close(st);
 
     /* max_checkpoints = 1: every version full (the seed's dangling delta is not possible here) */
@@ -1197,7 +1201,7 @@ static void test_eviction_hidden_bases(void **state)
         assert_false(gck_store_latest(st)->is_delta);
         assert_all_restore(st);
     }
-    assert_int_equal(count_data_files(dir), 1);
+    assert_int_equal(count_data_files(st, dir), 1);
     gck_store_close(st);
 
     /* the default policy: at most keep_every_n - 1 = 4 hidden bases, every save three fsyncs */
@@ -2297,7 +2301,7 @@ static void test_readonly_open(void **state)
     assert_int_equal(mkdir(dir, 0777), 0);
     assert_int_equal(gck_store_open_readonly(dir, &ro), GCK_ERR_NOT_FOUND); /* not a store: none is made */
     assert_non_null(strstr(gck_last_error(), "not a store"));
-    assert_int_equal(count_data_files(dir), 0);
+    assert_int_equal(count_data_files(NULL, dir), 0);
     snprintf(p, sizeof p, "%s/manifest.json", dir);
     struct stat sb;
     assert_int_equal(stat(p, &sb), -1);
@@ -2400,6 +2404,7 @@ static void test_readonly_evicted_meanwhile(void **state)
     gck_snapshot_destroy(got);
     gck_snapshot_destroy(want2);
     save_v(w, 6, NULL); /* evicts 3, which nothing reads: 1-3 and their files go */
+    assert_int_equal(gck_store_wait(w, NULL), GCK_OK); /* ... once their deletion is done */
     got = NULL;
     assert_int_equal(gck_store_restore(ro, 2, &got), GCK_ERR_NOT_FOUND);
     assert_non_null(strstr(gck_last_error(), "version 2 was evicted meanwhile"));

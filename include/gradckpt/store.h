@@ -203,7 +203,8 @@ GCK_API gck_status gck_store_close(gck_store *s);
 /**
  * Saves `snap` as the next version with the given tags (copied; a repeated
  * tag is kept once). Full or delta and eviction follow the policy (above).
- * version_out may be NULL.
+ * version_out may be NULL. The files an eviction drops are deleted after the
+ * commit on a thread the save starts (see gck_store_wait).
  *
  * Errors: GCK_ERR_INVALID_ARGUMENT (NULL s/snap, tags NULL with n_tags > 0,
  *         a NULL or empty tag, a read-only handle); GCK_ERR_IO (the message names the file);
@@ -265,7 +266,12 @@ GCK_API gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const 
  * once (gck_last_error() gives its message, prefixed "asynchronous save: ").
  * version_out (may be NULL) receives the version the last completed
  * asynchronous save became (0 when none completed; set also for the
- * "saved, but cannot sync" case of gck_store_save).
+ * "saved, but cannot sync" case of gck_store_save). It also waits until
+ * the files the last commit dropped (evicted versions, hidden bases no
+ * longer read) are deleted: a save deletes them on a thread of its own
+ * after its commit, so that the save returns without waiting for the file
+ * system (gck_store_gc and gck_store_close wait for it too). A deletion a
+ * crash interrupts leaves garbage the next gck_store_open removes.
  * Errors: GCK_ERR_INVALID_ARGUMENT (s NULL), or the save's error.
  * Thread-safety: the store's one thread.
  */

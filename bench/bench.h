@@ -125,6 +125,10 @@ void gck_bench_model_free_buffers(gck_bench_model *m);
 double gck_bench_hand_step(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
 double gck_bench_hand_step_f64sum(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
 double gck_bench_hand_step_fused(float *restrict g, const float *restrict x, size_t n, int k, float max_norm);
+/* The same with the sum kept in s (n floats) and the clipped mean written
+ * into g: the checkpointer path's three buffers. */
+double gck_bench_hand_step_staged(float *restrict g, float *restrict s, const float *restrict x, size_t n, int k,
+                                  float max_norm);
 
 /* Each bench file registers its benchmarks for 1 or 2 threads. */
 void gck_bench_register_kernels(int threads);

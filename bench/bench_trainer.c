@@ -3,7 +3,10 @@
  * Names: "trainer_<path>/<model>/k<k>/<threads>t/<params>", path "hand"
  * (bench_trainer_hand.c: plain C over the contiguous gradient buffer),
  * "hand_fused" (the hand loop with the last micro-batch's add fused into
- * its mean + norm loop: the trainer path's passes), "hand_f64sum" (the
+ * its mean + norm loop: the trainer path's passes), "hand_staged" (the hand
+ * loop with a sum buffer of its own and the clipped mean written into the
+ * gradient: the floor of the checkpointer path, trainer_ckpt/... in
+ * bench_checkpointer.c, which must copy), "hand_f64sum" (the
  * same with the squares summed in double: the hand
  * loop's cost for the norm the library computes) or "tensors" (one
  * gck_tensors_* call per step over the model's tensor list, pointing into
@@ -35,6 +38,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <gradckpt/gradckpt.h>
 
@@ -81,6 +85,42 @@ static double handfused_body(void *ctx, int64_t n)
     return gck_bench_hand_step_fused(c->m->grad_buf, c->m->in_buf, c->m->params, c->k, (float)TRAINER_MAX_NORM);
 }
 
+/* One staging buffer per model, shared by its k and thread variants. */
+static float *stage_of(const gck_bench_model *m)
+{
+    static struct { const gck_bench_model *m; float *s; } stages[GCK_BENCH_NMODELS];
+    for (int i = 0; i < GCK_BENCH_NMODELS; i++) {
+        if (stages[i].m == m)
+            return stages[i].s;
+        if (stages[i].m == NULL) {
+            const size_t bytes = (m->params * sizeof(float) + 63) / 64 * 64;
+            float *s = aligned_alloc(64, bytes);
+            if (s == NULL)
+                return NULL;
+            memset(s, 0, bytes); /* fault the pages in now */
+            stages[i].m = m, stages[i].s = s;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static const char *staged_prepare(void *ctx, int64_t n, int threads)
+{
+    const char *err = trainer_prepare(ctx, n, threads);
+    if (err == NULL && stage_of(((trainer_ctx *)ctx)->m) == NULL)
+        err = "cannot allocate the staging buffer";
+    return err;
+}
+
+static double handstaged_body(void *ctx, int64_t n)
+{
+    (void)n;
+    const trainer_ctx *c = ctx;
+    return gck_bench_hand_step_staged(c->m->grad_buf, stage_of(c->m), c->m->in_buf, c->m->params, c->k,
+                                      (float)TRAINER_MAX_NORM);
+}
+
 static double tensors_body(void *ctx, int64_t n)
 {
     (void)n;
@@ -116,8 +156,8 @@ void gck_bench_register_trainer(int threads)
         register_tensor_calls();
     static const char *const names[] = {"gpt120k", "small2k", "resnet50", "gpt2s"};
     static const int ks[] = {1, 4};
-    static const char *const paths[] = {"hand", "tensors", "hand_f64sum", "hand_fused"};
-    static const gck_bench_body bodies[] = {hand_body, tensors_body, hand64_body, handfused_body};
+    static const char *const paths[] = {"hand", "tensors", "hand_f64sum", "hand_fused", "hand_staged"};
+    static const gck_bench_body bodies[] = {hand_body, tensors_body, hand64_body, handfused_body, handstaged_body};
     enum { NP = sizeof paths / sizeof paths[0] };
     enum { NM = sizeof names / sizeof names[0], NK = sizeof ks / sizeof ks[0] };
     static trainer_ctx ctx[2][NM][NK];
@@ -131,7 +171,9 @@ void gck_bench_register_trainer(int threads)
                 snprintf(label, sizeof label, "%s f32, %zu tensors", paths[pi], c->m->nt);
                 const int64_t size = (int64_t)c->m->params;
                 gck_bench_register(&(gck_bench_spec){
-                    .name = name, .body = bodies[pi], .prepare = trainer_prepare, .ctx = c,
+                    .name = name, .body = bodies[pi], .prepare = bodies[pi] == handstaged_body ? staged_prepare
+                                                                                          : trainer_prepare,
+                    .ctx = c,
                     .threads = threads, .bytes_per_elem = traffic_bytes(ks[ki]), .label = label,
                     .sizes = &size, .nsizes = 1});
             }

@@ -61,3 +61,44 @@ HAND_STEP(gck_bench_hand_step_f64sum, double, 0)
 /* The last micro-batch's add fused into the mean + norm loop too: the
  * passes of the trainer path's gck_tensors_axpy_div_sumsq, written by hand. */
 HAND_STEP(gck_bench_hand_step_fused, float, 1)
+
+/* The hand loop with an accumulation buffer of its own, as any code that
+ * holds the micro-batches' sum apart from the trainer's gradient must (the
+ * checkpointer path: gck_accumulate_many copies, gck_flush_into finishes
+ * into the trainer's buffer): the micro-batches are summed into s, their
+ * mean and norm taken there, and the clipped values written into g. The
+ * floor of that path's cost: three buffers where the hand loop has two. */
+double gck_bench_hand_step_staged(float *restrict g, float *restrict s, const float *restrict x, size_t n, int k,
+                                  float max_norm)
+{
+    const long long len = (long long)n;
+    long long i;
+#pragma omp parallel for schedule(static)
+    for (i = 0; i < len; i++)
+        s[i] = x[i];
+    for (int j = 1; j < k; j++) {
+#pragma omp parallel for schedule(static)
+        for (i = 0; i < len; i++)
+            s[i] += x[i];
+    }
+    float ss = 0;
+    if (k > 1) {
+        const float fk = (float)k;
+#pragma omp parallel for schedule(static) reduction(+ : ss)
+        for (i = 0; i < len; i++) {
+            s[i] /= fk;
+            ss += s[i] * s[i];
+        }
+    } else {
+#pragma omp parallel for schedule(static) reduction(+ : ss)
+        for (i = 0; i < len; i++)
+            ss += s[i] * s[i];
+    }
+    const float norm = (float)sqrt((double)ss);
+    const float coef = max_norm / (norm + 1e-6f);
+    const float c = coef < 1.0f ? coef : 1.0f;
+#pragma omp parallel for schedule(static)
+    for (i = 0; i < len; i++)
+        g[i] = s[i] * c;
+    return norm;
+}

@@ -614,7 +614,9 @@ def main():
         print("One optimizer step's gradient bookkeeping in f32 (bench/bench_trainer.c): k micro-batches "
               "accumulated in place, mean, global 2-norm, clip that triggers. hand: plain C over the "
               "contiguous buffer, -O3 -march=native -ffast-math; tensors: gck_tensors_* on the same "
-              "buffers. Targets: tensors ÷ hand <= 1.0 at 1 thread; 2 threads ÷ the 1-thread hand "
+              "buffers; hand_staged: the hand loop summing into a buffer of its own and writing the "
+              "clipped mean into the gradient, the floor of the checkpointer path (ckpt/*), which must "
+              "copy. Targets: tensors ÷ hand <= 1.0 at 1 thread; 2 threads ÷ the 1-thread hand "
               f"loop <= 0.6 from {TRAINER_2T_MIN / 1e6:g} M parameters.\n")
         print(trainer)
         # the machine's own 2-thread scaling of a read-modify-write stream, if the run has it

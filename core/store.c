@@ -766,7 +766,7 @@ static void gck_names_drop(const gck_store *s, gck_names *l, int unlink_them)
 }
 
 /* Deletes the files named in l (and frees l) on the reaper thread, or here
- * when no thread can be had. */
+ * when no thread can be had or may be started (gck_store_may_thread). */
 static void gck_reap(gck_store *s, gck_names *l)
 {
     if (l->n == 0) {
@@ -783,7 +783,7 @@ static void gck_reap(gck_store *s, gck_names *l)
     }
     if (ok) {
         *j = (gck_reap_job){.paths = paths, .n = l->n};
-        ok = pthread_create(&s->reaper, NULL, gck_reap_run, j) == 0;
+        ok = gck_store_may_thread() && pthread_create(&s->reaper, NULL, gck_reap_run, j) == 0;
         if (ok) {
             s->reaper_live = 1;
             gck_names_drop(s, l, 0);

@@ -75,6 +75,13 @@ typedef struct gck_manifest_cache gck_manifest_cache;
 GCK_INTERNAL gck_manifest_cache *gck_manifest_cache_create(void); /* NULL: out of memory */
 GCK_INTERNAL void gck_manifest_cache_destroy(gck_manifest_cache *c);
 
+/* 1 in the process that first asked, 0 in a process forked from it. A
+ * forked child of a multi-threaded parent (a trainer saving from a child)
+ * should not start threads - POSIX allows it only async-signal-safe calls,
+ * and qemu-user, which runs the cross-architecture tests, crashes on it - so
+ * there the store does on the calling thread what it would hand to one. */
+GCK_INTERNAL int gck_store_may_thread(void);
+
 /* Writes the manifest (entries with their files, sizes, steps, content ids;
  * policy (from st's manager), coder settings (from cfg), generation) to path as
  * gck_write_atomic does; *renamed as there (the new manifest is in place even

@@ -195,12 +195,9 @@ static void *gck_sync_run(void *arg)
     return NULL;
 }
 
-/* 1 in the process that first synced through here, 0 in a process forked
- * from it. A forked child of a multi-threaded parent (a trainer saving from
- * a child) should not start threads - POSIX allows it only async-signal-safe
- * calls, and qemu-user, which runs the cross-architecture tests, crashes on
- * it - so there the files are synced one after the other. */
-static int gck_may_thread(void)
+/* store_internal.h; in a forked child the files are synced one after the
+ * other */
+int gck_store_may_thread(void)
 {
     static _Atomic long owner;
     long expect = 0;
@@ -218,7 +215,7 @@ static int gck_sync_together(const int *fds, size_t n, int also)
     gck_sync_job job = {fds, n, 0};
     pthread_t helper;
     const int threaded =
-        gck_may_thread() && n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
+        gck_store_may_thread() && n > 0 && pthread_create(&helper, NULL, gck_sync_run, &job) == 0;
     int err = gck_sys_fsync(also) != 0 ? errno : 0;
     if (threaded)
         pthread_join(helper, NULL);

@@ -58,6 +58,7 @@ struct gck_store {
     gck_async *async;    /* made at the first gck_store_save_async */
     pthread_t reaper;    /* deletes the files the last commit dropped (gck_reap) */
     int reaper_live;     /* reaper runs or has not been joined */
+    pid_t reaper_pid;    /* the process that started it (a forked child has no such thread) */
 };
 
 /* Waits until no asynchronous save is in flight (its result stays for
@@ -106,7 +107,8 @@ static void *gck_reap_run(void *arg)
 static void gck_reap_join(gck_store *s)
 {
     if (s != NULL && s->reaper_live) {
-        pthread_join(s->reaper, NULL);
+        if (s->reaper_pid == getpid())
+            pthread_join(s->reaper, NULL);
         s->reaper_live = 0;
     }
 }
@@ -786,6 +788,7 @@ static void gck_reap(gck_store *s, gck_names *l)
         ok = gck_store_may_thread() && pthread_create(&s->reaper, NULL, gck_reap_run, j) == 0;
         if (ok) {
             s->reaper_live = 1;
+            s->reaper_pid = getpid();
             gck_names_drop(s, l, 0);
             return;
         }

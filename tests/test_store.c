@@ -2382,6 +2382,38 @@ static void count_verified(void *ctx, uint64_t version, gck_status st)
     g_seen_evicted += st == GCK_ERR_NOT_FOUND;
 }
 
+/* The files a commit drops are deleted on a thread the save starts: gone
+ * once gck_store_wait, gck_store_gc or gck_store_close returns, in every
+ * round, and a dropped file is never counted as a retained one. */
+static void test_dropped_files_deleted(void **state)
+{
+    (void)state;
+    char dir[300];
+    for (int how = 0; how < 3; how++) { /* wait, gc, close */
+        new_dir(dir, sizeof dir);
+        gck_store *st = open_store(dir, 1, 0, 0); /* every save full, and it drops the one before */
+        for (uint64_t v = 1; v <= 6; v++) {
+            save_v(st, v, NULL);
+            if (how == 0) {
+                assert_int_equal(gck_store_wait(st, NULL), GCK_OK);
+                assert_int_equal(count_data_files(NULL, dir), 1);
+            } else if (how == 1) {
+                uint64_t freed = 0;
+                assert_int_equal(gck_store_gc(st, &freed), GCK_OK);
+                assert_int_equal(freed, 0); /* the deletion was the save's, not garbage */
+                assert_int_equal(count_data_files(NULL, dir), 1);
+            } else {
+                assert_int_equal(gck_store_close(st), GCK_OK);
+                assert_int_equal(count_data_files(NULL, dir), 1);
+                assert_int_equal(gck_store_open(dir, NULL, &st), GCK_OK);
+            }
+        }
+        assert_int_equal(gck_store_latest(st)->version, 6);
+        assert_all_restore(st);
+        gck_store_close(st);
+    }
+}
+
 /* A writer evicts after a reader read the manifest: a version whose file
  * is gone is a clear NOT_FOUND; one the writer only made a hidden base (its
  * file kept) is still rebuilt exactly from the reader's view, as are the
@@ -2774,7 +2806,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_args),   cmocka_unit_test(test_round_trip), cmocka_unit_test(test_restore_cold_files),
         cmocka_unit_test(test_files_are_safetensors), cmocka_unit_test(test_frozen_delta_is_small),
-        cmocka_unit_test(test_eviction_hidden_bases), cmocka_unit_test(test_manifest_hidden_bases), cmocka_unit_test(test_save_delta_file_packed), cmocka_unit_test(test_restore_back_from_latest),    cmocka_unit_test(test_lock),
+        cmocka_unit_test(test_eviction_hidden_bases), cmocka_unit_test(test_dropped_files_deleted), cmocka_unit_test(test_manifest_hidden_bases), cmocka_unit_test(test_save_delta_file_packed), cmocka_unit_test(test_restore_back_from_latest),    cmocka_unit_test(test_lock),
         cmocka_unit_test(test_corruption_detected), cmocka_unit_test(test_orphans_removed),
         cmocka_unit_test(test_faults_leave_store_unchanged), cmocka_unit_test(test_failed_save_after_base_copy),
         cmocka_unit_test(test_crash_consistency),

@@ -713,8 +713,9 @@ void init_files(nb::module_ &m)
              "wait() returns; its error is raised by wait(), the next save or close(), never lost. Every other\n"
              "method waits for the save in flight first.")
         .def("wait", &Store::wait, nb::sig("def wait(self) -> int | None"),
-             "Waits for the asynchronous save in flight; returns the version the last one became (None if none\n"
-             "completed) or raises its error.")
+             "Waits for the asynchronous save in flight, and for the deletion of the files the last save dropped\n"
+             "(evicted versions; a save deletes them on a thread of its own); returns the version the last\n"
+             "asynchronous save became (None if none completed) or raises its error.")
         .def("restore", &Store::restore, nb::arg("version") = "latest",
              nb::sig("def restore(self, version: int | str = 'latest') -> Snapshot"),
              "Rebuilds a version (a number, 'latest' or a tag) bit for bit as a Snapshot.")

@@ -87,10 +87,10 @@ static void gck_cpu_probe_once(void)
     /* The shape and the page walk change speed only, never a bit of a
      * result: the variables let tests and benchmarks run both ways on any
      * CPU. */
-    gck_cpu.zmm_widen = (unsigned char)gck_env_choice("GRADCKPT_AVX512_WIDEN", "ymm", "zmm", gck_cpu_zmm_widen());
-    gck_cpu.page_streams = gck_env_choice("GRADCKPT_PAGE_STREAMS", "1", "4", gck_cpu_page_streams() == 4) ? 4 : 1;
-    atomic_store_explicit(&gck_tune_zmm_widen, gck_cpu.zmm_widen, memory_order_relaxed);
-    atomic_store_explicit(&gck_tune_page_streams, gck_cpu.page_streams, memory_order_relaxed);
+    const int zmm = gck_env_choice("GRADCKPT_AVX512_WIDEN", "ymm", "zmm", gck_cpu_zmm_widen());
+    const int pages = gck_env_choice("GRADCKPT_PAGE_STREAMS", "1", "4", gck_cpu_page_streams() == 4) ? 4 : 1;
+    atomic_store_explicit(&gck_tune_zmm_widen, (unsigned char)zmm, memory_order_relaxed);
+    atomic_store_explicit(&gck_tune_page_streams, (unsigned char)pages, memory_order_relaxed);
 }
 
 const gck_cpu_features *gck_cpu_features_get(void)

@@ -103,15 +103,18 @@ GCK_KERNEL_LIST(GCK_KERNEL_PROTO)
 typedef struct gck_cpu_features {
     unsigned char can_run[GCK_ISA_COUNT]; /* this CPU/OS runs code built with the ISA's flags */
     unsigned char fma;                    /* fused multiply-add usable (x86: CPUID + OS AVX state) */
-    unsigned char zmm_widen; /* AVX-512 f32/bf16/f16 sums widen 8 per zmm (gck_cpu_zmm_widen, GRADCKPT_AVX512_WIDEN) */
-    unsigned char page_streams; /* 1 or 4: pages the x86 elementwise kernels walk at once (GRADCKPT_PAGE_STREAMS) */
 } gck_cpu_features;
 GCK_INTERNAL const gck_cpu_features *gck_cpu_features_get(void);
-/* zmm_widen and page_streams again, for the ISA files' loops to read without
- * a call (a call in a kernel cost tiny tensors 5-10 % in saved registers):
- * relaxed atomics, written once by the probe. A kernel reached before it
- * (through gck_kernels_compiled) reads 0, the ymm shape and the walk in
- * order, which give the same bits. */
+/* The probe's tuning choices, which change speed only, never a bit:
+ *   zmm_widen     1 if the AVX-512 f32/bf16/f16 sums widen 8 per zmm
+ *                 (gck_cpu_zmm_widen, GRADCKPT_AVX512_WIDEN);
+ *   page_streams  1 or 4: pages the x86 elementwise kernels walk at once
+ *                 (gck_cpu_page_streams, GRADCKPT_PAGE_STREAMS).
+ * Relaxed atomics rather than gck_cpu_features fields, for the ISA files'
+ * loops to read without a call (a call in a kernel cost tiny tensors 5-10 %
+ * in saved registers), written once by the probe (gck_cpu_features_get). A
+ * kernel reached before it (through gck_kernels_compiled) reads 0, the ymm
+ * shape and the walk in order, which give the same bits. */
 extern GCK_INTERNAL _Atomic unsigned char gck_tune_zmm_widen, gck_tune_page_streams;
 #define GCK_TUNE(v) atomic_load_explicit(&gck_tune_##v, memory_order_relaxed)
 

@@ -23,6 +23,7 @@
 #include "alloc_internal.h"
 #include "checksum_internal.h"
 #include "io_internal.h"
+#include "json_text_internal.h"
 #include "snapshot_internal.h"
 
 #define GCK_FORMAT_VERSION 1
@@ -73,6 +74,13 @@ typedef struct gck_kv {
     const char *value;
 } gck_kv;
 
+static void gck_free_kv(gck_kv *kv, size_t n)
+{
+    for (size_t i = 0; kv != NULL && i < n; i++)
+        free(kv[i].key);
+    free(kv);
+}
+
 static int gck_kv_cmp(const void *pa, const void *pb)
 {
     return strcmp(((const gck_kv *)pa)->key, ((const gck_kv *)pb)->key);
@@ -90,15 +98,17 @@ static char *gck_concat(const char *a, const char *b, const char *c)
     return r;
 }
 
-/* The __metadata__ object: ours and the user's, keys in bytewise order;
- * content ids of the items keep marks (tensors, then blobs; NULL: all). */
-static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts, const unsigned char *keep)
+/* The __metadata__ entries, ours and the user's, in bytewise key order (a
+ * key given twice keeps its last value, as jansson's object set did);
+ * content ids of the items keep marks (tensors, then blobs; NULL: all).
+ * Keys are owned by the array (gck_free_kv); NULL when out of memory. */
+static gck_kv *gck_metadata_kv(const gck_snapshot *s, const char *step, const char *ts, const unsigned char *keep,
+                               size_t *n_out)
 {
     const size_t n = 3 + (s->loss_cid != NULL) + s->tensors.n + s->blobs.n + s->meta.n + s->sysmeta.n;
     gck_kv *kv = gck_calloc(n, sizeof *kv);
-    json_t *md = json_object();
     size_t k = 0;
-    int bad = kv == NULL || md == NULL;
+    int bad = kv == NULL;
 #define GCK_KV(a, b, c, v)                                    \
     do {                                                      \
         if (!bad) {                                           \
@@ -130,14 +140,33 @@ static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const 
         }
     }
 #undef GCK_KV
-    if (!bad) {
-        qsort(kv, k, sizeof *kv, gck_kv_cmp);
-        for (size_t i = 0; i < k && !bad; i++)
-            bad = gck_set_str(md, kv[i].key, kv[i].value) != 0;
+    if (bad) {
+        gck_free_kv(kv, k);
+        return NULL;
     }
-    for (size_t i = 0; i < k; i++)
-        free(kv[i].key);
-    free(kv);
+    qsort(kv, k, sizeof *kv, gck_kv_cmp);
+    size_t w = 0; /* one entry per key, at its first place, with its last value */
+    for (size_t i = 0; i < k; i++) {
+        if (w > 0 && strcmp(kv[w - 1].key, kv[i].key) == 0) {
+            kv[w - 1].value = kv[i].value;
+            free(kv[i].key);
+        } else {
+            kv[w++] = kv[i];
+        }
+    }
+    *n_out = w;
+    return kv;
+}
+
+static json_t *gck_metadata_json(const gck_snapshot *s, const char *step, const char *ts, const unsigned char *keep)
+{
+    size_t n = 0;
+    gck_kv *kv = gck_metadata_kv(s, step, ts, keep, &n);
+    json_t *md = kv ? json_object() : NULL;
+    int bad = md == NULL;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = gck_set_str(md, kv[i].key, kv[i].value) != 0;
+    gck_free_kv(kv, n);
     if (bad) {
         json_decref(md);
         return NULL;
@@ -207,50 +236,55 @@ static gck_status gck_build_header(const gck_snapshot *s, const unsigned char *k
     char step[32], ts[32];
     snprintf(step, sizeof step, "%llu", (unsigned long long)s->step);
     snprintf(ts, sizeof ts, "%llu", (unsigned long long)s->timestamp);
-    json_t *root = bad ? NULL : json_object();
-    json_t *md = root ? gck_metadata_json(s, step, ts, keep) : NULL;
-    bad = md == NULL || json_object_set_new(root, "__metadata__", md) != 0;
-    if (!bad) {
-        qsort(e, n, sizeof *e, gck_hdr_entry_cmp);
-        size_t off = 0;
-        for (size_t i = 0; i < n && !bad; i++) {
-            const int64_t *sh = e[i].shape != NULL ? e[i].shape : &e[i].blob_len;
-            json_t *shape = json_array(), *offs = json_array();
-            for (size_t d = 0; shape && d < e[i].ndim; d++)
-                bad |= json_array_append_new(shape, json_integer(sh[d]));
-            e[i].begin = off;
-            off += e[i].nbytes;
-            if (offs) {
-                bad |= json_array_append_new(offs, json_integer((json_int_t)e[i].begin));
-                bad |= json_array_append_new(offs, json_integer((json_int_t)off));
-            }
-            json_t *info = json_pack("{s:s, s:o, s:o}", "dtype", gck_dtype_name(e[i].dtype), "shape", shape,
-                                     "data_offsets", offs); /* steals shape and offs, even on failure */
-            bad |= info == NULL || json_object_set_new(root, e[i].name, info) != 0;
+    size_t nkv = 0;
+    gck_kv *kv = bad ? NULL : gck_metadata_kv(s, step, ts, keep, &nkv);
+    if (kv == NULL) {
+        gck_free_entries(e, n);
+        return gck_fail_oom("JSON header", 0);
+    }
+    gck_jtext t = {0};
+    gck_jt_lit(&t, "{\"__metadata__\":{");
+    for (size_t i = 0; i < nkv; i++) {
+        if (i > 0)
+            gck_jt_raw(&t, ",", 1);
+        gck_jt_key(&t, kv[i].key);
+        gck_jt_str(&t, kv[i].value);
+    }
+    gck_jt_raw(&t, "}", 1);
+    gck_free_kv(kv, nkv);
+    qsort(e, n, sizeof *e, gck_hdr_entry_cmp);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *sh = e[i].shape != NULL ? e[i].shape : &e[i].blob_len;
+        gck_jt_raw(&t, ",", 1);
+        gck_jt_key(&t, e[i].name);
+        gck_jt_lit(&t, "{\"dtype\":");
+        gck_jt_str(&t, gck_dtype_name(e[i].dtype));
+        gck_jt_lit(&t, ",\"shape\":[");
+        for (size_t d = 0; d < e[i].ndim; d++) {
+            if (d > 0)
+                gck_jt_raw(&t, ",", 1);
+            gck_jt_int(&t, sh[d]);
         }
+        e[i].begin = off;
+        off += e[i].nbytes;
+        gck_jt_lit(&t, "],\"data_offsets\":[");
+        gck_jt_int(&t, (long long)e[i].begin);
+        gck_jt_raw(&t, ",", 1);
+        gck_jt_int(&t, (long long)off);
+        gck_jt_lit(&t, "]}");
     }
-    char *js = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(root);
-    gck_status st = GCK_OK;
-    if (js == NULL) { /* a name or a jansson allocation */
-        st = gck_fail_oom("JSON header", 0);
-        goto fail;
+    gck_jt_raw(&t, "}", 1);
+    while (!t.bad && t.len % 8 != 0)
+        gck_jt_raw(&t, " ", 1); /* padded with spaces to a multiple of 8 */
+    if (t.bad) {
+        free(t.p);
+        gck_free_entries(e, n);
+        return t.bad == 2 ? gck_fail(GCK_ERR_INVALID_ARGUMENT, "a name or metadata text is not valid UTF-8")
+                          : gck_fail_oom("JSON header", t.cap);
     }
-    const size_t jl = strlen(js), hlen = (jl + 7) / 8 * 8;
-    char *hdr = gck_malloc(hlen);
-    if (hdr == NULL) {
-        st = gck_fail_oom("file header", hlen);
-        goto fail;
-    }
-    memcpy(hdr, js, jl);
-    memset(hdr + jl, ' ', hlen - jl);
-    free(js);
-    *entries_out = e, *n_out = n, *hdr_out = hdr, *hlen_out = hlen;
+    *entries_out = e, *n_out = n, *hdr_out = t.p, *hlen_out = t.len;
     return GCK_OK;
-fail:
-    free(js);
-    gck_free_entries(e, n);
-    return st;
 }
 
 /* What gck_write_atomic puts in the temporary file. */

@@ -27,6 +27,7 @@
 #include "alloc_internal.h"
 #include "checksum_internal.h"
 #include "io_internal.h"
+#include "json_text_internal.h"
 #include "snapshot_internal.h"
 
 /* 4: as 3, and a plane may be "zrans": per chunk, the bitmap of the bytes
@@ -859,40 +860,54 @@ static void gck_run_job(const gck_delta_codec *c, gck_zslot *z, gck_enc_job *j)
                                          j->adopt, j->rot, j->it.nbytes / esz, esz, j->po));
 }
 
-/* Appends job j's description to `items` and its payload tensor (name
- * pname; its data pointer is only a placeholder: the writer gathers the
- * planes from the arena) to `delta`. worst: every plane described as the
- * longest it could be ("zrans", its whole length), before it is coded. */
+/* Appends job j's description to `items` (a JSON array's text, without
+ * its closing bracket; first: j is its first element) and its payload tensor (name pname; its data pointer
+ * is only a placeholder: the writer gathers the planes from the arena) to
+ * `delta`. worst: every plane described as the longest it could be
+ * ("zrans", its whole length), before it is coded. */
 static gck_status gck_describe_job(const gck_enc_job *j, const char *pname, int worst, gck_snapshot *delta,
-                                   json_t *items)
+                                   gck_jtext *items, int first)
 {
     const gck_item *it = &j->it;
-    json_t *shape = json_array();
-    for (size_t d = 0; shape && !it->blob && d < it->ndim; d++)
-        if (json_array_append_new(shape, json_integer(it->shape[d])) != 0)
-            json_decref(shape), shape = NULL;
-    json_t *o = json_pack("{s:s, s:b, s:s, s:o, s:s, s:s}", "name", it->name, "blob", it->blob, "dtype",
-                          gck_dtype_name(it->dtype), "shape", shape, "cid", it->cid, "enc", gck_enc_names[j->enc]);
-    if (o == NULL || json_array_append_new(items, o) != 0 ||
-        (it->blob && json_object_set_new(o, "len", json_integer((json_int_t)it->nbytes)) != 0) ||
-        (j->rot && json_object_set_new(o, "rot", json_true()) != 0))
-        return gck_fail_oom("delta description item", sizeof(json_t));
-    if (j->enc == GCK_ENC_REF)
+    gck_jt_lit(items, first ? "{\"name\":" : ",{\"name\":");
+    gck_jt_str(items, it->name);
+    gck_jt_lit(items, it->blob ? ",\"blob\":true,\"dtype\":" : ",\"blob\":false,\"dtype\":");
+    gck_jt_str(items, gck_dtype_name(it->dtype));
+    gck_jt_lit(items, ",\"shape\":[");
+    for (size_t d = 0; !it->blob && d < it->ndim; d++) {
+        if (d > 0)
+            gck_jt_raw(items, ",", 1);
+        gck_jt_int(items, it->shape[d]);
+    }
+    gck_jt_lit(items, "],\"cid\":");
+    gck_jt_str(items, it->cid);
+    gck_jt_lit(items, ",\"enc\":");
+    gck_jt_str(items, gck_enc_names[j->enc]);
+    if (it->blob) {
+        gck_jt_lit(items, ",\"len\":");
+        gck_jt_int(items, (long long)it->nbytes);
+    }
+    if (j->rot)
+        gck_jt_lit(items, ",\"rot\":true");
+    if (j->enc == GCK_ENC_REF) {
+        gck_jt_raw(items, "}", 1);
         return GCK_OK;
-    json_t *planes = json_array();
-    if (planes == NULL || json_object_set_new(o, "planes", planes) != 0)
-        return gck_fail_oom("delta description planes", sizeof(json_t));
+    }
+    gck_jt_lit(items, ",\"planes\":[");
     const size_t esz = gck_dtype_size(it->dtype), n = it->nbytes / esz;
     size_t at = 0;
     for (size_t p = 0; p < esz; p++) {
         const size_t len = worst ? n : j->po[p].len;
         at += len;
-        if (json_array_append_new(planes, json_pack("[s,I]", gck_plane_names[worst ? GCK_PLANE_ZRANS : j->po[p].mode],
-                                                     (json_int_t)len)) != 0)
-            return gck_fail_oom("delta description plane", sizeof(json_t));
+        gck_jt_lit(items, p > 0 ? ",[" : "[");
+        gck_jt_str(items, gck_plane_names[worst ? GCK_PLANE_ZRANS : j->po[p].mode]);
+        gck_jt_raw(items, ",", 1);
+        gck_jt_int(items, (long long)len);
+        gck_jt_raw(items, "]", 1);
     }
-    if (json_object_set_new(o, "payload", json_string(pname)) != 0)
-        return gck_fail_oom("delta description payload name", strlen(pname));
+    gck_jt_lit(items, "],\"payload\":");
+    gck_jt_str(items, pname);
+    gck_jt_raw(items, "}", 1);
     /* no content id: a damaged payload either fails to decode or rebuilds
      * bytes whose id differs from the item's recorded one, which every
      * restore checks, so hashing the payloads too would only cost time */
@@ -992,45 +1007,48 @@ static gck_status gck_describe(const gck_snapshot *target, const gck_enc_plan *p
                                gck_snapshot **out)
 {
     gck_snapshot *d = NULL;
-    json_t *items = NULL;
-    char *js = NULL;
     gck_status st = gck_snapshot_create(target->step, &d);
     if (st != GCK_OK)
         return st;
-    if ((items = json_array()) == NULL) {
-        st = gck_fail_oom("delta description", sizeof(json_t));
-        goto done;
+    if ((st = gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY)) != GCK_OK) {
+        gck_snapshot_destroy(d);
+        return st;
     }
-    if ((st = gck_snapshot_copy_fields(d, target, GCK_DELTA_KEY)) != GCK_OK)
-        goto done;
-    int width = 1;
-    for (size_t k = pl->m; k >= 10; k /= 10)
-        width++;
-    for (size_t i = 0; i < pl->m; i++) {
-        char pname[48];
-        snprintf(pname, sizeof pname, "d/%0*zu", width < 20 ? width : 20, i); /* width <= 20 digits anyway */
-        if ((st = gck_describe_job(&pl->jobs[i], pname, worst, d, items)) != GCK_OK)
-            goto done;
-    }
-    char bv[32];
-    snprintf(bv, sizeof bv, "%" PRIu64, base_version);
     int format = GCK_DELTA_FORMAT - 1; /* 5 only when an item needs it (above) */
     for (size_t i = 0; i < pl->m; i++)
         format = pl->jobs[i].rot ? GCK_DELTA_FORMAT : format;
-    json_t *root = json_pack("{s:i, s:s, s:i, s:O}", "format", format, "base", bv, "chunk",
-                             GCK_DELTA_CHUNK, "items", items);
-    js = root ? json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(root);
-    st = js ? gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, js) : gck_fail_oom("delta description text", 0);
-    if (st != GCK_OK)
-        goto done;
+    /* {"format":F,"base":"B","chunk":C,"items":[...]}, as jansson wrote it */
+    gck_jtext t = {0};
+    char bv[32];
+    snprintf(bv, sizeof bv, "%" PRIu64, base_version);
+    gck_jt_lit(&t, "{\"format\":");
+    gck_jt_int(&t, format);
+    gck_jt_lit(&t, ",\"base\":");
+    gck_jt_str(&t, bv);
+    gck_jt_lit(&t, ",\"chunk\":");
+    gck_jt_int(&t, GCK_DELTA_CHUNK);
+    gck_jt_lit(&t, ",\"items\":[");
+    int width = 1;
+    for (size_t k = pl->m; k >= 10; k /= 10)
+        width++;
+    for (size_t i = 0; i < pl->m && st == GCK_OK; i++) {
+        char pname[48];
+        snprintf(pname, sizeof pname, "d/%0*zu", width < 20 ? width : 20, i); /* width <= 20 digits anyway */
+        st = gck_describe_job(&pl->jobs[i], pname, worst, d, &t, i == 0);
+    }
+    gck_jt_lit(&t, "]}");
+    if (st == GCK_OK && t.bad)
+        st = t.bad == 2 ? gck_fail(GCK_ERR_INVALID_ARGUMENT, "delta: a name is not valid UTF-8")
+                        : gck_fail_oom("delta description text", t.cap);
+    if (st == GCK_OK)
+        st = gck_snapshot_set_sysmeta(d, GCK_DELTA_KEY, t.p);
+    free(t.p);
+    if (st != GCK_OK) {
+        gck_snapshot_destroy(d);
+        return st;
+    }
     *out = d;
-    d = NULL;
-done:
-    free(js);
-    json_decref(items);
-    gck_snapshot_destroy(d);
-    return st;
+    return GCK_OK;
 }
 
 /* What gck_delta_fill streams into the file. */

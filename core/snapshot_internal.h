@@ -173,10 +173,6 @@ GCK_INTERNAL gck_status gck_st_open(const char *path, gck_st_file **out);
 GCK_INTERNAL void gck_st_close(gck_st_file *f);
 /* The tensor of that file name, or NULL. */
 GCK_INTERNAL const gck_st_entry *gck_st_find(const gck_st_file *f, const char *name);
-/* The whole file mapped read-only (once; unmapped by gck_st_close), its
- * bytes as stored (little-endian), no read-around; NULL if it cannot be
- * mapped (the caller reads instead). An entry's bytes are at + offset. */
-GCK_INTERNAL const unsigned char *gck_st_map(gck_st_file *f);
 /* The file's step, timestamp, loss cid, user and "gradckpt." metadata as a
  * snapshot without tensors; the caller owns it (NULL after the first call). */
 GCK_INTERNAL gck_snapshot *gck_st_take_fields(gck_st_file *f);
@@ -187,6 +183,10 @@ GCK_INTERNAL gck_snapshot *gck_st_take_fields(gck_st_file *f);
  * the first failing tensor; dst contents are then unspecified. */
 GCK_INTERNAL gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ents, void *const *dst,
                                          const char *const *want, size_t n);
+/* Reads entry e's bytes as stored (little-endian) into dst, unhashed (a
+ * caller that checks what it rebuilds from them), with pread: safe on any
+ * number of threads at once. IO naming the file and tensor. */
+GCK_INTERNAL gck_status gck_st_read_stored(const gck_st_file *f, const gck_st_entry *e, void *dst);
 
 /* The argument rules of the *_into functions: names and sizes (and dsts)
  * non-NULL when n > 0, every name non-NULL and given once, dsts[i] NULL only

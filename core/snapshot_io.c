@@ -983,8 +983,6 @@ gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **
 struct gck_st_file {
     char *path;
     int fd;
-    void *map;          /* gck_st_map: the whole file, read-only */
-    size_t map_len;
     gck_header h;
     gck_snapshot *fields;
     gck_st_entry *ents; /* by name */
@@ -1002,25 +1000,11 @@ void gck_st_close(gck_st_file *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    if (f->map != NULL)
-        munmap(f->map, f->map_len);
     gck_header_free(&f->h);
     gck_snapshot_destroy(f->fields);
     free(f->ents);
     free(f->path);
     free(f);
-}
-
-const unsigned char *gck_st_map(gck_st_file *f)
-{
-    if (f->map == NULL && f->h.size > 0) {
-        void *m = mmap(NULL, (size_t)f->h.size, PROT_READ, MAP_PRIVATE, f->fd, 0);
-        if (m == MAP_FAILED)
-            return NULL;
-        (void)posix_madvise(m, (size_t)f->h.size, POSIX_MADV_RANDOM); /* each use asks for its range */
-        f->map = m, f->map_len = (size_t)f->h.size;
-    }
-    return f->map;
 }
 
 gck_status gck_st_open(const char *path, gck_st_file **out)
@@ -1116,6 +1100,13 @@ gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ent
 done:
     free(err), free(cid);
     return st;
+}
+
+gck_status gck_st_read_stored(const gck_st_file *f, const gck_st_entry *e, void *dst)
+{
+    const int err = gck_read_at(f->fd, dst, e->nbytes, e->offset);
+    return err ? gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, e->name, strerror(err))
+               : GCK_OK;
 }
 
 /* A destination, for the duplicate and overlap checks. */

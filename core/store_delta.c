@@ -1571,12 +1571,6 @@ gck_status gck_delta_decode_into(gck_delta_codec *c, int slot, const gck_delta_i
     return gck_decode_item(c, slot, x, it, it->enc == GCK_ENC_XOR ? dst : NULL, dst);
 }
 
-gck_status gck_delta_decode_from(gck_delta_codec *c, int slot, const gck_delta_index *x, const gck_delta_item *it,
-                                 const void *base, void *dst)
-{
-    return gck_decode_item(c, slot, x, it, base, dst);
-}
-
 gck_status gck_delta_decode(gck_delta_codec *c, const gck_snapshot *delta, const gck_snapshot *base, int check,
                             uint64_t base_version, gck_snapshot **out)
 {

@@ -117,14 +117,9 @@ GCK_INTERNAL const gck_delta_item *gck_delta_index_find(const gck_delta_index *x
  * different slots; the index is only read. */
 GCK_INTERNAL gck_status gck_delta_decode_into(gck_delta_codec *c, int slot, const gck_delta_index *x,
                                               const gck_delta_item *it, void *dst);
-/* The same for an XOR item whose base is elsewhere: dst = the item decoded
- * against base (it->nbytes bytes in this CPU's byte order, not overlapping
- * dst), so dst need not hold the base first. */
-GCK_INTERNAL gck_status gck_delta_decode_from(gck_delta_codec *c, int slot, const gck_delta_index *x,
-                                              const gck_delta_item *it, const void *base, void *dst);
 /* The OpenMP threads worth using to rebuild m items of `bytes` bytes in
  * all one at a time (1 when there is little to do), in *threads, with a
- * decoding slot made for each: a call of decode_into/_from on thread t of
+ * decoding slot made for each: a call of decode_into on thread t of
  * such a team passes slot t (slots are not shared between calls running at
  * once; 0 outside a parallel region). GCK_ERR_OUT_OF_MEMORY if a slot
  * cannot be made (*threads is then still the count wanted). */

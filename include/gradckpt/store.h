@@ -307,9 +307,9 @@ GCK_API gck_status gck_store_restore(gck_store *s, uint64_t version, gck_snapsho
  * store's in-memory copy of the latest version, copied into it - and every
  * delta above that, up to `version`, is decoded into dsts[i] in place (XOR
  * with what it holds, a chunk at a time). A full version's tensor whose next
- * delta stores an XOR is not read into dsts[i] first: that delta is decoded
- * against the full file's bytes where the file is mapped (little-endian
- * CPUs). Every tensor's content id is then checked against the manifest (a
+ * delta stores an XOR is read into dsts[i] by the thread that then decodes
+ * that delta into it (little-endian CPUs), so the reads run on every
+ * thread. Every tensor's content id is then checked against the manifest (a
  * full file's bytes read into dsts[i] also against their own version's id,
  * as they are read; bytes a delta was decoded against are checked through
  * the rebuilt tensor's id). Dtypes are not compared. fields (may be

@@ -1531,7 +1531,7 @@ static void gck_rebuild_tensor(const gck_rinto *rb, size_t i, int slot, gck_carr
      * mapping of the full file, whose page tables were filled and then torn
      * down by one munmap on the calling thread: store_restore_into/adamw on
      * 2 threads (Zen 5 VM, 2 alternating runs) 23.1-23.9 -> 18.3-18.5 ms,
-     * 1.41-1.45 -> 1.90 of the 1-thread speed, 1 thread unchanged. */
+     * 1.43-1.45 -> 1.90 of the 1-thread speed, 1 thread unchanged. */
     if (rb->fb[i] != NULL && size > 0) {
         const gck_status st = gck_st_read_stored(lv[rb->nlev - 1].full, rb->fb[i], dst);
         if (st != GCK_OK) {

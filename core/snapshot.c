@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
@@ -67,6 +68,8 @@ void gck_snapshot_destroy(gck_snapshot *s)
     free(s->loss_cid);
     if (s->map != NULL)
         munmap(s->map, s->map_len);
+    if (s->map_fd1 > 0)
+        close(s->map_fd1 - 1);
     free(s->arena);
     free(s);
 }

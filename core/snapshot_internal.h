@@ -44,6 +44,8 @@ struct gck_snapshot {
                               kept through load and save */
     void *map;             /* gck_snapshot_load_mmap: the file, tensors point into it */
     size_t map_len;
+    int map_fd1;           /* gck_snapshot_load_whole: the mapped file's descriptor + 1, kept open
+                              for gck_snapshot_read_mapped; 0: none */
     unsigned char *arena;  /* gck_snapshot_reserve: new tensors' data, one allocation */
     size_t arena_cap, arena_used;
 };
@@ -102,6 +104,17 @@ GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_sn
  * mapped at once). verify 1 or 0 as there; -1 as
  * gck_snapshot_load_mmap_unhashed. */
 GCK_INTERNAL gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out);
+/* Copies n bytes at p, inside the mapping of a snapshot loaded with
+ * gck_snapshot_load_whole, into dst by reading the file (pread) instead of
+ * through the mapping: 1 when done, 0 when it cannot be (no such mapping,
+ * p outside it, a failed read: the caller reads the mapping instead). Safe
+ * on any number of threads at once. A mapping whose bytes are all read so
+ * has no page tables to fill on first touch nor to tear down at munmap. */
+GCK_INTERNAL int gck_snapshot_read_mapped(const gck_snapshot *s, const void *p, size_t n, void *dst);
+/* Closes the descriptor a gck_snapshot_load_whole snapshot keeps (the
+ * mapping stays): done before such a snapshot is handed to a caller, who
+ * may hold many (mappings count against no descriptor limit). */
+GCK_INTERNAL void gck_snapshot_close_file(gck_snapshot *s);
 
 /* Checks a tensor name: non-empty, <= GCK_NAME_MAX, not reserved. */
 GCK_INTERNAL gck_status gck_check_tensor_name(const char *name);

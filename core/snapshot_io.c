@@ -939,6 +939,7 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
     if (fd < 0)
         return gck_io_fail("cannot open", path, errno);
     gck_snapshot *s = NULL;
+    int keep = 0; /* the descriptor stays open with the snapshot */
     gck_status st = gck_snapshot_create(0, &s);
     if (st != GCK_OK) {
         st = gck_fail_ctx(st, "%.300s", path);
@@ -949,11 +950,14 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     st = gck_load_fd(path, fd, s, use_map, verify);
     if (st == GCK_OK) {
+        if (use_map == 2 && s->map != NULL)
+            s->map_fd1 = fd + 1, keep = 1; /* gck_snapshot_read_mapped reads it */
         *out = s;
         s = NULL;
     }
 done:
-    close(fd);
+    if (!keep)
+        close(fd);
     gck_snapshot_destroy(s);
     return st;
 }
@@ -976,6 +980,24 @@ gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out)
 gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out)
 {
     return gck_snapshot_load_impl(path, 2, verify, out);
+}
+
+void gck_snapshot_close_file(gck_snapshot *s)
+{
+    if (s != NULL && s->map_fd1 > 0) {
+        close(s->map_fd1 - 1);
+        s->map_fd1 = 0;
+    }
+}
+
+int gck_snapshot_read_mapped(const gck_snapshot *s, const void *p, size_t n, void *dst)
+{
+    if (s == NULL || s->map_fd1 <= 0 || s->map == NULL)
+        return 0;
+    const uintptr_t lo = (uintptr_t)s->map, at = (uintptr_t)p;
+    if (at < lo || at - lo > s->map_len || n > s->map_len - (at - lo))
+        return 0;
+    return gck_read_at(s->map_fd1 - 1, dst, n, (uint64_t)(at - lo)) == 0;
 }
 
 /* ---- chosen tensors straight into the caller's memory -------------------------- */

@@ -522,6 +522,8 @@ static gck_status gck_rebuild(gck_store *s, const gck_ver *e, const gck_snapshot
         gck_snapshot_destroy(r);
         return st;
     }
+    if (check)
+        gck_snapshot_close_file(r); /* the version restored: the caller's; a base keeps it for the decoding */
     *out = r;
     return GCK_OK;
 }

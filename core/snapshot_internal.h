@@ -44,8 +44,8 @@ struct gck_snapshot {
                               kept through load and save */
     void *map;             /* gck_snapshot_load_mmap: the file, tensors point into it */
     size_t map_len;
-    int map_fd1;           /* gck_snapshot_load_whole: the mapped file's descriptor + 1, kept open
-                              for gck_snapshot_read_mapped; 0: none */
+    int map_fd1;           /* the store's loads (load_whole, load_mmap_unhashed): the mapped
+                              file's descriptor + 1, kept for gck_snapshot_read_mapped; 0: none */
     unsigned char *arena;  /* gck_snapshot_reserve: new tensors' data, one allocation */
     size_t arena_cap, arena_used;
 };
@@ -98,14 +98,16 @@ GCK_INTERNAL gck_status gck_snapshot_add_unhashed(gck_snapshot *s, const char *n
 /* gck_snapshot_load_mmap without verification, where a tensor whose file
  * records no content id gets an empty one instead of being hashed; the file
  * read without read-ahead (POSIX_FADV_RANDOM): the caller reads parts and
- * asks for each range it needs. */
+ * asks for each range it needs. The file stays open with the snapshot
+ * (gck_snapshot_read_mapped); the store destroys it after its restore. */
 GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_snapshot **out);
 /* gck_snapshot_load_mmap for a caller that reads every byte (its pages are
  * mapped at once). verify 1 or 0 as there; -1 as
- * gck_snapshot_load_mmap_unhashed. */
+ * gck_snapshot_load_mmap_unhashed. The file stays open with the snapshot
+ * (gck_snapshot_read_mapped) until gck_snapshot_close_file or destroy. */
 GCK_INTERNAL gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out);
 /* Copies n bytes at p, inside the mapping of a snapshot loaded with
- * gck_snapshot_load_whole, into dst by reading the file (pread) instead of
+ * gck_snapshot_load_whole or gck_snapshot_load_mmap_unhashed, into dst by reading the file (pread) instead of
  * through the mapping: 1 when done, 0 when it cannot be (no such mapping,
  * p outside it, a failed read: the caller reads the mapping instead). Safe
  * on any number of threads at once. A mapping whose bytes are all read so

@@ -950,8 +950,10 @@ static gck_status gck_snapshot_load_impl(const char *path, int use_map, int veri
         (void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
     st = gck_load_fd(path, fd, s, use_map, verify);
     if (st == GCK_OK) {
-        if (use_map == 2 && s->map != NULL)
-            s->map_fd1 = fd + 1, keep = 1; /* gck_snapshot_read_mapped reads it */
+        /* the store's loads (whole, or of parts: never a caller's snapshot
+         * as it is) keep it for gck_snapshot_read_mapped */
+        if ((use_map == 2 || (use_map == 1 && verify < 0)) && s->map != NULL)
+            s->map_fd1 = fd + 1, keep = 1;
         *out = s;
         s = NULL;
     }

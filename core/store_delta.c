@@ -118,6 +118,8 @@ typedef struct gck_dslot {
     unsigned char *chunk;        /* one chunk of planes */
     unsigned char *le_a, *le_b;  /* big-endian CPUs: little-endian copies of a chunk */
     unsigned char *sparse;       /* zrans: one chunk's bitmap and values */
+    unsigned char *pay;          /* an item's payload, read from its file (gck_read_payload) */
+    size_t pay_cap;
 } gck_dslot;
 
 struct gck_delta_codec {
@@ -157,7 +159,7 @@ static void gck_dslot_free(gck_dslot *d)
     for (int p = 0; p < 8; p++)
         ZSTD_freeDCtx(d->dc[p]);
 #endif
-    free(d->chunk), free(d->le_a), free(d->le_b), free(d->sparse);
+    free(d->chunk), free(d->le_a), free(d->le_b), free(d->sparse), free(d->pay);
 }
 
 /* A zrans chunk of k bytes: its bitmap, then room for its values. */
@@ -674,13 +676,27 @@ static int gck_zrans_decode(gck_dslot *c, size_t p, const unsigned char *b, size
 }
 #endif
 
-/* 1 when a rANS plane of len bytes is exactly ceil(n / chunk) blocks that fit it. */
-static int gck_rans_blocks_fit(const unsigned char *p, size_t len, size_t n, size_t chunk)
+/* The n (at most 32) bytes at p, in the mapped file of `file` (NULL: p is
+ * plain memory): read (pread) into buf where the file can be read so - a
+ * check of a few header bytes then maps no pages of the file (each touch
+ * would map the 16 around it, to be torn down later on one thread:
+ * gck_read_payload) - else p itself. */
+static const unsigned char *gck_peek(const gck_snapshot *file, const unsigned char *p, size_t n, unsigned char *buf)
+{
+    return file != NULL && gck_snapshot_read_mapped(file, p, n, buf) ? buf : p;
+}
+
+/* 1 when a rANS plane of len bytes at p (in file, as for gck_peek) is
+ * exactly ceil(n / chunk) blocks that fit it. */
+static int gck_rans_blocks_fit(const gck_snapshot *file, const unsigned char *p, size_t len, size_t n, size_t chunk)
 {
     size_t pos = 0;
     for (size_t off = 0; off < n; off += chunk) {
-        const size_t b = gck_rans_block(p, len, pos);
-        if (b == 0)
+        unsigned char u[4];
+        if (len - pos < 4)
+            return 0;
+        const size_t b = gck_get_u32(gck_peek(file, p + pos, 4, u));
+        if (b == 0 || b > len - pos - 4)
             return 0;
         pos += 4 + b;
     }
@@ -715,7 +731,7 @@ static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi
             return gck_fail(GCK_ERR_UNSUPPORTED, "the delta has rANS-coded planes and this build has no htscodecs");
 #endif
         if ((pi[p].mode == GCK_PLANE_RANS || pi[p].mode == GCK_PLANE_ZRANS) &&
-            !gck_rans_blocks_fit(pi[p].p, pi[p].len, n, chunk))
+            !gck_rans_blocks_fit(NULL, pi[p].p, pi[p].len, n, chunk))
             return gck_fail(GCK_ERR_CORRUPT, "plane %zu: its rANS blocks do not fit its %zu bytes", p, pi[p].len);
         pi[p].pos = 0;
     }
@@ -1326,8 +1342,11 @@ static gck_status gck_parse_item(json_t *o, const gck_snapshot *delta, int forma
     for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++) {
         int ok = d->pi[p].mode == GCK_PLANE_RAW ? d->pi[p].len == nbytes / esz : 1;
 #ifdef GCK_HAVE_ZSTD
-        if (d->pi[p].mode == GCK_PLANE_ZSTD && peek)
-            ok = ZSTD_getFrameContentSize(d->pi[p].p, d->pi[p].len) == (unsigned long long)(nbytes / esz);
+        if (d->pi[p].mode == GCK_PLANE_ZSTD && peek) {
+            unsigned char h[ZSTD_FRAMEHEADERSIZE_MAX];
+            const size_t hl = d->pi[p].len < sizeof h ? d->pi[p].len : sizeof h;
+            ok = ZSTD_getFrameContentSize(gck_peek(delta, d->pi[p].p, hl, h), hl) == (unsigned long long)(nbytes / esz);
+        }
 #else
         (void)peek; /* no zstd plane can be read here: gck_decode_planes refuses it */
 #endif
@@ -1344,6 +1363,7 @@ typedef struct gck_dec_job {
     gck_ditem d;
     const void *base; /* the base item's values (ref, xor), else NULL */
     const gck_snapshot *base_snap; /* where they are (gck_snapshot_read_mapped) */
+    const gck_snapshot *delta;     /* where the payload is (gck_read_payload) */
     void *dst;
     char *dcid;
     gck_carried err; /* the failing thread's status and message */
@@ -1371,11 +1391,11 @@ static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_sn
         return gck_fail(GCK_ERR_CORRUPT, "item '%.200s' does not match its base tensor", name);
     for (size_t p = 0; enc != GCK_ENC_REF && p < esz; p++)
         if ((d->pi[p].mode == GCK_PLANE_RANS || d->pi[p].mode == GCK_PLANE_ZRANS) &&
-            !gck_rans_blocks_fit(d->pi[p].p, d->pi[p].len, nbytes / esz, chunk))
+            !gck_rans_blocks_fit(delta, d->pi[p].p, d->pi[p].len, nbytes / esz, chunk))
             return gck_fail(GCK_ERR_CORRUPT, "item '%.200s': plane %zu: its rANS blocks do not fit its %zu bytes",
                             name, p, d->pi[p].len);
     j->base = enc != GCK_ENC_RAW ? b.data : NULL;
-    j->base_snap = base;
+    j->base_snap = base, j->delta = delta;
     gck_status st;
     if (d->pub.blob) {
         gck_snap_blob *nb = NULL;
@@ -1389,6 +1409,42 @@ static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_sn
         j->dst = nt ? nt->data : NULL, j->dcid = nt ? nt->cid : NULL;
     }
     return st;
+}
+
+/* Payloads up to this size are read into the decoding slot's buffer. */
+#define GCK_PAYLOAD_READ_MAX ((size_t)64 << 20)
+
+/* The esz planes at pi (in a mapped file of `delta`) read (pread) into the
+ * slot's buffer and pi pointed there, when they are at most
+ * GCK_PAYLOAD_READ_MAX bytes and the file can be read so; else left to be
+ * read through the mapping. Read so, the mapping's pages are not filled by
+ * the decoding threads nor torn down by the calling thread's munmap. 1
+ * when read (or empty), 0 when left to the mapping. */
+static int gck_read_payload(gck_dslot *c, const gck_snapshot *delta, gck_plane_in *pi, size_t esz)
+{
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (size_t p = 0; p < esz; p++)
+        if (pi[p].len > 0) {
+            lo = (uintptr_t)pi[p].p < lo ? (uintptr_t)pi[p].p : lo;
+            hi = (uintptr_t)pi[p].p + pi[p].len > hi ? (uintptr_t)pi[p].p + pi[p].len : hi;
+        }
+    if (hi == 0)
+        return 1; /* nothing to read */
+    if (hi - lo > GCK_PAYLOAD_READ_MAX || delta == NULL || delta->map_fd1 <= 0)
+        return 0;
+    if (hi - lo > c->pay_cap) {
+        unsigned char *nb = gck_aligned_alloc(hi - lo);
+        if (nb == NULL)
+            return 0;
+        free(c->pay);
+        c->pay = nb, c->pay_cap = hi - lo;
+    }
+    if (!gck_snapshot_read_mapped(delta, (const void *)lo, hi - lo, c->pay))
+        return 0;
+    for (size_t p = 0; p < esz; p++)
+        if (pi[p].len > 0)
+            pi[p].p = c->pay + ((uintptr_t)pi[p].p - lo);
+    return 1;
 }
 
 /* Writes job j's values, its content id checked when `check` (else the
@@ -1413,6 +1469,7 @@ static void gck_run_dec(gck_dslot *c, size_t chunk, int check, gck_dec_job *j)
     } else {
         gck_plane_in pi[8];
         memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
+        gck_read_payload(c, j->delta, pi, esz);
         const gck_status st = gck_decode_planes(c, chunk, pi, d->pub.enc == GCK_ENC_XOR ? base : NULL,
                                                 d->pub.rot, nbytes / esz, esz, j->dst);
         if (st != GCK_OK) {
@@ -1480,6 +1537,7 @@ static gck_status gck_delta_desc_of(const gck_snapshot *delta, uint64_t base_ver
 
 struct gck_delta_index {
     json_t *root;     /* owns the items' strings */
+    const gck_snapshot *delta; /* the file whose payloads the items are (gck_read_payload) */
     size_t chunk;
     gck_ditem *items; /* by (blob, name) */
     size_t n;
@@ -1522,7 +1580,7 @@ gck_status gck_delta_index_open(const gck_snapshot *delta, uint64_t base_version
             st = gck_fail(GCK_ERR_CORRUPT, "item '%.200s' is repeated in the delta description", v[i].pub.name);
             goto done;
         }
-    *x = (gck_delta_index){.root = dd.root, .chunk = dd.chunk, .items = v, .n = n};
+    *x = (gck_delta_index){.root = dd.root, .delta = delta, .chunk = dd.chunk, .items = v, .n = n};
     *out = x;
     return GCK_OK;
 done:
@@ -1560,9 +1618,10 @@ static gck_status gck_decode_item(gck_delta_codec *c, int slot, const gck_delta_
 {
     const gck_ditem *d = (const gck_ditem *)(const void *)it; /* pub is the first member */
     const size_t esz = gck_dtype_size(it->dtype);
-    gck_will_read(d->pi, esz);
     gck_plane_in pi[8];
     memcpy(pi, d->pi, sizeof pi); /* decoding advances the stream positions */
+    if (!gck_read_payload(&c->ds[slot], x->delta, pi, esz))
+        gck_will_read(d->pi, esz);
     const gck_status st = gck_decode_planes(&c->ds[slot], x->chunk, pi, base, it->rot, it->nbytes / esz, esz, dst);
     return st == GCK_OK ? GCK_OK : gck_fail(st, "item '%.200s': %s", it->name, gck_last_error());
 }

@@ -1411,8 +1411,11 @@ static gck_status gck_plan_dec(size_t chunk, int format, json_t *o, const gck_sn
     return st;
 }
 
-/* Payloads up to this size are read into the decoding slot's buffer. */
-#define GCK_PAYLOAD_READ_MAX ((size_t)64 << 20)
+/* Payloads up to this size are read into the decoding slot's buffer, which
+ * the codec keeps (so a store holds at most this much per decoding thread
+ * after a restore); a larger one is read through the mapping, where the
+ * page-table work is small beside its decoding. */
+#define GCK_PAYLOAD_READ_MAX ((size_t)8 << 20)
 
 /* The esz planes at pi (in a mapped file of `delta`) read (pread) into the
  * slot's buffer and pi pointed there, when they are at most

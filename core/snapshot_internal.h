@@ -107,14 +107,14 @@ GCK_INTERNAL gck_status gck_snapshot_load_mmap_unhashed(const char *path, gck_sn
  * (gck_snapshot_read_mapped) until gck_snapshot_close_file or destroy. */
 GCK_INTERNAL gck_status gck_snapshot_load_whole(const char *path, int verify, gck_snapshot **out);
 /* Copies n bytes at p, inside the mapping of a snapshot loaded with
- * gck_snapshot_load_whole or gck_snapshot_load_mmap_unhashed, into dst by reading the file (pread) instead of
- * through the mapping: 1 when done, 0 when it cannot be (no such mapping,
- * p outside it, a failed read: the caller reads the mapping instead). Safe
- * on any number of threads at once. A mapping whose bytes are all read so
- * has no page tables to fill on first touch nor to tear down at munmap. */
+ * gck_snapshot_load_whole or gck_snapshot_load_mmap_unhashed, into dst by
+ * reading the file (pread) instead of through the mapping: 1 when done, 0
+ * when it cannot be (no such mapping, p outside it, a failed read: the
+ * caller reads the mapping instead). Safe on any number of threads at once.
+ * A mapping whose bytes are all read so has no page tables to fill on first
+ * touch nor to tear down at munmap. */
 GCK_INTERNAL int gck_snapshot_read_mapped(const gck_snapshot *s, const void *p, size_t n, void *dst);
-/* Closes the descriptor a gck_snapshot_load_whole snapshot keeps (the
- * mapping stays): done before such a snapshot is handed to a caller, who
+/* Closes the descriptor such a snapshot keeps (the mapping stays): done before such a snapshot is handed to a caller, who
  * may hold many (mappings count against no descriptor limit). */
 GCK_INTERNAL void gck_snapshot_close_file(gck_snapshot *s);
 

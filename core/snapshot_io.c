@@ -1088,6 +1088,12 @@ gck_snapshot *gck_st_take_fields(gck_st_file *f)
     return s;
 }
 
+/* A failed read of entry e of f (err: its errno). */
+static gck_status gck_st_read_fail(const gck_st_file *f, const gck_st_entry *e, int err)
+{
+    return gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, e->name, strerror(err));
+}
+
 gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ents, void *const *dst,
                             const char *const *want, size_t n)
 {
@@ -1111,8 +1117,7 @@ gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ent
     for (size_t i = 0; i < n; i++) {
         const char *w = want != NULL && want[i] != NULL ? want[i] : ents[i]->cid;
         if (err[i]) {
-            st = gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, ents[i]->name,
-                          strerror(err[i]));
+            st = gck_st_read_fail(f, ents[i], err[i]);
             goto done;
         }
         if (w != NULL && strcmp(w, cid[i]) != 0) {
@@ -1129,8 +1134,7 @@ done:
 gck_status gck_st_read_stored(const gck_st_file *f, const gck_st_entry *e, void *dst)
 {
     const int err = gck_read_at(f->fd, dst, e->nbytes, e->offset);
-    return err ? gck_fail(GCK_ERR_IO, "cannot read '%.300s': tensor '%.200s': %s", f->path, e->name, strerror(err))
-               : GCK_OK;
+    return err ? gck_st_read_fail(f, e, err) : GCK_OK;
 }
 
 /* A destination, for the duplicate and overlap checks. */

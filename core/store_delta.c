@@ -607,12 +607,24 @@ typedef struct gck_plane_in {
     size_t r;   /* zstd: last return (0 once the frame is complete) */
 } gck_plane_in;
 
-/* The length of the rANS block at p[pos..len) when its header and body fit, else 0 (damage). */
-static size_t gck_rans_block(const unsigned char *p, size_t len, size_t pos)
+/* The n (at most 32) bytes at p, in the mapped file of `file` (NULL: p is
+ * plain memory): read (pread) into buf where the file can be read so - a
+ * check of a few header bytes then maps no pages of the file (each touch
+ * would map the 16 around it, to be torn down later on one thread:
+ * gck_read_payload) - else p itself. */
+static const unsigned char *gck_peek(const gck_snapshot *file, const unsigned char *p, size_t n, unsigned char *buf)
 {
+    return file != NULL && gck_snapshot_read_mapped(file, p, n, buf) ? buf : p;
+}
+
+/* The length of the rANS block at p[pos..len) (in file, as for gck_peek)
+ * when its header and body fit, else 0 (damage). */
+static size_t gck_rans_block(const gck_snapshot *file, const unsigned char *p, size_t len, size_t pos)
+{
+    unsigned char u[4];
     if (len - pos < 4)
         return 0;
-    const size_t b = gck_get_u32(p + pos);
+    const size_t b = gck_get_u32(gck_peek(file, p + pos, 4, u));
     return b > 0 && b <= len - pos - 4 ? b : 0;
 }
 
@@ -676,27 +688,14 @@ static int gck_zrans_decode(gck_dslot *c, size_t p, const unsigned char *b, size
 }
 #endif
 
-/* The n (at most 32) bytes at p, in the mapped file of `file` (NULL: p is
- * plain memory): read (pread) into buf where the file can be read so - a
- * check of a few header bytes then maps no pages of the file (each touch
- * would map the 16 around it, to be torn down later on one thread:
- * gck_read_payload) - else p itself. */
-static const unsigned char *gck_peek(const gck_snapshot *file, const unsigned char *p, size_t n, unsigned char *buf)
-{
-    return file != NULL && gck_snapshot_read_mapped(file, p, n, buf) ? buf : p;
-}
-
 /* 1 when a rANS plane of len bytes at p (in file, as for gck_peek) is
  * exactly ceil(n / chunk) blocks that fit it. */
 static int gck_rans_blocks_fit(const gck_snapshot *file, const unsigned char *p, size_t len, size_t n, size_t chunk)
 {
     size_t pos = 0;
     for (size_t off = 0; off < n; off += chunk) {
-        unsigned char u[4];
-        if (len - pos < 4)
-            return 0;
-        const size_t b = gck_get_u32(gck_peek(file, p + pos, 4, u));
-        if (b == 0 || b > len - pos - 4)
+        const size_t b = gck_rans_block(file, p, len, pos);
+        if (b == 0)
             return 0;
         pos += 4 + b;
     }
@@ -748,7 +747,7 @@ static gck_status gck_decode_planes(gck_dslot *c, size_t chunk, gck_plane_in *pi
             planes[p] = seg;
 #ifdef GCK_HAVE_HTSCODECS
             if (pi[p].mode == GCK_PLANE_RANS || pi[p].mode == GCK_PLANE_ZRANS) {
-                const size_t blen = gck_rans_block(pi[p].p, pi[p].len, pi[p].pos);
+                const size_t blen = gck_rans_block(NULL, pi[p].p, pi[p].len, pi[p].pos);
                 const unsigned char *blk = pi[p].p + pi[p].pos + 4;
                 const int r = blen == 0                      ? 0
                               : pi[p].mode == GCK_PLANE_RANS ? gck_rans_decode(blk, blen, seg, k)

@@ -31,6 +31,18 @@
  *                  vcvtps2pd in the ymm shape, 8 in the zmm one (x86 with
  *                  AVX-512): the in-cache ceiling of each shape, and with it
  *                  of AVX2 (the ymm shape) against AVX-512
+ *   ref_sq_ymm_bf16, ref_sq_ymm_f16  the instructions AVX2's 2-byte sums of
+ *                  squares take per 4 elements (bf16: an interleave with
+ *                  zero words, f16: vcvtph2ps of 8 and an extract per 8;
+ *                  then vcvtps2pd and an FMA into one of 8 registers) and
+ *                  nothing else: no runs, folds, tails or prefetch, in 16
+ *                  registers as AVX2 has them. The in-cache ceiling of those
+ *                  kernels (x86, AVX2 with F16C)
+ *   ref_sq_zmm_bf16, ref_sq_zmm_f16  the same for AVX-512's zmm shape (per 8
+ *                  elements one vcvtps2pd and one FMA into a zmm; bf16 16 per
+ *                  load and interleave, f16 8 per vcvtph2ps): with the ymm
+ *                  ones, the best AVX2 ÷ AVX-512 ratio these sums can reach
+ *                  (x86 with AVX-512)
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -333,6 +345,86 @@ static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk,
 #define REF_CVT_ENTRIES
 #endif
 
+/* The 2-byte sums of squares' instruction streams, each one asm loop over 64
+ * elements (128 bytes) per iteration so that the compiler adds nothing:
+ * 16 elements per group G, run registers 8-15 in turn. */
+#define REF_SQ_LOOP(G)                                                                             \
+    "1:\n" G(0, 8, 9, 10, 11) G(32, 12, 13, 14, 15) G(64, 8, 9, 10, 11) G(96, 12, 13, 14, 15)     \
+        "add $128, %0\n\tdec %1\n\tjnz 1b\n"
+#define REF_SQ_CLOBBERS                                                                            \
+    "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory"
+#define REF_SQ_BODY(G, ZERO)                                                                       \
+    const uint16_t *x = A(uint16_t, c) + lo;                                                      \
+    size_t steps = len / 64;                                                                       \
+    if (steps > 0)                                                                                 \
+        __asm__ volatile(ZERO REF_SQ_LOOP(G) : "+r"(x), "+r"(steps) : : REF_SQ_CLOBBERS);          \
+    return 0.0;
+
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && defined(__GNUC__)
+#define REF_FMA4(a, b, c, d)                                                                       \
+    "vfmadd231pd %%ymm0, %%ymm0, %%ymm" #a "\n\tvfmadd231pd %%ymm1, %%ymm1, %%ymm" #b "\n\t"        \
+    "vfmadd231pd %%ymm2, %%ymm2, %%ymm" #c "\n\tvfmadd231pd %%ymm3, %%ymm3, %%ymm" #d "\n\t"
+#define REF_CVT4                                                                                   \
+    "vcvtps2pd %%xmm0, %%ymm0\n\tvcvtps2pd %%xmm1, %%ymm1\n\tvcvtps2pd %%xmm2, %%ymm2\n\t"           \
+    "vcvtps2pd %%xmm3, %%ymm3\n\t"
+#define REF_SQ_YMM_BF16(o, a, b, c, d)                                                             \
+    "vpunpcklwd " #o "(%0), %%xmm7, %%xmm0\n\tvpunpckhwd " #o "(%0), %%xmm7, %%xmm1\n\t"            \
+    "vpunpcklwd " #o "+16(%0), %%xmm7, %%xmm2\n\tvpunpckhwd " #o "+16(%0), %%xmm7, %%xmm3\n\t"      \
+    REF_CVT4 REF_FMA4(a, b, c, d)
+#define REF_SQ_YMM_F16(o, a, b, c, d)                                                              \
+    "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm2\n\t"                         \
+    "vextractf128 $1, %%ymm0, %%xmm1\n\tvextractf128 $1, %%ymm2, %%xmm3\n\t" REF_CVT4             \
+    REF_FMA4(a, b, c, d)
+static double sq_ymm_bf16_chunk(void *c, size_t lo, size_t len)
+{
+    REF_SQ_BODY(REF_SQ_YMM_BF16, "vpxor %%xmm7, %%xmm7, %%xmm7\n\t")
+}
+static double sq_ymm_f16_chunk(void *c, size_t lo, size_t len) { REF_SQ_BODY(REF_SQ_YMM_F16, "") }
+static double sq_ymm_bf16(void *c, int64_t n) { return over_chunks(sq_ymm_bf16_chunk, c, n); }
+static double sq_ymm_f16(void *c, int64_t n) { return over_chunks(sq_ymm_f16_chunk, c, n); }
+#define REF_SQ_YMM_ENTRIES , { "sq_ymm_bf16", sq_ymm_bf16, 2 }, { "sq_ymm_f16", sq_ymm_f16, 2 }
+#else
+#define REF_SQ_YMM_ENTRIES
+#endif
+
+#if defined(__AVX512F__) && defined(__GNUC__)
+/* 16 elements: two zmm of widened values, into run registers a and b (c, d
+ * take the next group's, as 8 zmm hold the 64 lanes). */
+#define REF_SQ_ZMM_BF16(o, a, b, c, d)                                                             \
+    "vpunpcklwd " #o "(%0), %%ymm7, %%ymm0\n\tvpunpckhwd " #o "(%0), %%ymm7, %%ymm1\n\t"            \
+    "vcvtps2pd %%ymm0, %%zmm0\n\tvcvtps2pd %%ymm1, %%zmm1\n\t"                                    \
+    "vfmadd231pd %%zmm0, %%zmm0, %%zmm" #a "\n\tvfmadd231pd %%zmm1, %%zmm1, %%zmm" #b "\n\t"        \
+    "vpunpcklwd " #o "+32(%0), %%ymm7, %%ymm2\n\tvpunpckhwd " #o "+32(%0), %%ymm7, %%ymm3\n\t"      \
+    "vcvtps2pd %%ymm2, %%zmm2\n\tvcvtps2pd %%ymm3, %%zmm3\n\t"                                    \
+    "vfmadd231pd %%zmm2, %%zmm2, %%zmm" #c "\n\tvfmadd231pd %%zmm3, %%zmm3, %%zmm" #d "\n\t"
+#define REF_SQ_ZMM_F16(o, a, b, c, d)                                                              \
+    "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm1\n\t"                         \
+    "vcvtps2pd %%ymm0, %%zmm0\n\tvcvtps2pd %%ymm1, %%zmm1\n\t"                                    \
+    "vfmadd231pd %%zmm0, %%zmm0, %%zmm" #a "\n\tvfmadd231pd %%zmm1, %%zmm1, %%zmm" #b "\n\t"        \
+    "vcvtph2ps " #o "+32(%0), %%ymm2\n\tvcvtph2ps " #o "+48(%0), %%ymm3\n\t"                      \
+    "vcvtps2pd %%ymm2, %%zmm2\n\tvcvtps2pd %%ymm3, %%zmm3\n\t"                                    \
+    "vfmadd231pd %%zmm2, %%zmm2, %%zmm" #c "\n\tvfmadd231pd %%zmm3, %%zmm3, %%zmm" #d "\n\t"
+/* 32 elements per group here: two groups per 64-element iteration. */
+#define REF_SQ_ZMM_LOOP(G) "1:\n" G(0, 8, 9, 10, 11) G(64, 12, 13, 14, 15) "add $128, %0\n\tdec %1\n\tjnz 1b\n"
+#define REF_SQ_ZMM_BODY(G, ZERO)                                                                   \
+    const uint16_t *x = A(uint16_t, c) + lo;                                                      \
+    size_t steps = len / 64;                                                                       \
+    if (steps > 0)                                                                                 \
+        __asm__ volatile(ZERO REF_SQ_ZMM_LOOP(G) : "+r"(x), "+r"(steps) : : REF_SQ_CLOBBERS);      \
+    return 0.0;
+static double sq_zmm_bf16_chunk(void *c, size_t lo, size_t len)
+{
+    REF_SQ_ZMM_BODY(REF_SQ_ZMM_BF16, "vpxor %%xmm7, %%xmm7, %%xmm7\n\t")
+}
+static double sq_zmm_f16_chunk(void *c, size_t lo, size_t len) { REF_SQ_ZMM_BODY(REF_SQ_ZMM_F16, "") }
+static double sq_zmm_bf16(void *c, int64_t n) { return over_chunks(sq_zmm_bf16_chunk, c, n); }
+static double sq_zmm_f16(void *c, int64_t n) { return over_chunks(sq_zmm_f16_chunk, c, n); }
+#define REF_SQ_ZMM_ENTRIES , { "sq_zmm_bf16", sq_zmm_bf16, 2 }, { "sq_zmm_f16", sq_zmm_f16, 2 }
+#else
+#define REF_SQ_ZMM_ENTRIES
+#endif
+
 static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
 static double read2_16(void *c, int64_t n) { return over_chunks(read2_chunk_16, c, n); }
 static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
@@ -343,7 +435,8 @@ static const struct {
     gck_bench_body body;
     size_t bytes; /* per element: 2 per array read */
 } refs16[] = { { "read_16", read_16, 2 }, { "read2_16", read2_16, 4 }, { "widen_bf16", widen_bf16, 2 },
-               { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES REF_CVT_ENTRIES };
+               { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES REF_CVT_ENTRIES REF_SQ_YMM_ENTRIES
+               REF_SQ_ZMM_ENTRIES };
 
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),

@@ -396,7 +396,11 @@ GCK_ALWAYS_INLINE void gck_zmm_prefetch_pair16(const uint16_t *x, const uint16_t
  * from a copy on the stack (dbuf_, an asm operand so that the compiler
  * cannot turn it back into a vextractf32x8): a store and a load where the
  * extract took the shuffle port that the permute and the conversions
- * share; f16 in L2 27 -> 28.5 GB/s, out of cache about 2 % faster. */
+ * share; f16 in L2 27 -> 28.5 GB/s, out of cache about 2 % faster. Where
+ * the zmm shape is chosen (Zen 5), bf16 takes the extract (X 1 in
+ * GCK_D16_FAST): 3-5 % slower in L2 there, but over 64 Mi elements 0.95-1.07
+ * of ref_read2_16 against 0.89-0.95 with the copy (7 alternating rounds); f16
+ * kept the copy (0.89-0.95 either way, the extract slower in L2). */
 GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
 {
     if (e != GCK_FL_BF16)
@@ -408,7 +412,7 @@ GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
         _mm512_maskz_permutexvar_epi16((__mmask32)0xAAAAAAAAu, idx, _mm512_castsi256_si512(v)));
 }
 
-#define GCK_D16_FAST(j, lo, hi)                                                                    \
+#define GCK_D16_FAST(j, lo, hi, X)                                                                 \
     {                                                                                              \
         const __m512 wx = gck_ld16w16_dist2(e, x + g_ + 16 * (j));                                 \
         const __m512 wy = gck_ld16w16_dist2(e, y + g_ + 16 * (j));                                 \
@@ -418,16 +422,21 @@ GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
                                          _mm512_castps_si512(wx), 0xF6);                           \
         bad_ = _mm512_ternarylogic_epi32(bad_, _mm512_castps_si512(_mm512_sub_ps(wx, d)),          \
                                          _mm512_castps_si512(wy), 0xF6);                           \
-        _mm512_store_ps(dbuf_, d);                                                                 \
         __m512d dh;                                                                                \
-        __asm__("vcvtps2pd %1, %0" : "=v"(dh) : "m"(*(const __m256 *)(const void *)(dbuf_ + 8)));  \
+        if (X) {                                                                                   \
+            dh = _mm512_cvtps_pd(_mm512_extractf32x8_ps(d, 1));                                    \
+        } else {                                                                                   \
+            _mm512_store_ps(dbuf_, d);                                                             \
+            __asm__("vcvtps2pd %1, %0" : "=v"(dh) : "m"(*(const __m256 *)(const void *)(dbuf_ + 8))); \
+        }                                                                                          \
         const __m512d dl = _mm512_cvtps_pd(_mm512_castps512_ps256(d));                             \
         a##lo = _mm512_fmadd_pd(dl, dl, a##lo);                                                    \
         a##hi = _mm512_fmadd_pd(dh, dh, a##hi);                                                    \
     }
-#define GCK_D16_STRIPE(PF)                                                     \
+/* X (a constant): the upper half of d by vextractf32x8, else through dbuf_. */
+#define GCK_D16_STRIPE(PF, X)                                                  \
     PF                                                                         \
-    GCK_D16_FAST(0, 0, 1) GCK_D16_FAST(1, 2, 3) GCK_D16_FAST(2, 4, 5) GCK_D16_FAST(3, 6, 7)
+    GCK_D16_FAST(0, 0, 1, X) GCK_D16_FAST(1, 2, 3, X) GCK_D16_FAST(2, 4, 5, X) GCK_D16_FAST(3, 6, 7, X)
 
 /* acc + the sumsq or asum terms of 8 widened elements v. */
 GCK_ALWAYS_INLINE __m512d gck_fl_term8(gck_fl_term t, __m512d acc, __m512d v)
@@ -518,8 +527,9 @@ GCK_ALWAYS_INLINE double gck_fl16_block(gck_fl_term t, gck_fl_elem e, const void
     __m512 wx_ = _mm512_setzero_ps(), wy_ = wx_; /* dist2, widened */
     float dbuf_[16] __attribute__((aligned(64)));
     if (gck_zmm_widen())
-        GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE(gck_zmm_prefetch_pair16(x + g_, y + g_);), 1);
-    GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE(gck_prefetch_pair16(x + g_, y + g_);), 1);
+        GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC,
+                        GCK_D16_STRIPE(gck_zmm_prefetch_pair16(x + g_, y + g_);, e == GCK_FL_BF16), 1);
+    GCK_AVX512_WALK(n, GCK_FL16_DIST2_ACC, GCK_D16_STRIPE(gck_prefetch_pair16(x + g_, y + g_);, 0), 1);
 }
 #define GCK_FLOAT_LIKE_BLOCK gck_fl16_block
 GCK_FL_SLOTS(bf16, GCK_FL_BF16)

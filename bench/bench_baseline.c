@@ -348,18 +348,24 @@ static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk,
 /* The 2-byte sums of squares' instruction streams, each one asm loop over 64
  * elements (128 bytes) per iteration so that the compiler adds nothing:
  * 16 elements per group G, run registers 8-15 in turn. */
-#define REF_SQ_LOOP(G)                                                                             \
+#define REF_SQ_YMM_LOOP(G)                                                                         \
     "1:\n" G(0, 8, 9, 10, 11) G(32, 12, 13, 14, 15) G(64, 8, 9, 10, 11) G(96, 12, 13, 14, 15)     \
         "add $128, %0\n\tdec %1\n\tjnz 1b\n"
 #define REF_SQ_CLOBBERS                                                                            \
     "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",      \
         "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory"
-#define REF_SQ_BODY(G, ZERO)                                                                       \
-    const uint16_t *x = A(uint16_t, c) + lo;                                                      \
-    size_t steps = len / 64;                                                                       \
-    if (steps > 0)                                                                                 \
-        __asm__ volatile(ZERO REF_SQ_LOOP(G) : "+r"(x), "+r"(steps) : : REF_SQ_CLOBBERS);          \
-    return 0.0;
+/* name(c, n): the asm loop LOOP(G) over 64 elements per iteration, after ZERO. */
+#define REF_SQ_DEFINE(name, LOOP, G, ZERO)                                                         \
+    static double name##_chunk(void *c, size_t lo, size_t len)                                     \
+    {                                                                                              \
+        const uint16_t *x = A(uint16_t, c) + lo;                                                  \
+        size_t steps = len / 64;                                                                   \
+        if (steps > 0)                                                                             \
+            __asm__ volatile(ZERO LOOP(G) : "+r"(x), "+r"(steps) : : REF_SQ_CLOBBERS);             \
+        return 0.0;                                                                                \
+    }                                                                                              \
+    static double name(void *c, int64_t n) { return over_chunks(name##_chunk, c, n); }
+#define REF_SQ_ZERO7 "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && defined(__GNUC__)
 #define REF_FMA4(a, b, c, d)                                                                       \
@@ -376,50 +382,31 @@ static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk,
     "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm2\n\t"                         \
     "vextractf128 $1, %%ymm0, %%xmm1\n\tvextractf128 $1, %%ymm2, %%xmm3\n\t" REF_CVT4             \
     REF_FMA4(a, b, c, d)
-static double sq_ymm_bf16_chunk(void *c, size_t lo, size_t len)
-{
-    REF_SQ_BODY(REF_SQ_YMM_BF16, "vpxor %%xmm7, %%xmm7, %%xmm7\n\t")
-}
-static double sq_ymm_f16_chunk(void *c, size_t lo, size_t len) { REF_SQ_BODY(REF_SQ_YMM_F16, "") }
-static double sq_ymm_bf16(void *c, int64_t n) { return over_chunks(sq_ymm_bf16_chunk, c, n); }
-static double sq_ymm_f16(void *c, int64_t n) { return over_chunks(sq_ymm_f16_chunk, c, n); }
+REF_SQ_DEFINE(sq_ymm_bf16, REF_SQ_YMM_LOOP, REF_SQ_YMM_BF16, REF_SQ_ZERO7)
+REF_SQ_DEFINE(sq_ymm_f16, REF_SQ_YMM_LOOP, REF_SQ_YMM_F16, "")
 #define REF_SQ_YMM_ENTRIES , { "sq_ymm_bf16", sq_ymm_bf16, 2 }, { "sq_ymm_f16", sq_ymm_f16, 2 }
 #else
 #define REF_SQ_YMM_ENTRIES
 #endif
 
 #if defined(__AVX512F__) && defined(__GNUC__)
-/* 16 elements: two zmm of widened values, into run registers a and b (c, d
- * take the next group's, as 8 zmm hold the 64 lanes). */
+/* 16 elements at o widened to f32 in ymm0 and ymm1 (bf16: interleaved with
+ * zero words, f16: vcvtph2ps of 8), then each widened into a zmm and its
+ * square added into run register a or b; a group of 32 feeds a, b, c, d (8
+ * zmm hold the 64 lanes). */
+#define REF_SQ_ZMM_W_BF16(o) "vpunpcklwd " #o "(%0), %%ymm7, %%ymm0\n\tvpunpckhwd " #o "(%0), %%ymm7, %%ymm1\n\t"
+#define REF_SQ_ZMM_W_F16(o) "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm1\n\t"
+#define REF_SQ_ZMM_PAIR(W, o, a, b)                                                                \
+    W(o) "vcvtps2pd %%ymm0, %%zmm0\n\tvcvtps2pd %%ymm1, %%zmm1\n\t"                                \
+         "vfmadd231pd %%zmm0, %%zmm0, %%zmm" #a "\n\tvfmadd231pd %%zmm1, %%zmm1, %%zmm" #b "\n\t"
 #define REF_SQ_ZMM_BF16(o, a, b, c, d)                                                             \
-    "vpunpcklwd " #o "(%0), %%ymm7, %%ymm0\n\tvpunpckhwd " #o "(%0), %%ymm7, %%ymm1\n\t"            \
-    "vcvtps2pd %%ymm0, %%zmm0\n\tvcvtps2pd %%ymm1, %%zmm1\n\t"                                    \
-    "vfmadd231pd %%zmm0, %%zmm0, %%zmm" #a "\n\tvfmadd231pd %%zmm1, %%zmm1, %%zmm" #b "\n\t"        \
-    "vpunpcklwd " #o "+32(%0), %%ymm7, %%ymm2\n\tvpunpckhwd " #o "+32(%0), %%ymm7, %%ymm3\n\t"      \
-    "vcvtps2pd %%ymm2, %%zmm2\n\tvcvtps2pd %%ymm3, %%zmm3\n\t"                                    \
-    "vfmadd231pd %%zmm2, %%zmm2, %%zmm" #c "\n\tvfmadd231pd %%zmm3, %%zmm3, %%zmm" #d "\n\t"
+    REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_BF16, o, a, b) REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_BF16, o+32, c, d)
 #define REF_SQ_ZMM_F16(o, a, b, c, d)                                                              \
-    "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm1\n\t"                         \
-    "vcvtps2pd %%ymm0, %%zmm0\n\tvcvtps2pd %%ymm1, %%zmm1\n\t"                                    \
-    "vfmadd231pd %%zmm0, %%zmm0, %%zmm" #a "\n\tvfmadd231pd %%zmm1, %%zmm1, %%zmm" #b "\n\t"        \
-    "vcvtph2ps " #o "+32(%0), %%ymm2\n\tvcvtph2ps " #o "+48(%0), %%ymm3\n\t"                      \
-    "vcvtps2pd %%ymm2, %%zmm2\n\tvcvtps2pd %%ymm3, %%zmm3\n\t"                                    \
-    "vfmadd231pd %%zmm2, %%zmm2, %%zmm" #c "\n\tvfmadd231pd %%zmm3, %%zmm3, %%zmm" #d "\n\t"
+    REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_F16, o, a, b) REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_F16, o+32, c, d)
 /* 32 elements per group here: two groups per 64-element iteration. */
 #define REF_SQ_ZMM_LOOP(G) "1:\n" G(0, 8, 9, 10, 11) G(64, 12, 13, 14, 15) "add $128, %0\n\tdec %1\n\tjnz 1b\n"
-#define REF_SQ_ZMM_BODY(G, ZERO)                                                                   \
-    const uint16_t *x = A(uint16_t, c) + lo;                                                      \
-    size_t steps = len / 64;                                                                       \
-    if (steps > 0)                                                                                 \
-        __asm__ volatile(ZERO REF_SQ_ZMM_LOOP(G) : "+r"(x), "+r"(steps) : : REF_SQ_CLOBBERS);      \
-    return 0.0;
-static double sq_zmm_bf16_chunk(void *c, size_t lo, size_t len)
-{
-    REF_SQ_ZMM_BODY(REF_SQ_ZMM_BF16, "vpxor %%xmm7, %%xmm7, %%xmm7\n\t")
-}
-static double sq_zmm_f16_chunk(void *c, size_t lo, size_t len) { REF_SQ_ZMM_BODY(REF_SQ_ZMM_F16, "") }
-static double sq_zmm_bf16(void *c, int64_t n) { return over_chunks(sq_zmm_bf16_chunk, c, n); }
-static double sq_zmm_f16(void *c, int64_t n) { return over_chunks(sq_zmm_f16_chunk, c, n); }
+REF_SQ_DEFINE(sq_zmm_bf16, REF_SQ_ZMM_LOOP, REF_SQ_ZMM_BF16, REF_SQ_ZERO7)
+REF_SQ_DEFINE(sq_zmm_f16, REF_SQ_ZMM_LOOP, REF_SQ_ZMM_F16, "")
 #define REF_SQ_ZMM_ENTRIES , { "sq_zmm_bf16", sq_zmm_bf16, 2 }, { "sq_zmm_f16", sq_zmm_f16, 2 }
 #else
 #define REF_SQ_ZMM_ENTRIES

@@ -398,9 +398,9 @@ GCK_ALWAYS_INLINE void gck_zmm_prefetch_pair16(const uint16_t *x, const uint16_t
  * extract took the shuffle port that the permute and the conversions
  * share; f16 in L2 27 -> 28.5 GB/s, out of cache about 2 % faster. Where
  * the zmm shape is chosen (Zen 5), bf16 takes the extract (X 1 in
- * GCK_D16_FAST): 3-5 % slower in L2 there, but over 64 Mi elements 0.95-1.07
- * of ref_read2_16 against 0.89-0.95 with the copy (7 alternating rounds); f16
- * kept the copy (0.89-0.95 either way, the extract slower in L2). */
+ * GCK_D16_FAST): 3-5 % slower in L2 there, but over 64 Mi elements 0.90-1.07
+ * of ref_read2_16 against 0.89-0.97 with the copy (11 alternating rounds);
+ * f16 kept the copy (0.89-0.95 either way, the extract slower in L2). */
 GCK_ALWAYS_INLINE __m512 gck_ld16w16_dist2(gck_fl_elem e, const uint16_t *p)
 {
     if (e != GCK_FL_BF16)

@@ -25,6 +25,7 @@
 
 #include "alloc_internal.h"
 #include "checkpoint_internal.h"
+#include "threads_internal.h"
 #include "tree_internal.h"
 
 #ifdef _OPENMP
@@ -280,7 +281,7 @@ static size_t gck_acc_size(const gck_checkpointer *cp)
 static int gck_threads_useful(void)
 {
 #ifdef _OPENMP
-    return omp_get_max_threads() > 1 && !omp_in_parallel();
+    return gck_omp_threads() > 1 && !omp_in_parallel();
 #else
     return 0;
 #endif
@@ -291,7 +292,7 @@ static int gck_threads_useful(void)
 static int gck_small_chunk(size_t nsmall)
 {
 #ifdef _OPENMP
-    const size_t c = nsmall / (8 * (size_t)omp_get_max_threads());
+    const size_t c = nsmall / (8 * (size_t)gck_omp_threads());
 #else
     const size_t c = nsmall / 8;
 #endif

@@ -10,6 +10,7 @@
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
+#include "threads_internal.h"
 
 void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24])
 {
@@ -235,7 +236,7 @@ gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tensor_ref *t
     }
     /* the ids: each tensor on one thread, the list over all of them */
     const long ln = (long)n;
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1 && bytes >= GCK_PARALLEL_MIN_BYTES)
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1 && bytes >= GCK_PARALLEL_MIN_BYTES && gck_omp_threads() > 1)
     for (long i = 0; i < ln; i++)
         gck_content_id(t[i]->data, t[i]->nbytes / gck_dtype_size(t[i]->dtype), t[i]->dtype, t[i]->cid);
     for (size_t i = 0; i < n; i++) { /* cannot fail: room reserved, names checked */

@@ -25,6 +25,7 @@
 #include "io_internal.h"
 #include "json_text_internal.h"
 #include "snapshot_internal.h"
+#include "threads_internal.h"
 
 #define GCK_FORMAT_VERSION 1
 #define GCK_FORMAT_VERSION_STR "1"
@@ -726,7 +727,7 @@ static gck_status gck_load_tensors(const char *path, int fd, uint64_t data_off, 
             if (strncmp(e[i].name, GCK_OPTIMIZER_PREFIX, plen) != 0)
                 pre[i].data = gck_snapshot_arena_take(s, (size_t)(e[i].end - e[i].begin));
         const long ln = (long)n;
-#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20))
+#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20) && gck_omp_threads() > 1)
         for (long k = 0; k < ln; k++) {
             const size_t i = (size_t)k, nbytes = (size_t)(e[i].end - e[i].begin);
             if (pre[i].data == NULL)
@@ -1109,7 +1110,7 @@ gck_status gck_st_read_into(const gck_st_file *f, const gck_st_entry *const *ent
     }
     /* tensors are independent; each one's bytes and id are the same on any thread */
     const long ln = (long)n;
-#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20))
+#pragma omp parallel for schedule(dynamic, 1) if (total >= ((size_t)8 << 20) && gck_omp_threads() > 1)
     for (long k = 0; k < ln; k++) {
         const gck_st_entry *e = ents[k];
         err[k] = gck_read_hashed(f->fd, dst[k], e->nbytes, e->offset, e->dtype, cid[k]);

@@ -29,6 +29,7 @@
 #include "io_internal.h"
 #include "json_text_internal.h"
 #include "snapshot_internal.h"
+#include "threads_internal.h"
 
 /* 4: as 3, and a plane may be "zrans": per chunk, the bitmap of the bytes
  * that differ from the plane's most common one (zstd's Huffman stage, or
@@ -939,7 +940,7 @@ static int gck_code_threads(size_t bytes, size_t m)
 {
 #ifdef _OPENMP
     if (bytes >= GCK_PARALLEL_MIN_BYTES && m > 1)
-        return omp_get_max_threads();
+        return gck_omp_threads();
 #endif
     (void)bytes, (void)m;
     return 1;

@@ -11,6 +11,7 @@
 #include <gradckpt/kernels.h>
 
 #include "norm_internal.h"
+#include "threads_internal.h"
 
 #if GCK_HAVE_OPENMP
 #include <omp.h>
@@ -70,7 +71,7 @@ double gck_reduce_range(const gck_reduce_args *r, size_t lo, size_t len)
 int gck_use_threads(size_t n)
 {
 #if GCK_HAVE_OPENMP
-    return n >= GCK_PARALLEL_MIN && !omp_in_parallel() && omp_get_max_threads() > 1;
+    return n >= GCK_PARALLEL_MIN && !omp_in_parallel() && gck_omp_threads() > 1;
 #else
     (void)n;
     return 0;
@@ -84,7 +85,7 @@ int gck_use_threads(size_t n)
 size_t gck_chunk_elems(size_t n)
 {
 #if GCK_HAVE_OPENMP
-    const size_t want = 4 * (size_t)omp_get_max_threads();
+    const size_t want = 4 * (size_t)gck_omp_threads();
 #else
     const size_t want = 4;
 #endif

@@ -21,6 +21,7 @@
 #include "norm_internal.h"
 #include "reduce_internal.h"
 #include "status_internal.h"
+#include "threads_internal.h"
 
 #if GCK_HAVE_OPENMP
 #include <omp.h>
@@ -266,11 +267,7 @@ static size_t gck_tl_chunk(size_t elems, size_t nth)
 
 static int gck_tl_threads(void)
 {
-#if GCK_HAVE_OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return gck_omp_threads();
 }
 
 /* Sets up c for a call over list a (and x, the second list of a pair, or

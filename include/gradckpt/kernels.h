@@ -56,6 +56,10 @@ extern "C" {
  *   elements or more then mix the two modes and depend on the thread count.
  * - Arrays of GCK_PARALLEL_MIN elements or more are split into fixed blocks
  *   run on OpenMP threads (when built with OpenMP); the result is the same.
+ * - In a process forked from one that loaded the library (multiprocessing's
+ *   fork, a DataLoader worker), every call of the library runs on the calling
+ *   thread alone, with the same bits: GCC's libgomp cannot start threads in
+ *   such a child once the parent has used them, and a call there would hang.
  *
  * Thread-safety: every kernel is safe to call concurrently from any number of
  * threads on disjoint outputs.

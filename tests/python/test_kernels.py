@@ -359,3 +359,22 @@ def test_tensors_axpy_div_sumsq_x_is_acc_and_errors(rng):
     with pytest.raises(gradckpt.DTypeError):
         gradckpt.tensors_axpy_div_sumsq_(acc, 1.0, [acc[0], torch.ones(70000, dtype=torch.int32)], 2.0)
     assert all(torch.equal(a, b) for a, b in zip(acc, before))  # nothing written on any error
+
+
+def test_forked_worker_after_threads():
+    """A worker forked after gradckpt ran its OpenMP threads (multiprocessing's
+    fork, a DataLoader worker) gets the same bits on one thread, not a hang:
+    libgomp cannot start a team in such a child."""
+    out = run_python(
+        "import multiprocessing as mp, numpy as np, gradckpt\n"
+        "gradckpt.set_num_threads(2)\n"
+        "x = np.random.default_rng(3).standard_normal(1 << 22).astype(np.float32)\n"
+        "def norm(a):\n"
+        "    return gradckpt.l2norm(a)\n"
+        "want = norm(x)\n"
+        "with mp.get_context('fork').Pool(1) as p:\n"
+        "    got = p.apply_async(norm, (x,)).get(timeout=60)\n"
+        "print(got == want)\n",
+        timeout=120,
+    )
+    assert out.strip() == "True"

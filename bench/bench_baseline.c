@@ -366,6 +366,11 @@ static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk,
     }                                                                                              \
     static double name(void *c, int64_t n) { return over_chunks(name##_chunk, c, n); }
 #define REF_SQ_ZERO7 "vpxor %%xmm7, %%xmm7, %%xmm7\n\t"
+/* sq_<s>_bf16 and sq_<s>_f16 of shape s (S: the infix of its macros), and their entries. */
+#define REF_SQ_SHAPE(s, S)                                                                         \
+    REF_SQ_DEFINE(sq_##s##_bf16, REF_SQ_##S##_LOOP, REF_SQ_##S##_BF16, REF_SQ_ZERO7)               \
+    REF_SQ_DEFINE(sq_##s##_f16, REF_SQ_##S##_LOOP, REF_SQ_##S##_F16, "")
+#define REF_SQ_ENTRIES(s) , { "sq_" #s "_bf16", sq_##s##_bf16, 2 }, { "sq_" #s "_f16", sq_##s##_f16, 2 }
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && defined(__GNUC__)
 #define REF_FMA4(a, b, c, d)                                                                       \
@@ -382,9 +387,8 @@ static double cvt_zmm_16(void *c, int64_t n) { return over_chunks(cvt_zmm_chunk,
     "vcvtph2ps " #o "(%0), %%ymm0\n\tvcvtph2ps " #o "+16(%0), %%ymm2\n\t"                         \
     "vextractf128 $1, %%ymm0, %%xmm1\n\tvextractf128 $1, %%ymm2, %%xmm3\n\t" REF_CVT4             \
     REF_FMA4(a, b, c, d)
-REF_SQ_DEFINE(sq_ymm_bf16, REF_SQ_YMM_LOOP, REF_SQ_YMM_BF16, REF_SQ_ZERO7)
-REF_SQ_DEFINE(sq_ymm_f16, REF_SQ_YMM_LOOP, REF_SQ_YMM_F16, "")
-#define REF_SQ_YMM_ENTRIES , { "sq_ymm_bf16", sq_ymm_bf16, 2 }, { "sq_ymm_f16", sq_ymm_f16, 2 }
+REF_SQ_SHAPE(ymm, YMM)
+#define REF_SQ_YMM_ENTRIES REF_SQ_ENTRIES(ymm)
 #else
 #define REF_SQ_YMM_ENTRIES
 #endif
@@ -405,9 +409,8 @@ REF_SQ_DEFINE(sq_ymm_f16, REF_SQ_YMM_LOOP, REF_SQ_YMM_F16, "")
     REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_F16, o, a, b) REF_SQ_ZMM_PAIR(REF_SQ_ZMM_W_F16, o+32, c, d)
 /* 32 elements per group here: two groups per 64-element iteration. */
 #define REF_SQ_ZMM_LOOP(G) "1:\n" G(0, 8, 9, 10, 11) G(64, 12, 13, 14, 15) "add $128, %0\n\tdec %1\n\tjnz 1b\n"
-REF_SQ_DEFINE(sq_zmm_bf16, REF_SQ_ZMM_LOOP, REF_SQ_ZMM_BF16, REF_SQ_ZERO7)
-REF_SQ_DEFINE(sq_zmm_f16, REF_SQ_ZMM_LOOP, REF_SQ_ZMM_F16, "")
-#define REF_SQ_ZMM_ENTRIES , { "sq_zmm_bf16", sq_zmm_bf16, 2 }, { "sq_zmm_f16", sq_zmm_f16, 2 }
+REF_SQ_SHAPE(zmm, ZMM)
+#define REF_SQ_ZMM_ENTRIES REF_SQ_ENTRIES(zmm)
 #else
 #define REF_SQ_ZMM_ENTRIES
 #endif

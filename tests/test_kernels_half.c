@@ -234,7 +234,7 @@ static void test_reductions(void **state)
  * (kinds with-nan, with-inf, specials), a difference in the denormal range. */
 typedef double dist2_fn(const uint16_t *, const uint16_t *, size_t);
 
-typedef enum near_mode { NEAR_ONLY, NEAR_FAR_ONE, NEAR_OVERFLOW, NEAR_TINY, NEAR_COUNT } near_mode;
+typedef enum near_mode { NEAR_ONLY, NEAR_FAR_ONE, NEAR_OVERFLOW, NEAR_TINY, NEAR_EDGE, NEAR_COUNT } near_mode;
 
 static void fill_near(fmt f, uint16_t *y, uint16_t *x, size_t n, near_mode m, uint64_t seed)
 {
@@ -258,6 +258,22 @@ static void fill_near(fmt f, uint16_t *y, uint16_t *x, size_t n, near_mode m, ui
     case NEAR_TINY: /* two denormals: an exact denormal difference */
         x[at] = 0x0005, y[at] = 0x0003;
         break;
+    case NEAR_EDGE: { /* f16 words whose exponents are 13 apart (the f32 difference is exact: 24 bits at
+                       * most), 14 apart (25 bits: it rounds), a zero beside the largest, denormals beside
+                       * 2^-2 and 2^-1; both signs */
+        static const uint16_t pairs[][2] = {{0x7bff, 0x47ff}, {0x7bff, 0xc7ff}, {0x7801, 0x4401}, {0x7bff, 0x4001},
+                                            {0xfbff, 0x4001}, {0x0000, 0x7bff}, {0x8000, 0xfbff}, {0x03ff, 0x3400},
+                                            {0x83ff, 0x3800}, {0x6bff, 0x3401}, {0x6bff, 0x33ff}};
+        const size_t np = sizeof pairs / sizeof pairs[0];
+        for (size_t i = 0; i < np && i < n; i++) {
+            const size_t a = (at + i * 97) % n;
+            const int flip = (int)(i & 1);
+            x[a] = pairs[i][flip], y[a] = pairs[i][!flip];
+            if (f == F_BF16) /* the same words shifted into bf16's exponent: pairs some way apart */
+                x[a] = (uint16_t)(x[a] >> 3 | (x[a] & 0x8000)), y[a] = (uint16_t)(y[a] >> 3 | (y[a] & 0x8000));
+        }
+        break;
+    }
     default: break;
     }
 }

@@ -70,6 +70,21 @@ static size_t gck_utf8_len(const unsigned char *s)
     return n;
 }
 
+int gck_utf8_valid(const char *s)
+{
+    for (const unsigned char *u = (const unsigned char *)s; *u != '\0';) {
+        if (*u < 0x80) {
+            u++;
+            continue;
+        }
+        const size_t n = gck_utf8_len(u);
+        if (n == 0)
+            return 0;
+        u += n;
+    }
+    return 1;
+}
+
 void gck_jt_str(gck_jtext *t, const char *s)
 {
     if (t->bad)

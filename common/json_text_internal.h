@@ -35,6 +35,11 @@ GCK_INTERNAL void gck_jt_lit(gck_jtext *t, const char *s);
  * surrogates or code points above U+10FFFF), else bad = 2. */
 GCK_INTERNAL void gck_jt_str(gck_jtext *t, const char *s);
 
+/* 1 when s is UTF-8 by the rules gck_jt_str (and jansson, reading) apply,
+ * else 0: what the snapshot checks names and metadata against when they are
+ * added, so that a save never meets one it cannot write. */
+GCK_INTERNAL int gck_utf8_valid(const char *s);
+
 /* Appends a signed decimal integer. */
 GCK_INTERNAL void gck_jt_int(gck_jtext *t, long long v);
 

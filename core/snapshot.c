@@ -10,6 +10,7 @@
 
 #include "alloc_internal.h"
 #include "checksum_internal.h"
+#include "json_text_internal.h"
 #include "threads_internal.h"
 
 void gck_content_id(const void *data, size_t n, gck_dtype dtype, char out[24])
@@ -101,6 +102,7 @@ static gck_status gck_check_key(const char *what, const char *key)
     const size_t len = strnlen(key, GCK_NAME_MAX + 1);
     GCK_CHECK_ARG(len > 0, "%s is empty", what);
     GCK_CHECK_ARG(len <= GCK_NAME_MAX, "%s is longer than %d bytes", what, GCK_NAME_MAX);
+    GCK_CHECK_ARG(gck_utf8_valid(key), "%s is not valid UTF-8", what);
     return GCK_OK;
 }
 
@@ -387,6 +389,7 @@ gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const cha
     GCK_TRY(gck_check_key("metadata key", key));
     GCK_CHECK_ARG(strncmp(key, GCK_METADATA_PREFIX, strlen(GCK_METADATA_PREFIX)) != 0,
                   "metadata key '%.200s' uses the reserved prefix '" GCK_METADATA_PREFIX "'", key);
+    GCK_CHECK_ARG(gck_utf8_valid(value), "metadata '%.200s': the value is not valid UTF-8", key);
     return gck_meta_set(&s->meta, key, value);
 }
 

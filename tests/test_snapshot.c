@@ -1175,6 +1175,42 @@ static void test_typed_metadata(void **state)
     gck_snapshot_destroy(s);
 }
 
+/* Names and metadata that are not UTF-8 (which no safetensors header can
+ * hold) are refused when added, not at the save: the snapshot is unchanged
+ * and still saves. */
+static void test_non_utf8_refused(void **state)
+{
+    (void)state;
+    gck_snapshot *s = sample();
+    const size_t n0 = gck_snapshot_num_tensors(s);
+    static const char *const bad[] = {"w\xff", "\xc0\xaf", "\xed\xa0\x80", "a\xe2\x82", "\xf4\x90\x80\x80"};
+    const float v[2] = {1, 2};
+    const int64_t shape[1] = {2};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(gck_snapshot_add_tensor(s, bad[i], GCK_DTYPE_F32, shape, 1, v), GCK_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(gck_last_error(), "UTF-8"));
+        assert_int_equal(gck_snapshot_add_tensor_ref(s, bad[i], GCK_DTYPE_F32, shape, 1, v), GCK_ERR_INVALID_ARGUMENT);
+        const gck_tensor_ref list[1] = {{.name = bad[i], .dtype = GCK_DTYPE_F32, .shape = shape, .ndim = 1, .data = v}};
+        assert_int_equal(gck_snapshot_add_tensors_ref(s, list, 1), GCK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(gck_snapshot_set_metadata(s, bad[i], "x"), GCK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(gck_snapshot_set_metadata(s, "k", bad[i]), GCK_ERR_INVALID_ARGUMENT);
+        assert_int_equal(gck_snapshot_set_optimizer_state(s, bad[i], v, sizeof v), GCK_ERR_INVALID_ARGUMENT);
+    }
+    assert_int_equal(gck_snapshot_num_tensors(s), n0);
+    assert_null(gck_snapshot_metadata(s, "k"));
+    /* every valid form is taken: 2-, 3- and 4-byte sequences */
+    assert_int_equal(gck_snapshot_add_tensor(s, "w\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", GCK_DTYPE_F32, shape, 1, v),
+                     GCK_OK);
+    const char *path = path_of("utf8.safetensors");
+    assert_int_equal(gck_snapshot_save(s, path), GCK_OK);
+    gck_snapshot *r = NULL;
+    assert_int_equal(gck_snapshot_load(path, &r), GCK_OK);
+    assert_int_equal(gck_snapshot_num_tensors(r), n0 + 1);
+    gck_snapshot_destroy(r);
+    unlink(path);
+    gck_snapshot_destroy(s);
+}
+
 /* ---- restoring into the caller's memory ------------------------------------------- */
 
 /* Restores chosen tensors of a file into buffers; every refused call leaves
@@ -1595,6 +1631,7 @@ int main(void)
         cmocka_unit_test(test_tensor_own),
         cmocka_unit_test(test_tensors_ref),
         cmocka_unit_test(test_typed_metadata),
+        cmocka_unit_test(test_non_utf8_refused),
         cmocka_unit_test(test_load_into),
         cmocka_unit_test(test_out_of_memory_messages),
         cmocka_unit_test(test_load_into_large),

@@ -27,7 +27,10 @@ typedef struct gck_snapshot gck_snapshot;
 #define GCK_OPTIMIZER_PREFIX "__optimizer__/"
 /** Prefix of gradckpt's own `__metadata__` keys; user keys may not use it. */
 #define GCK_METADATA_PREFIX "gradckpt."
-/** Longest tensor name, parameter name or metadata key accepted (bytes). */
+/** Longest tensor name, parameter name or metadata key accepted (bytes).
+ *  Names, keys and metadata values must also be UTF-8 (no overlong forms,
+ *  surrogates or code points above U+10FFFF), as a safetensors header is
+ *  JSON: they are refused when added, so that a save never meets one. */
 #define GCK_NAME_MAX 4096
 /** Most dimensions a tensor may have. */
 #define GCK_MAX_DIMS 32
@@ -50,8 +53,8 @@ GCK_API void gck_snapshot_destroy(gck_snapshot *s);
  * (a scalar: one element); shape may be NULL only when ndim is 0.
  *
  * Ownership: copies name, shape and data; keeps no reference.
- * Errors: GCK_ERR_INVALID_ARGUMENT for NULL arguments, an empty or over-long
- *         name, a name that is "__metadata__" or starts with
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL arguments, an empty, over-long
+ *         or non-UTF-8 name, a name that is "__metadata__" or starts with
  *         "__optimizer__/", a name already present, an unknown dtype, a
  *         negative dimension, more than GCK_MAX_DIMS dimensions, or a byte
  *         size that overflows; GCK_ERR_NO_MEMORY. The snapshot is unchanged
@@ -170,15 +173,17 @@ GCK_API gck_status gck_snapshot_set_loss_cid(gck_snapshot *s, const char *cid);
 /**
  * Sets (or replaces) the optimizer-state blob of parameter `param` (copied).
  * Errors: GCK_ERR_INVALID_ARGUMENT for NULL s/param, blob NULL with len > 0,
- *         an empty or over-long param; GCK_ERR_NO_MEMORY. Unchanged on error.
+ *         an empty, over-long or non-UTF-8 param; GCK_ERR_NO_MEMORY.
+ *         Unchanged on error.
  */
 GCK_API gck_status gck_snapshot_set_optimizer_state(gck_snapshot *s, const char *param, const void *blob,
                                                     size_t len);
 
 /**
  * Sets (or replaces) a user metadata entry (both strings copied).
- * Errors: GCK_ERR_INVALID_ARGUMENT for NULL arguments, an empty or
- *         over-long key, or a key starting with "gradckpt."; GCK_ERR_NO_MEMORY.
+ * Errors: GCK_ERR_INVALID_ARGUMENT for NULL arguments, an empty, over-long
+ *         or non-UTF-8 key, a non-UTF-8 value, or a key starting with
+ *         "gradckpt."; GCK_ERR_NO_MEMORY. Unchanged on error.
  */
 GCK_API gck_status gck_snapshot_set_metadata(gck_snapshot *s, const char *key, const char *value);
 

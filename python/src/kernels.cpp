@@ -342,11 +342,7 @@ void select_isa(const std::string &name)
 
 int get_num_threads()
 {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
+    return gck_max_threads();
 }
 
 void set_num_threads(int n)
@@ -487,7 +483,10 @@ void init_kernels(nb::module_ &m)
     m.def("select_isa", &select_isa, nb::arg("name"),
           "Forces the kernels onto one ISA (tests, benchmarks). UnsupportedError if this CPU cannot run it,\n"
           "InvalidArgumentError for an unknown name. Environment: GRADCKPT_ISA picks one at start-up.");
-    m.def("get_num_threads", &get_num_threads, "OpenMP threads gradckpt's kernels use for large arrays.");
+    m.def("get_num_threads", &get_num_threads,
+          "OpenMP threads gradckpt's calls use for large arrays: 1 in a process forked from one that "
+          "loaded gradckpt (a fork-started multiprocessing or DataLoader worker), where they run "
+          "single-threaded with the same bits.");
     m.def("set_num_threads", &set_num_threads, nb::arg("n"),
           "Sets the OpenMP threads for large arrays (results do not depend on it).");
     m.def("_bench_c", &bench_c, nb::arg("op"), nb::arg("tensors"), nb::arg("iters"), nb::arg("max_norm") = 0.1,

@@ -8,7 +8,6 @@
 #include <gradckpt/kernels.h>
 
 #include "status_internal.h"
-#include "threads_internal.h"
 #include "api_list.h"
 #include "kernels_internal.h"
 #include "reduce_internal.h"
@@ -336,8 +335,3 @@ void gck_sparse_merge(uint8_t *dst, const uint8_t *bits, const uint8_t *vals, si
     _Static_assert(_Generic(&gck_##name, GCK_SIG_##shape(A, X): 1, default: 0), \
                    "gck_" #name " does not have the " #shape " signature api_list.h lists");
 GCK_API_KERNEL_LIST(GCK_API_CHECK)
-
-int gck_max_threads(void)
-{
-    return gck_omp_threads();
-}

@@ -1,4 +1,4 @@
-/* kernels/dispatch.c - ISA policy: best choice, GRADCKPT_ISA, once-init, gck_isa_* API. */
+/* kernels/dispatch.c - ISA policy: best choice, GRADCKPT_ISA, once-init, gck_isa_* API, gck_max_threads. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "status_internal.h"
+#include "threads_internal.h"
 #include "cpu.h"
 #include "kernels_internal.h"
 
@@ -175,4 +176,9 @@ gck_status gck_isa_select(gck_isa isa)
     pthread_once(&gck_isa_once, gck_isa_init_once);
     atomic_store_explicit(&gck_active, t, memory_order_release);
     return GCK_OK;
+}
+
+int gck_max_threads(void)
+{
+    return gck_omp_threads();
 }

@@ -1,4 +1,4 @@
-/* gradckpt/isa.h - which instruction set the kernels run on, chosen at run time. */
+/* gradckpt/isa.h - which instruction set the kernels run on, chosen at run time, and on how many threads. */
 #ifndef GRADCKPT_ISA_H
 #define GRADCKPT_ISA_H
 
@@ -95,6 +95,19 @@ GCK_API const char *gck_isa_name(gck_isa isa);
  * Thread-safety: safe from any thread.
  */
 GCK_API gck_status gck_isa_from_name(const char *name, gck_isa *out);
+
+/**
+ * The number of threads a call of the library may run on: OpenMP's
+ * omp_get_max_threads() for the calling thread (set with OMP_NUM_THREADS or
+ * omp_set_num_threads; results never depend on it), 1 in a build without
+ * OpenMP and in a process forked from one that loaded the library (a
+ * fork-started multiprocessing or DataLoader worker), where every call runs
+ * on the calling thread alone because GCC's libgomp cannot start threads
+ * there (kernels.h).
+ *
+ * Thread-safety: safe from any thread.
+ */
+GCK_API int gck_max_threads(void);
 
 #ifdef __cplusplus
 }

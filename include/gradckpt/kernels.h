@@ -69,13 +69,6 @@ extern "C" {
  *  fork/join costs a few microseconds, 256 KiB of f32 take ~10 us). */
 #define GCK_PARALLEL_MIN ((size_t)1 << 16)
 
-/** The number of threads a call of the library may run on: OpenMP's
- *  omp_get_max_threads() for the calling thread (set it with
- *  OMP_NUM_THREADS or omp_set_num_threads), 1 in a build without OpenMP
- *  and in a process forked from one that loaded the library (see above).
- *  Thread-safe. */
-GCK_API int gck_max_threads(void);
-
 /** FNV-1a 64 offset basis: the starting value of a gck_fnv1a64 chain. */
 #define GCK_FNV1A64_INIT UINT64_C(14695981039346656037)
 

@@ -265,11 +265,6 @@ static size_t gck_tl_chunk(size_t elems, size_t nth)
     return cb * GCK_BLOCK;
 }
 
-static int gck_tl_threads(void)
-{
-    return gck_omp_threads();
-}
-
 /* Sets up c for a call over list a (and x, the second list of a pair, or
  * NULL) of `elems` elements in all that needs nscr doubles of scratch per
  * tensor. The only failure is GCK_ERR_NO_MEMORY, before anything is written. */
@@ -284,7 +279,7 @@ static gck_status gck_tl_prepare(gck_tl_ctx *c, const char *fn, const gck_tensor
     c->heap = NULL;
     size_t chunk = 0, nitems = 0;
     if (gck_use_threads(elems)) {
-        chunk = gck_tl_chunk(elems, (size_t)gck_tl_threads());
+        chunk = gck_tl_chunk(elems, (size_t)gck_omp_threads());
         for (size_t i = 0; i < count; i++)
             nitems += (a->lens[i] + chunk - 1) / chunk;
     }

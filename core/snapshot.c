@@ -645,9 +645,29 @@ fail:
     return st;
 }
 
-gck_status gck_snapshot_own(gck_snapshot *s)
+/* A buffer of exactly nbytes that `spare` owns, taken from it (its tensor
+ * keeps no data), or NULL: the tensor at the same index first (the usual
+ * case: the same layout save after save), else the one of the same name. */
+static void *gck_spare_take(gck_snapshot *spare, size_t i, const gck_snap_tensor *want)
 {
-    GCK_CHECK_ARG(s != NULL, "gck_snapshot_own: NULL snapshot");
+    if (spare == NULL || spare->map != NULL || want->nbytes == 0)
+        return NULL;
+    int found = 1;
+    size_t k = i;
+    if (k >= spare->tensors.n || strcmp(((gck_snap_tensor *)spare->tensors.items[k])->name, want->name) != 0)
+        k = gck_named_find(&spare->tensors, want->name, &found);
+    if (!found)
+        return NULL;
+    gck_snap_tensor *t = spare->tensors.items[k];
+    if (t->borrowed || t->data == NULL || t->nbytes != want->nbytes)
+        return NULL;
+    void *p = t->data;
+    t->data = NULL, t->nbytes = 0;
+    return p;
+}
+
+gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const char *fn)
+{
     /* all buffers first, so a failure changes nothing; then copy and swap */
     void **fresh = NULL;
     gck_status st = GCK_OK;
@@ -658,16 +678,17 @@ gck_status gck_snapshot_own(gck_snapshot *s)
         return GCK_OK;
     fresh = gck_calloc(nb, sizeof *fresh);
     if (fresh == NULL)
-        return gck_fail_ctx(gck_fail_oom("buffer list", nb * sizeof *fresh), "gck_snapshot_own");
+        return gck_fail_ctx(gck_fail_oom("buffer list", nb * sizeof *fresh), "%s", fn);
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
         if (!t->borrowed)
             continue;
-        if ((fresh[j++] = gck_aligned_alloc(t->nbytes ? t->nbytes : 1)) == NULL) {
-            st = gck_fail_ctx(gck_fail_oom("tensor values", t->nbytes), "gck_snapshot_own: tensor '%.200s'",
-                              t->name);
+        if ((fresh[j] = gck_spare_take(spare, i, t)) == NULL &&
+            (fresh[j] = gck_aligned_alloc(t->nbytes ? t->nbytes : 1)) == NULL) {
+            st = gck_fail_ctx(gck_fail_oom("tensor values", t->nbytes), "%s: tensor '%.200s'", fn, t->name);
             goto done;
         }
+        j++;
     }
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         gck_snap_tensor *t = s->tensors.items[i];
@@ -683,6 +704,12 @@ done:
         free(fresh[j]);
     free(fresh);
     return st;
+}
+
+gck_status gck_snapshot_own(gck_snapshot *s)
+{
+    GCK_CHECK_ARG(s != NULL, "gck_snapshot_own: NULL snapshot");
+    return gck_snapshot_own_reusing(s, NULL, "gck_snapshot_own");
 }
 
 int gck_snapshot_same_layout(const gck_snapshot *dst, const gck_snapshot *src)

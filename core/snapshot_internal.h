@@ -72,6 +72,12 @@ GCK_INTERNAL void gck_content_id(const void *data, size_t n, gck_dtype dtype, ch
  * saves (store_delta.c, gck_code_threads). */
 #define GCK_PARALLEL_MIN_BYTES ((size_t)256 << 10)
 
+/* gck_snapshot_own (fn names the caller in errors), taking the buffers
+ * from `spare` (may be NULL) where it owns one of a tensor's name and size;
+ * the tensors of spare whose buffers are taken keep no data, so spare is
+ * only fit for gck_snapshot_destroy afterwards. On error s is unchanged. */
+GCK_INTERNAL gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const char *fn);
+
 /* Takes ownership of a fully built tensor (name, shape, data already
  * allocated); validates the name against the snapshot. On error nothing is
  * taken. Used by gck_snapshot_add_tensor and by the loader. */

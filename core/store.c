@@ -36,6 +36,8 @@ typedef struct gck_async {
     int stop;            /* close: the thread ends once idle */
     int busy;            /* a snapshot is queued or being saved */
     gck_snapshot *job;   /* the queued snapshot (the store's) */
+    int job_copied;      /* its tensors' buffers are copies the store made of borrowed bytes */
+    gck_snapshot *spare; /* the last such snapshot once saved: its buffers take the next save's copies */
     char **tags;         /* its tags (copies) */
     size_t n_tags;
     int unreported;      /* the last asynchronous save failed and nobody was told yet */
@@ -248,6 +250,7 @@ static void gck_async_end(gck_store *s)
     }
     pthread_cond_destroy(&a->cv);
     pthread_mutex_destroy(&a->mu);
+    gck_snapshot_destroy(a->spare);
     free(a);
     s->async = NULL;
 }
@@ -1125,13 +1128,19 @@ static void *gck_async_main(void *arg)
         gck_snapshot *snap = a->job;
         char **tags = a->tags;
         const size_t n_tags = a->n_tags;
+        const int copied = a->job_copied;
         a->job = NULL, a->tags = NULL, a->n_tags = 0;
         pthread_mutex_unlock(&a->mu);
         uint64_t v = 0;
         const gck_status st = gck_save_now(s, snap, (const char *const *)tags, n_tags, &v);
-        gck_snapshot_destroy(snap);
         gck_tags_free(tags, n_tags);
+        if (!copied)
+            gck_snapshot_destroy(snap);
         pthread_mutex_lock(&a->mu);
+        if (copied) {
+            gck_snapshot_destroy(a->spare);
+            a->spare = snap;
+        }
         a->result = st;
         a->unreported = st != GCK_OK;
         a->version = v; /* set by a save that happened, also when only its final sync failed */
@@ -1177,20 +1186,25 @@ gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *co
     gck_status st = gck_check_save(s, snap, tags, n_tags, "gck_store_save_async");
     if (st != GCK_OK)
         goto fail;
-    /* the store reads the snapshot later: bytes it borrows could change meanwhile */
-    for (size_t i = 0; i < snap->tensors.n; i++) {
-        const gck_snap_tensor *t = snap->tensors.items[i];
-        if (t->borrowed) {
-            st = gck_fail(GCK_ERR_INVALID_ARGUMENT,
-                          "gck_store_save_async: tensor '%.200s' borrows its bytes from their owner, who may change "
-                          "them before the save reads them: pass a copy (gck_snapshot_clone)",
-                          t->name);
-            goto fail;
-        }
-    }
     gck_quiesce(s); /* at most one snapshot in flight */
     if ((st = gck_take_async_error(s)) != GCK_OK || (st = gck_async_start(s)) != GCK_OK)
         goto fail;
+    gck_async *a = s->async;
+    /* The store reads the snapshot later, and bytes it borrows may change
+     * meanwhile: they are copied now, into the buffers of the previous such
+     * copy (already saved). Reused, those cost no page faults; new ones
+     * did, every save (and, on a host that takes freed memory back, more). */
+    int copied = 0;
+    for (size_t i = 0; i < snap->tensors.n; i++)
+        copied |= ((const gck_snap_tensor *)snap->tensors.items[i])->borrowed;
+    if (copied) {
+        gck_snapshot *spare = a->spare;
+        a->spare = NULL; /* the thread is idle (gck_quiesce): nobody else touches it */
+        st = gck_snapshot_own_reusing(snap, spare, "gck_store_save_async");
+        gck_snapshot_destroy(spare);
+        if (st != GCK_OK)
+            goto fail;
+    }
     own = gck_calloc(n_tags ? n_tags : 1, sizeof *own);
     if (own == NULL) {
         st = gck_fail_oom("gck_store_save_async: tags", (n_tags ? n_tags : 1) * sizeof *own);
@@ -1201,9 +1215,8 @@ gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *co
             st = gck_fail_oom("gck_store_save_async: a tag", strlen(tags[i]) + 1);
             goto fail;
         }
-    gck_async *a = s->async;
     pthread_mutex_lock(&a->mu);
-    a->job = snap, a->tags = own, a->n_tags = n_tags;
+    a->job = snap, a->tags = own, a->n_tags = n_tags, a->job_copied = copied;
     a->busy = 1;
     pthread_cond_broadcast(&a->cv);
     pthread_mutex_unlock(&a->mu);

@@ -27,8 +27,8 @@
  * --grad-dtype bf16: the backward pass rounds each micro-batch's gradient to bf16 (one more block), and
  * both paths accumulate it widened to f32 (gck_axpy_init/axpy_bf16_to_f32 over the whole block, or
  * gck_accumulate_many_bf16); the finished gradient, the weights and AdamW's state stay f32.
- * Snapshots are built by reference to the blocks (gck_snapshot_add_tensor_ref), made to own a copy
- * (gck_snapshot_own) and saved on the store's thread (gck_store_save_async) while training goes on;
+ * Snapshots are built by reference to the blocks (gck_snapshot_add_tensor_ref) and saved on the
+ * store's thread (gck_store_save_async, which copies them first) while training goes on;
  * the save is waited for before the next one and before the run ends (--sync-save: gck_store_save
  * straight from the blocks). Resuming restores straight into them (gck_store_restore_into); step,
  * learning rate, data position and gradient dtype are metadata. */
@@ -768,8 +768,8 @@ static int save_settle(gck_store *store, saver *sv)
 
 /* Saves the run (tagging it 'best' when its loss is the lowest so far); returns -1 on failure. By
  * default the snapshot is handed to the store's thread (gck_store_save_async): it is built by
- * reference to the run's blocks, then owns a copy of them (gck_snapshot_own), since the next step
- * changes them while the save runs. */
+ * reference to the run's blocks, which the store copies before it returns (into the buffers of
+ * the previous save's copy), since the next step changes them while the save runs. */
 static int save_state(gck_store *store, const options *o, run_state *st, double loss, saver *sv, char *note,
                       size_t cap)
 {
@@ -791,11 +791,7 @@ static int save_state(gck_store *store, const options *o, run_state *st, double 
         if (rc == GCK_OK && best && old_best != 0 && gck_store_get(store, old_best) != NULL)
             (void)gck_store_untag(store, old_best, "best");
     } else if (rc == GCK_OK) {
-        rc = gck_snapshot_own(s);
-        if (rc != GCK_OK)
-            gck_snapshot_destroy(s);
-        else
-            rc = gck_store_save_async(store, s, tags, best ? 1 : 0); /* s is the store's from here */
+        rc = gck_store_save_async(store, s, tags, best ? 1 : 0); /* s is the store's from here */
         if (rc == GCK_OK && best && old_best != 0)
             sv->untag = old_best;
     }

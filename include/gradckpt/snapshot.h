@@ -142,9 +142,10 @@ GCK_API gck_status gck_snapshot_add_tensors_ref(gck_snapshot *s, const gck_tenso
  * a snapshot built by reference and then owned costs one read for the ids
  * and one copy, as gck_snapshot_add_tensor does.
  *
- * The use: build a snapshot by reference, own it, and hand it to
- * gck_store_save_async (which refuses borrowed bytes); the caller may change
- * or free its buffers as soon as this returns.
+ * The use: a snapshot built by reference that must outlive the buffers it
+ * borrows; the caller may change or free them as soon as this returns.
+ * (gck_store_save_async needs no such call: it copies borrowed bytes
+ * itself, into buffers it reuses from one save to the next.)
  *
  * Ownership: s stays the caller's; it keeps no reference to the memory it
  *            borrowed before.

@@ -241,22 +241,33 @@ GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const 
  * The background thread encodes with cfg.async_threads OpenMP threads (its
  * own setting; the caller's threads are untouched).
  *
+ * Tensors that borrow their bytes (gck_snapshot_add_tensor_ref, a file
+ * mapping, gck_checkpoint_save's snapshot) are copied before this returns,
+ * on the caller's thread, after the wait above - the one copy an
+ * asynchronous save needs. The store keeps the buffers of that copy once
+ * the save is done and copies the next borrowed snapshot's tensors of the
+ * same name and size into them: a training job that saves the same
+ * tensors again and again allocates (and faults in) that memory once. So
+ * between asynchronous saves of borrowed snapshots the store holds one
+ * copy of the tensors saved last (freed by gck_store_close), the memory a
+ * save in flight holds anyway. Tensors the snapshot owns are not copied.
+ *
  * Ownership: snap passes to the store in every case - on success the store
- *         destroys it after saving it, on an error at once. It must own its
- *         bytes (gck_snapshot_add_tensor copies; a snapshot whose tensors
- *         borrow memory, as gck_checkpoint_save's, is refused: clone it). The
- *         caller may change or free its own buffers as soon as this returns.
- *         Tags are copied.
+ *         destroys it after saving it, on an error at once. The caller may
+ *         change or free its own buffers, borrowed ones included, as soon
+ *         as this returns. Tags are copied.
  * Errors (the save then does not happen, snap is destroyed): as
- *         gck_store_save's argument checks (GCK_ERR_INVALID_ARGUMENT, also
- *         for borrowed tensors); the previous asynchronous save's error if
- *         it failed and was not reported yet ("asynchronous save: ...");
- *         GCK_ERR_NO_MEMORY; GCK_ERR_IO (no thread could be started). The
+ *         gck_store_save's argument checks (GCK_ERR_INVALID_ARGUMENT); the
+ *         previous asynchronous save's error if it failed and was not
+ *         reported yet ("asynchronous save: ...");
+ *         GCK_ERR_NO_MEMORY (also for the copy of borrowed tensors, naming
+ *         the tensor); GCK_ERR_IO (no thread could be started). The
  *         save's own errors (I/O, corruption of a base, memory) are reported
  *         later, by gck_store_wait, the next save or gck_store_close - never
  *         lost; on such an error the store is unchanged exactly as for
  *         gck_store_save.
- * Thread-safety: the store's one thread.
+ * Thread-safety: the store's one thread; nobody may write the memory snap
+ *         borrows until this returns.
  */
 GCK_API gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *const *tags, size_t n_tags);
 

@@ -233,17 +233,16 @@ nb::dict tensor_meta(const gck_tensor_info &ti)
 }
 
 // Builds a snapshot from Python arguments: tensors borrowed (no copy), kept
-// alive by the Snapshot object - or copied (copy_tensors: a snapshot that
-// outlives the call, as an asynchronous save's); blobs and metadata copied.
+// alive by the Snapshot object; blobs and metadata copied.
 std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::handle optimizer_state,
-                                         nb::handle metadata, nb::handle timestamp, bool copy_tensors = false)
+                                         nb::handle metadata, nb::handle timestamp)
 {
     auto snap = std::make_unique<Snapshot>(step);
     gck_snapshot *s = snap->get();
     if (!timestamp.is_none())
         check(gck_snapshot_set_timestamp(s, nb::cast<uint64_t>(timestamp)));
     // every tensor resolved first, then added in one call (ids hashed on the
-    // OpenMP threads, without the GIL); a copy, when asked for, made after
+    // OpenMP threads, without the GIL)
     std::vector<std::string> names;
     std::vector<Array> arrays;
     size_t bytes = 0;
@@ -252,18 +251,14 @@ std::unique_ptr<Snapshot> build_snapshot(nb::handle tensors, uint64_t step, nb::
         arrays.emplace_back();
         const std::string an = "tensors['" + names.back() + "']";
         resolve(kv[1], ArgName{ an.c_str() }, Access::Read, snap->refs(), arrays.back(), true);
-        if (!copy_tensors)
-            snap->refs().keep(nb::borrow(kv[1]));
+        snap->refs().keep(nb::borrow(kv[1]));
         bytes += arrays.back().n * arrays.back().itemsize;
     }
     std::vector<gck_tensor_ref> refs(names.size());
     for (size_t i = 0; i < names.size(); i++)
         refs[i] = gck_tensor_ref{ names[i].c_str(), arrays[i].dtype, arrays[i].shape.data(), arrays[i].shape.size(),
                                   arrays[i].data };
-    check(maybe_nogil(bytes, [&] {
-        gck_status st = gck_snapshot_add_tensors_ref(s, refs.data(), refs.size());
-        return st == GCK_OK && copy_tensors ? gck_snapshot_own(s) : st;
-    }));
+    check(maybe_nogil(bytes, [&] { return gck_snapshot_add_tensors_ref(s, refs.data(), refs.size()); }));
     if (!optimizer_state.is_none())
         for (nb::handle kv : optimizer_state.attr("items")()) {
             const std::string p = nb::cast<std::string>(kv[0]);
@@ -416,15 +411,16 @@ public:
         return v;
     }
 
-    // The tensors are copied (one copy, made here): the caller may change its
-    // arrays as soon as this returns; the save runs on the store's thread.
+    // The tensors are copied (one copy, made by gck_store_save_async into the
+    // buffers of the previous asynchronous save's copy): the caller may change
+    // its arrays as soon as this returns; the save runs on the store's thread.
     void save_async(nb::handle tensors, uint64_t step, nb::handle optimizer_state, nb::handle metadata,
                     nb::handle tags, nb::handle timestamp)
     {
         gck_store *st = get();
         const Tags tg(tags);
         const std::vector<const char *> &tag_p = tg.p;
-        std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp, true);
+        std::unique_ptr<Snapshot> snap = build_snapshot(tensors, step, optimizer_state, metadata, timestamp);
         gck_snapshot *s = snap->release();
         const gck_status rc = [&] {
             nb::gil_scoped_release nogil;
@@ -708,8 +704,9 @@ void init_files(nb::module_ &m)
                      "optimizer_state: Mapping[str, Buffer | Array] | None = None, "
                      "metadata: Mapping[str, str] | None = None, tags: Iterable[str] = (), "
                      "timestamp: int | None = None) -> None"),
-             "As save, on the store's background thread: copies the tensors (change your arrays at once) and\n"
-             "returns; one save in flight at most (a second waits for the first). The save is acknowledged once\n"
+             "As save, on the store's background thread: copies the tensors (change your arrays at once; the\n"
+             "store keeps that copy's memory for the next save's copy, until close) and returns; one save in\n"
+             "flight at most (a second waits for the first, then copies). The save is acknowledged once\n"
              "wait() returns; its error is raised by wait(), the next save or close(), never lost. Every other\n"
              "method waits for the save in flight first.")
         .def("wait", &Store::wait, nb::sig("def wait(self) -> int | None"),

@@ -33,15 +33,19 @@
  *                       2..9; each iteration builds the snapshot the way a
  *                       trainer does (tensors by reference: hashing them is
  *                       part of the save), saves it, destroys it;
- *   store_restore     - version 1 (a delta on the full version 0) from disk,
- *                       every content id checked; the store holds only
- *                       version 2 in memory; after one untimed restore;
+ *   store_restore     - version 1 (a delta on the full version 0), every
+ *                       content id checked; the store holds version 2 in
+ *                       memory, so version 1 is rebuilt backwards from it
+ *                       (version 2's delta undone; version 0's file not
+ *                       read): rolling back one save; after one untimed
+ *                       restore;
  *   store_full_save   - versions 1..9 each as a full version with
  *                       compress_full (coded byte planes), after version 0
  *                       untimed;
  *   store_full_restore- version 1 saved so (compress_full), from disk;
  *   store_restore_into- store_restore's version 1 through
- *                       gck_store_restore_into, into buffers the caller
+ *                       gck_store_restore_into (forwards: version 0's file
+ *                       read, version 1's delta decoded), into buffers the caller
  *                       holds (allocated and touched once, untimed): a
  *                       trainer resuming into its own parameters, without
  *                       the new snapshot's page faults and frees;

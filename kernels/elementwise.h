@@ -91,7 +91,11 @@
  * measurement had found no gain for them). convert_f32_to_bf16 stays at 1:
  * with 2 it ran 0-10 % slower. amax over f32 and f64, which only reads,
  * takes 1: 64 Mi 10-12 -> 13-14 GB/s on both ISAs, in L2 alike or faster
- * (with 2, 25 % slower in L2 on AVX-512).
+ * (with 2, 25 % slower in L2 on AVX-512). amax of bf16 / f16 on the words
+ * (GCK_EW_AMAX16) does a read loop's work and takes 0, as the memory-bound
+ * kernels (Zen 5 VM, 64 Mi, AVX-512, 2 alternating rounds: PF 2 19.1-19.5,
+ * 1 21.4-21.5, 0 21.8-22.8 G elements/s, ref_read_16 21.2-23.6; in L2 0 and
+ * 1 alike, 2 10 % slower).
  * The scalar build (one element per iteration) takes none: GCC vectorizes
  * its loop only without the call, and scale_bf16 ran 2-3x slower with it. */
 #define GCK_EW_PREFETCH(PF, p, bytes)                                          \
@@ -402,6 +406,47 @@
         return (double)GCK_OP(W, hmax, C)(m_[0]);                              \
     }
 
+/* ---- amax of bf16 / f16 on their 16-bit words ------------------------------
+ * Both formats keep sign and magnitude apart: with the sign bit cleared, the
+ * words of two non-NaN values order as the values' magnitudes, and every
+ * NaN's word lies above Inf's (0x7f80 bf16, 0x7c00 f16). So the unsigned max
+ * of the words is the word of max |x|, widened once at the end (exactly:
+ * the f32 amax of the widened values, which the instances above define), or
+ * above Inf's word when a NaN was seen: NAN, as there. Per vector of words
+ * an and and a max, where widening first took a widening, an abs, a NaN
+ * compare and a max per half. ISAs with 16-bit integer vectors define
+ * GCK_U16_LANES and the gck_u16_* operations; the scalar reference keeps the
+ * f32 definition. The last n % lanes words are taken one by one. */
+#ifdef GCK_U16_LANES
+#define GCK_EW_AMAX16(slot, X, INF_WORD, PF)                                   \
+    static double GCK_ISA_FN(slot)(const uint16_t *x, size_t n)                \
+    {                                                                          \
+        const size_t l_ = GCK_U16_LANES;                                       \
+        const gck_u16v abs_ = gck_u16_set1(0x7fff);                            \
+        gck_u16v m_[GCK_EW_UNROLL];                                            \
+        for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                          \
+            m_[u_] = gck_u16_set1(0);                                          \
+        size_t i_ = 0;                                                         \
+        for (; i_ + GCK_EW_UNROLL * l_ <= n; i_ += GCK_EW_UNROLL * l_) {       \
+            GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL * l_ * sizeof *x);       \
+            _Pragma("GCC unroll 8")                                            \
+            for (size_t u_ = 0; u_ < GCK_EW_UNROLL; u_++)                      \
+                m_[u_] = gck_u16_max(m_[u_], gck_u16_and(gck_u16_load(x + i_ + u_ * l_), abs_)); \
+        }                                                                      \
+        for (; i_ + l_ <= n; i_ += l_)                                         \
+            m_[0] = gck_u16_max(m_[0], gck_u16_and(gck_u16_load(x + i_), abs_)); \
+        _Pragma("GCC unroll 8")                                                \
+        for (size_t u_ = 1; u_ < GCK_EW_UNROLL; u_++)                          \
+            m_[0] = gck_u16_max(m_[0], m_[u_]);                                \
+        uint16_t m = gck_u16_hmax(m_[0]);                                      \
+        for (; i_ < n; i_++) {                                                 \
+            const uint16_t a_ = (uint16_t)(x[i_] & 0x7fffu);                   \
+            m = a_ > m ? a_ : m;                                               \
+        }                                                                      \
+        return m > (INF_WORD) ? NAN : (double)gck_w1_cvt_##X##_f32(m);         \
+    }
+#endif
+
 /* ---- the instances: every ISA's elementwise slots and amax ------------------
  * Mixed f64 <-> f32 kernels step as wide as an f64 vector and hold the f32
  * side in a half-width vector; amax_f32 takes the max in f32, where |x| is
@@ -450,8 +495,13 @@ GCK_EW_AXPY_INIT(axpy_init_bf16_to_f64, GCK_W64, f64, bf16, f64)
 GCK_EW_AXPY_INIT(axpy_init_f16_to_f64,  GCK_W64, f64, f16, f64)
 GCK_EW_SCALE_BF16(scale_bf16, 2)
 GCK_EW_SCALE(scale_f16,          GCK_W32, f16,      f32, 2)
+#ifdef GCK_U16_LANES
+GCK_EW_AMAX16(amax_bf16, bf16, 0x7f80u, 0)
+GCK_EW_AMAX16(amax_f16,  f16,  0x7c00u, 0)
+#else
 GCK_EW_AMAX(amax_bf16,           GCK_W32,      bf16, f32, 2)
 GCK_EW_AMAX(amax_f16,            GCK_W32,      f16, f32, 2)
+#endif
 /*             slot                 width    dst   x    compute  prefetch */
 GCK_EW_CONVERT(convert_f32_to_bf16, GCK_W32, bf16, f32, f32, 1)
 GCK_EW_CONVERT(convert_f32_to_f16,  GCK_W32, f16,  f32, f32, 0)

@@ -72,7 +72,7 @@
     X(add_rfold_f64, void, (double *acc, const double *const *xs, size_t m, size_t off, size_t n)) \
     X(add_rfold_f32, void, (float *acc, const float *const *xs, size_t m, size_t off, size_t n)) \
     /* 2-byte floats: bf16 and f16 arrays of uint16_t. Every element is widened \
-     * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_scalar.h define \
+     * exactly to f32 (gck_w1_cvt_bf16_f32 / _f16_f32 in ops_common.h define \
      * it) and then treated as the f32 kernels treat a float: the reductions \
      * are sumsq/dist2/asum/powsum_f32's terms of the widened values, amax the \
      * f32 amax of them; acc + x and acc + (w * x) compute in the accumulator's \

@@ -7,9 +7,48 @@
 #define GCK_OPS_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "attributes.h"
 #include "kernel_list.h"
+
+/* ---- 2-byte floats widened one value at a time: part of the definition of
+ * the conversions (ops_scalar.h has the rest), here because every ISA's
+ * amax of 2-byte words (elementwise.h) widens its one result so. */
+GCK_ALWAYS_INLINE float gck_f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+GCK_ALWAYS_INLINE uint32_t gck_f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* bf16 -> f32: the 16 bits become the float's high half. Exact; a
+ * signalling NaN stays signalling (torch and ml_dtypes do the same). */
+GCK_ALWAYS_INLINE float gck_w1_cvt_bf16_f32(uint16_t b)
+{
+    return gck_f32_from_bits((uint32_t)b << 16);
+}
+
+/* f16 -> f32, the IEEE conversion (exact): a NaN keeps its sign and payload
+ * and becomes quiet (what F16C's VCVTPH2PS and AArch64's FCVTL do); a
+ * denormal m * 2^-24 is computed as such, exactly. */
+GCK_ALWAYS_INLINE float gck_w1_cvt_f16_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (uint32_t)h >> 10 & 0x1fu, m = h & 0x3ffu;
+    if (e == 0x1f)
+        return gck_f32_from_bits(sign | 0x7f800000u | m << 13 | (m != 0 ? 0x400000u : 0));
+    if (e != 0)
+        return gck_f32_from_bits(sign | (e + 112) << 23 | m << 13);
+    return gck_f32_from_bits(sign | gck_f32_bits((float)m * 0x1p-24f)); /* zero, denormals */
+}
 
 /* Conversion to the same type: unchanged. */
 #define GCK_OPS_CVT_SAME(w, t, V)                                              \

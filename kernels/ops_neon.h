@@ -121,4 +121,13 @@ GCK_ALWAYS_INLINE float64x2_t gck_w64_cvt_f16_f64(uint16x4_t v) { return vcvt_f6
 GCK_ALWAYS_INLINE double gck_w64_hmax_f64(float64x2_t m) { return vmaxvq_f64(m); }
 GCK_ALWAYS_INLINE float gck_w32_hmax_f32(float32x4_t m) { return vmaxvq_f32(m); }
 
+/* 16-bit words, 8 a q register (elementwise.h's amax of bf16 / f16) */
+#define GCK_U16_LANES 8
+typedef uint16x8_t gck_u16v;
+GCK_ALWAYS_INLINE uint16x8_t gck_u16_load(const uint16_t *p) { return vld1q_u16(p); }
+GCK_ALWAYS_INLINE uint16x8_t gck_u16_set1(uint16_t v) { return vdupq_n_u16(v); }
+GCK_ALWAYS_INLINE uint16x8_t gck_u16_and(uint16x8_t a, uint16x8_t b) { return vandq_u16(a, b); }
+GCK_ALWAYS_INLINE uint16x8_t gck_u16_max(uint16x8_t a, uint16x8_t b) { return vmaxq_u16(a, b); }
+GCK_ALWAYS_INLINE uint16_t gck_u16_hmax(uint16x8_t v) { return vmaxvq_u16(v); }
+
 #endif /* GCK_OPS_NEON_H */

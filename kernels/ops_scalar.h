@@ -64,26 +64,7 @@ GCK_ALWAYS_INLINE float gck_w1_cvt_f64_f32(double v) { return (float)v; }
 GCK_OPS_SCALAR_STORAGE(bf16)
 GCK_OPS_SCALAR_STORAGE(f16)
 
-GCK_ALWAYS_INLINE float gck_f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-GCK_ALWAYS_INLINE uint32_t gck_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-/* bf16 -> f32: the 16 bits become the float's high half. Exact; a
- * signalling NaN stays signalling (torch and ml_dtypes do the same). */
-GCK_ALWAYS_INLINE float gck_w1_cvt_bf16_f32(uint16_t b)
-{
-    return gck_f32_from_bits((uint32_t)b << 16);
-}
+/* bf16 -> f32 and f16 -> f32: ops_common.h (every ISA widens a scalar so at times). */
 
 /* f32 -> bf16: round the bits to nearest even (a carry out of the mantissa
  * moves to the next binade, past the largest finite value to Inf; denormals
@@ -96,19 +77,6 @@ GCK_ALWAYS_INLINE uint16_t gck_w1_cvt_f32_bf16(float v)
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return 0xffff;
     return (uint16_t)((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
-}
-
-/* f16 -> f32, the IEEE conversion (exact): a NaN keeps its sign and payload
- * and becomes quiet (what F16C's VCVTPH2PS and AArch64's FCVTL do); a
- * denormal m * 2^-24 is computed as such, exactly. */
-GCK_ALWAYS_INLINE float gck_w1_cvt_f16_f32(uint16_t h)
-{
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (uint32_t)h >> 10 & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f)
-        return gck_f32_from_bits(sign | 0x7f800000u | m << 13 | (m != 0 ? 0x400000u : 0));
-    if (e != 0)
-        return gck_f32_from_bits(sign | (e + 112) << 23 | m << 13);
-    return gck_f32_from_bits(sign | gck_f32_bits((float)m * 0x1p-24f)); /* zero, denormals */
 }
 
 /* f32 -> f16, the IEEE conversion rounding to nearest even: |v| >= 65520

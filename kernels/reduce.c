@@ -138,18 +138,22 @@ static double gck_amax_range(const gck_kernel_table *t, const void *x, gck_elem 
 
 double gck_amax(const gck_kernel_table *t, const void *x, gck_elem elem, size_t n)
 {
+    /* one call, no parallel region: an if(0) region still costs a team of
+     * one (about 0.3 us on the Zen 5 VM, where amax_bf16 of 16 elements
+     * took 0.33 us and sumsq_bf16 0.035) */
+    if (!gck_use_threads(n))
+        return n > 0 ? gck_amax_range(t, x, elem, 0, n) : 0.0;
     const size_t chunk = gck_chunk_elems(n);
-    const long long nchunks = (long long)((n + chunk - 1) / chunk);
-    const long long nthreaded = gck_use_threads(n) ? nchunks : (n > 0);
+    const long long nthreaded = (long long)((n + chunk - 1) / chunk);
     double part_max = 0.0;
     int any_nan = 0;
     long long c;
 #if GCK_HAVE_OPENMP
-#pragma omp parallel for schedule(static) reduction(max : part_max) reduction(| : any_nan) if (nthreaded > 1)
+#pragma omp parallel for schedule(static) reduction(max : part_max) reduction(| : any_nan)
 #endif
     for (c = 0; c < nthreaded; c++) {
-        const size_t lo = nthreaded == 1 ? 0 : (size_t)c * chunk;
-        const size_t len = nthreaded == 1 ? n : gck_min(chunk, n - lo);
+        const size_t lo = (size_t)c * chunk;
+        const size_t len = gck_min(chunk, n - lo);
         const double v = gck_amax_range(t, x, elem, lo, len);
         gck_amax_fold(&part_max, &any_nan, v);
     }

@@ -253,6 +253,12 @@ static void test_slots_match_scalar(void **state)
             RED2(dist2_bf16_block, hx, hn, n);
             RED2(dist2_f16_block, hx, hy, n);
             RED2(dist2_f16_block, hx, hn, n);
+            /* max |x| of 2-byte words (the SIMD ISAs compare the words and
+             * widen the largest; the reference compares widened values) */
+            gck_assert_same_f64(r->amax_bf16(hx, n), t->amax_bf16(hx, n), "%s amax_bf16 n=%zu %s", name, n,
+                                fam_name[fam]);
+            gck_assert_same_f64(r->amax_f16(hx, n), t->amax_f16(hx, n), "%s amax_f16 n=%zu %s", name, n,
+                                fam_name[fam]);
         }
     free(a), free(b), free(w64), free(g64), free(f), free(h), free(w32), free(g32), free(hx), free(hy), free(hn);
 }

@@ -666,14 +666,21 @@ static void *gck_spare_take(gck_snapshot *spare, size_t i, const gck_snap_tensor
     return p;
 }
 
-gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const char *fn)
+int gck_snapshot_borrows_outside(const gck_snapshot *s, const gck_snap_tensor *t)
+{
+    const uintptr_t p = (uintptr_t)t->data, a = (uintptr_t)s->arena;
+    return t->borrowed && !(s->arena != NULL && p >= a && p - a < s->arena_cap);
+}
+
+gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, int keep_arena, const char *fn)
 {
     /* all buffers first, so a failure changes nothing; then copy and swap */
     void **fresh = NULL;
     gck_status st = GCK_OK;
     size_t nb = 0;
+#define GCK_TO_COPY(t) (keep_arena ? gck_snapshot_borrows_outside(s, (t)) : (t)->borrowed)
     for (size_t i = 0; i < s->tensors.n; i++)
-        nb += ((const gck_snap_tensor *)s->tensors.items[i])->borrowed;
+        nb += GCK_TO_COPY((const gck_snap_tensor *)s->tensors.items[i]) != 0;
     if (nb == 0)
         return GCK_OK;
     fresh = gck_calloc(nb, sizeof *fresh);
@@ -681,7 +688,7 @@ gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const 
         return gck_fail_ctx(gck_fail_oom("buffer list", nb * sizeof *fresh), "%s", fn);
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        if (!t->borrowed)
+        if (!GCK_TO_COPY(t))
             continue;
         if ((fresh[j] = gck_spare_take(spare, i, t)) == NULL &&
             (fresh[j] = gck_aligned_alloc(t->nbytes ? t->nbytes : 1)) == NULL) {
@@ -692,13 +699,14 @@ gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const 
     }
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         gck_snap_tensor *t = s->tensors.items[i];
-        if (!t->borrowed)
+        if (!GCK_TO_COPY(t))
             continue;
         if (t->nbytes)
             memcpy(fresh[j], t->data, t->nbytes);
         t->data = fresh[j], fresh[j++] = NULL;
         t->borrowed = 0; /* the content id stays: the bytes are the same */
     }
+#undef GCK_TO_COPY
 done:
     for (size_t j = 0; j < nb; j++)
         free(fresh[j]);
@@ -709,7 +717,7 @@ done:
 gck_status gck_snapshot_own(gck_snapshot *s)
 {
     GCK_CHECK_ARG(s != NULL, "gck_snapshot_own: NULL snapshot");
-    return gck_snapshot_own_reusing(s, NULL, "gck_snapshot_own");
+    return gck_snapshot_own_reusing(s, NULL, 0, "gck_snapshot_own");
 }
 
 int gck_snapshot_same_layout(const gck_snapshot *dst, const gck_snapshot *src)

@@ -72,11 +72,16 @@ GCK_INTERNAL void gck_content_id(const void *data, size_t n, gck_dtype dtype, ch
  * saves (store_delta.c, gck_code_threads). */
 #define GCK_PARALLEL_MIN_BYTES ((size_t)256 << 10)
 
+/* 1 when tensor t of s borrows memory s does not own: the caller's, or a
+ * file mapping's; not s's own arena (gck_snapshot_reserve). */
+GCK_INTERNAL int gck_snapshot_borrows_outside(const gck_snapshot *s, const gck_snap_tensor *t);
 /* gck_snapshot_own (fn names the caller in errors), taking the buffers
  * from `spare` (may be NULL) where it owns one of a tensor's name and size;
  * the tensors of spare whose buffers are taken keep no data, so spare is
- * only fit for gck_snapshot_destroy afterwards. On error s is unchanged. */
-GCK_INTERNAL gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, const char *fn);
+ * only fit for gck_snapshot_destroy afterwards. keep_arena: tensors in s's
+ * own arena stay there (they move with s). On error s is unchanged. */
+GCK_INTERNAL gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, int keep_arena,
+                                                 const char *fn);
 
 /* Takes ownership of a fully built tensor (name, shape, data already
  * allocated); validates the name against the snapshot. On error nothing is

@@ -1194,13 +1194,15 @@ gck_status gck_store_save_async(gck_store *s, gck_snapshot *snap, const char *co
      * meanwhile: they are copied now, into the buffers of the previous such
      * copy (already saved). Reused, those cost no page faults; new ones
      * did, every save (and, on a host that takes freed memory back, more). */
+    /* Bytes in the snapshot's own arena (a restored or loaded snapshot's)
+     * pass to the store with it: not copied. */
     int copied = 0;
     for (size_t i = 0; i < snap->tensors.n; i++)
-        copied |= ((const gck_snap_tensor *)snap->tensors.items[i])->borrowed;
+        copied |= gck_snapshot_borrows_outside(snap, snap->tensors.items[i]);
     if (copied) {
         gck_snapshot *spare = a->spare;
         a->spare = NULL; /* the thread is idle (gck_quiesce): nobody else touches it */
-        st = gck_snapshot_own_reusing(snap, spare, "gck_store_save_async");
+        st = gck_snapshot_own_reusing(snap, spare, 1, "gck_store_save_async");
         gck_snapshot_destroy(spare);
         if (st != GCK_OK)
             goto fail;

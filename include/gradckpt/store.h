@@ -250,7 +250,9 @@ GCK_API gck_status gck_store_save(gck_store *s, const gck_snapshot *snap, const 
  * tensors again and again allocates (and faults in) that memory once. So
  * between asynchronous saves of borrowed snapshots the store holds one
  * copy of the tensors saved last (freed by gck_store_close), the memory a
- * save in flight holds anyway. Tensors the snapshot owns are not copied.
+ * save in flight holds anyway. Tensors in the snapshot's own memory (added
+ * with gck_snapshot_add_tensor, or those of a loaded or restored snapshot)
+ * pass to the store with it and are not copied.
  *
  * Ownership: snap passes to the store in every case - on success the store
  *         destroys it after saving it, on an error at once. The caller may

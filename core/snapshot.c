@@ -672,15 +672,20 @@ int gck_snapshot_borrows_outside(const gck_snapshot *s, const gck_snap_tensor *t
     return t->borrowed && !(s->arena != NULL && p >= a && p - a < s->arena_cap);
 }
 
+/* 1 when own_reusing copies tensor t of s. */
+static int gck_to_copy(const gck_snapshot *s, const gck_snap_tensor *t, int keep_arena)
+{
+    return keep_arena ? gck_snapshot_borrows_outside(s, t) : t->borrowed != 0;
+}
+
 gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, int keep_arena, const char *fn)
 {
     /* all buffers first, so a failure changes nothing; then copy and swap */
     void **fresh = NULL;
     gck_status st = GCK_OK;
     size_t nb = 0;
-#define GCK_TO_COPY(t) (keep_arena ? gck_snapshot_borrows_outside(s, (t)) : (t)->borrowed)
     for (size_t i = 0; i < s->tensors.n; i++)
-        nb += GCK_TO_COPY((const gck_snap_tensor *)s->tensors.items[i]) != 0;
+        nb += (size_t)gck_to_copy(s, s->tensors.items[i], keep_arena);
     if (nb == 0)
         return GCK_OK;
     fresh = gck_calloc(nb, sizeof *fresh);
@@ -688,7 +693,7 @@ gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, int ke
         return gck_fail_ctx(gck_fail_oom("buffer list", nb * sizeof *fresh), "%s", fn);
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         const gck_snap_tensor *t = s->tensors.items[i];
-        if (!GCK_TO_COPY(t))
+        if (!gck_to_copy(s, t, keep_arena))
             continue;
         if ((fresh[j] = gck_spare_take(spare, i, t)) == NULL &&
             (fresh[j] = gck_aligned_alloc(t->nbytes ? t->nbytes : 1)) == NULL) {
@@ -699,14 +704,13 @@ gck_status gck_snapshot_own_reusing(gck_snapshot *s, gck_snapshot *spare, int ke
     }
     for (size_t i = 0, j = 0; i < s->tensors.n; i++) {
         gck_snap_tensor *t = s->tensors.items[i];
-        if (!GCK_TO_COPY(t))
+        if (!gck_to_copy(s, t, keep_arena))
             continue;
         if (t->nbytes)
             memcpy(fresh[j], t->data, t->nbytes);
         t->data = fresh[j], fresh[j++] = NULL;
         t->borrowed = 0; /* the content id stays: the bytes are the same */
     }
-#undef GCK_TO_COPY
 done:
     for (size_t j = 0; j < nb; j++)
         free(fresh[j]);

@@ -782,9 +782,9 @@ static void test_tensor_ref(void **state)
 }
 
 /* gck_snapshot_own copies borrowed bytes (all or nothing) so that the caller
- * may free its buffers at once (as gck_store_save_async does itself for a
- * borrowed snapshot); gck_snapshot_clone copies everything. ASan sees any read of the
- * freed buffers. */
+ * may free its buffers at once (gck_store_save_async copies a borrowed
+ * snapshot itself); gck_snapshot_clone copies everything. ASan sees any
+ * read of the freed buffers. */
 static void test_tensor_own(void **state)
 {
     (void)state;

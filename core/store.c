@@ -1871,7 +1871,7 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
     gck_dtype *dt = gck_calloc(n + 1, sizeof *dt);
     size_t *nb = gck_calloc(n + 1, sizeof *nb);
     const void **src = gck_calloc(n + 1, sizeof *src);
-    const gck_delta_item **its = gck_calloc(n + 1, sizeof *its);
+    const gck_delta_item **its = gck_calloc(n * k + 1, sizeof *its); /* [level - 1][tensor] */
     gck_carried *res = gck_calloc(n + 1, sizeof *res);
     gck_snapshot *r = NULL;
     gck_status st = GCK_OK;
@@ -1924,7 +1924,8 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
         for (size_t j = 0; j < n; j++) {
             const char *name = top.pub.tensor_names[j];
             const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
-            const gck_delta_item *it = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
+            const gck_delta_item *it = its[(l - 1) * n + j] =
+                gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name);
             if (it == NULL || it->enc == GCK_DELTA_RAW || it->dtype != dt[j] || it->nbytes != nb[j]) {
                 st = gck_fail(GCK_ERR_NOT_FOUND, "version %" PRIu64 ": tensor '%.200s' cannot be undone from %" PRIu64,
                               v, name, lv[l].e.pub.version);
@@ -1946,16 +1947,12 @@ static gck_status gck_restore_back(gck_store *s, uint64_t v, gck_snapshot **out)
         if (nb[j] > 0)
             memcpy(dst[j], src[j], nb[j]);
     for (size_t l = 1; l <= k; l++) {
-        for (size_t j = 0; j < n; j++) {
-            const char *name = top.pub.tensor_names[j];
-            const int blob = strncmp(name, GCK_OPTIMIZER_PREFIX, plen) == 0;
-            its[j] = gck_delta_index_find(lv[l].index, blob, blob ? name + plen : name); /* checked above */
-        }
         const gck_delta_index *index = lv[l].index;
+        const gck_delta_item *const *lit = its + (l - 1) * n;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
         for (long j = 0; j < ln; j++)
-            if (its[j]->enc == GCK_DELTA_XOR)
-                gck_carry(&res[j], gck_delta_decode_into(s->codec, gck_delta_slot(), index, its[j], dst[j]));
+            if (lit[j]->enc == GCK_DELTA_XOR)
+                gck_carry(&res[j], gck_delta_decode_into(s->codec, gck_delta_slot(), index, lit[j], dst[j]));
         for (size_t j = 0; j < n; j++)
             if (res[j].st != GCK_OK) {
                 st = gck_carried_fail(&res[j]);

@@ -165,14 +165,9 @@ GCK_ALWAYS_INLINE __m256i gck_u16_load(const uint16_t *p) { return _mm256_loadu_
 GCK_ALWAYS_INLINE __m256i gck_u16_set1(uint16_t v) { return _mm256_set1_epi16((short)v); }
 GCK_ALWAYS_INLINE __m256i gck_u16_and(__m256i a, __m256i b) { return _mm256_and_si256(a, b); }
 GCK_ALWAYS_INLINE __m256i gck_u16_max(__m256i a, __m256i b) { return _mm256_max_epu16(a, b); }
-/* the largest word: SSE4.1's minpos of the complements */
-GCK_ALWAYS_INLINE uint16_t gck_u16_hmax128(__m128i q)
-{
-    return (uint16_t)~_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))));
-}
 GCK_ALWAYS_INLINE uint16_t gck_u16_hmax(__m256i v)
 {
-    return gck_u16_hmax128(_mm_max_epu16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
+    return gck_x86_hmax_u16(_mm_max_epu16(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)));
 }
 
 #endif /* GCK_OPS_AVX2_H */

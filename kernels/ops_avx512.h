@@ -130,12 +130,10 @@ GCK_ALWAYS_INLINE __m512i gck_u16_load(const uint16_t *p) { return _mm512_loadu_
 GCK_ALWAYS_INLINE __m512i gck_u16_set1(uint16_t v) { return _mm512_set1_epi16((short)v); }
 GCK_ALWAYS_INLINE __m512i gck_u16_and(__m512i a, __m512i b) { return _mm512_and_si512(a, b); }
 GCK_ALWAYS_INLINE __m512i gck_u16_max(__m512i a, __m512i b) { return _mm512_max_epu16(a, b); }
-/* the largest word: SSE4.1's minpos of the complements of the halves' max */
 GCK_ALWAYS_INLINE uint16_t gck_u16_hmax(__m512i v)
 {
     const __m256i h = _mm256_max_epu16(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-    const __m128i q = _mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    return (uint16_t)~_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))));
+    return gck_x86_hmax_u16(_mm_max_epu16(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1)));
 }
 
 #endif /* GCK_OPS_AVX512_H */

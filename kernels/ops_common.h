@@ -50,6 +50,16 @@ GCK_ALWAYS_INLINE float gck_w1_cvt_f16_f32(uint16_t h)
     return gck_f32_from_bits(sign | gck_f32_bits((float)m * 0x1p-24f)); /* zero, denormals */
 }
 
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+/* The largest of 8 unsigned 16-bit lanes: SSE4.1's minpos of their
+ * complements (the x86 ops headers' gck_u16_hmax). */
+GCK_ALWAYS_INLINE uint16_t gck_x86_hmax_u16(__m128i q)
+{
+    return (uint16_t)~_mm_cvtsi128_si32(_mm_minpos_epu16(_mm_xor_si128(q, _mm_set1_epi16(-1))));
+}
+#endif
+
 /* Conversion to the same type: unchanged. */
 #define GCK_OPS_CVT_SAME(w, t, V)                                              \
     GCK_ALWAYS_INLINE V gck_##w##_cvt_##t##_##t(V v) { return v; }

@@ -47,6 +47,7 @@
 #endif
 
 #include "train_dist.h"
+#include "train_plainsave.h"
 #include "train_model.h"
 #include "train_progress.h"
 
@@ -72,6 +73,7 @@ typedef struct options {
     int mb_first, mb_count;     /* this process's micro-batches of each step: all of them unless --dist */
     int grad_bf16;              /* --grad-dtype bf16 */
     int sync_save;              /* --sync-save: gck_store_save instead of gck_store_save_async */
+    int save_plain;             /* --save-plain: plain files on a thread instead of the store (train_plainsave.h) */
     const char *plot;
     int quiet;
 } options;
@@ -115,6 +117,9 @@ static void usage(FILE *f)
             "  --sync-save        save in the training thread (gck_store_save); by default snapshots\n"
             "                     are saved on the store's thread (gck_store_save_async) while\n"
             "                     training goes on\n"
+            "  --save-plain       measure the floor of a save: the state's bytes written as a plain\n"
+            "                     file on a background thread (write, fsync, the file of ten saves\n"
+            "                     ago unlinked) instead of into the store; no version is saved\n"
             "  --dims A,B,...     layer widths, inputs first (default 64,2048,1024,16: 2.2 M params)\n"
             "  --batch N          samples per step (default 128)\n"
             "  --micro N          micro-batches per step, of unequal sizes (default 4)\n"
@@ -222,6 +227,9 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--sync-save") == 0) {
             o->sync_save = 1;
             continue;
+        } else if (strcmp(a, "--save-plain") == 0) {
+            o->save_plain = 1;
+            continue;
         } else if (v == NULL) {
             fprintf(stderr, "train: %s needs a value (see --help)\n", a);
             return -1;
@@ -269,6 +277,10 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (o->micro > o->batch) {
         fprintf(stderr, "train: --micro %d exceeds --batch %d\n", o->micro, o->batch);
+        return -1;
+    }
+    if (o->save_plain && (o->dist || o->sync_save || o->resume)) {
+        fprintf(stderr, "train: --save-plain is a measurement of one fresh run without --dist or --sync-save\n");
         return -1;
     }
     if (o->dist) { /* gck_mpi_flush: the checkpointer in tree order */
@@ -965,10 +977,15 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     train_progress pr;
-    train_progress_init(&pr, stdout, st.step, o.steps, o.quiet);
+    train_progress_init(&pr, stdout, st.step, o.steps, o.save_every, o.quiet);
     int rc = 0, stop = 0;
     double loss = NAN;
     saver sv = {0};
+    train_plainsave *plain = NULL; /* --save-plain */
+    const void *plain_blocks[3] = {st.w.block, st.m.block, st.v.block};
+    const size_t plain_bytes = st.w.count * sizeof(float), plain_sizes[3] = {plain_bytes, plain_bytes, plain_bytes};
+    if (o.save_plain && (plain = train_plainsave_start(o.dir, 3 * plain_bytes, 10)) == NULL)
+        rc = 1, stop = 1;
     while (st.step < o.steps && !stop) {
         const uint64_t step = st.step + 1;
         double t0 = train_now(), wsum = 0.0, mb_losses[MAX_MICRO];
@@ -1011,7 +1028,10 @@ int main(int argc, char **argv)
         char notebuf[64];
         stop = train_dist_any(&dist, g_stop); /* --dist: every rank stops after the same step */
         if (o.save_every != 0 && (step % o.save_every == 0 || step == o.steps || stop)) {
-            rc = lead ? save_state(store, &o, &st, loss, &sv, notebuf, sizeof notebuf) != 0 : 0;
+            if (plain != NULL)
+                rc = train_plainsave_put(plain, plain_blocks, plain_sizes, 3), snprintf(notebuf, sizeof notebuf, "written");
+            else
+                rc = lead ? save_state(store, &o, &st, loss, &sv, notebuf, sizeof notebuf) != 0 : 0;
             rc = train_dist_any(&dist, rc);
             note = notebuf;
             train_phase(&pr, PHASE_SAVE, &t0);
@@ -1023,6 +1043,10 @@ int main(int argc, char **argv)
     train_progress_end(&pr);
     if (lead && save_settle(store, &sv) != 0) /* every save acknowledged before the run reports */
         rc = 1;
+    if (train_plainsave_end(plain) != 0) {
+        fprintf(stderr, "train: --save-plain: a write failed\n");
+        rc = 1;
+    }
     rc = train_dist_any(&dist, rc); /* --dist: the ranks go on together */
 
     if (rc == 0) {
@@ -1044,6 +1068,8 @@ int main(int argc, char **argv)
                st.step ? (double)st.loss_history[st.step - 1] : NAN, st.best_loss,
                (unsigned long long)st.best_version);
         printf("time this run (%s path): %s\n", g_path_name[o.path], phases);
+        if (train_cycle_summary(&pr, phases, sizeof phases))
+            printf("%s\n", phases);
         train_clip_summary(&pr, phases, sizeof phases);
         printf("%s\n", phases);
         printf("store '%s': %zu versions (%zu full, %zu delta), %.1f MB on disk for %.1f MB of snapshots (%.2f)\n",

@@ -14,7 +14,8 @@ double train_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-void train_progress_init(train_progress *p, FILE *out, uint64_t first_step, uint64_t total_steps, int quiet)
+void train_progress_init(train_progress *p, FILE *out, uint64_t first_step, uint64_t total_steps, uint64_t save_every,
+                         int quiet)
 {
     memset(p, 0, sizeof *p);
     p->out = quiet ? NULL : out;
@@ -22,7 +23,8 @@ void train_progress_init(train_progress *p, FILE *out, uint64_t first_step, uint
     p->every = 10;
     p->first_step = first_step;
     p->total_steps = total_steps;
-    p->start = train_now();
+    p->start = p->step_start = train_now();
+    p->cycle = save_every >= 8 ? save_every : 0;
 }
 
 void train_phase(train_progress *p, int phase, double *t0)
@@ -53,6 +55,24 @@ void train_phase_summary(const train_progress *p, char *buf, size_t cap)
     }
 }
 
+/* The steps of a run with asynchronous saves differ only in how close they are to a save: the
+ * cost of saving, read off one run's own steps, free of the run-to-run noise (other tenants, code
+ * placement) that a comparison with a run without saves carries. */
+int train_cycle_summary(const train_progress *p, char *buf, size_t cap)
+{
+    if (p->near_n == 0 || p->far_n == 0)
+        return 0;
+    const double near = p->near_s / (double)p->near_n, far = p->far_s / (double)p->far_n;
+    double total = 0;
+    for (int i = 0; i < PHASE_COUNT; i++)
+        total += p->phase[i];
+    snprintf(buf, cap,
+             "save cycle: the save's step and the 2 after it %.2f ms, the cycle's second half %.2f ms: "
+             "this run's steps took %.3fx the steps no save overlaps",
+             1e3 * near, 1e3 * far, total / ((double)p->steps * far));
+    return 1;
+}
+
 void train_clip_summary(const train_progress *p, char *buf, size_t cap)
 {
     snprintf(buf, cap, "clipping fired on %llu of %llu steps this run", (unsigned long long)p->clipped,
@@ -64,6 +84,15 @@ void train_progress_step(train_progress *p, uint64_t step, double loss, double g
 {
     p->steps++;
     p->clipped += clipped != 0;
+    const double now = train_now(), took = now - p->step_start;
+    p->step_start = now;
+    if (p->cycle) {
+        const uint64_t q = step % p->cycle; /* 0: the save's step */
+        if (q <= 2)
+            p->near_s += took, p->near_n++;
+        else if (q > p->cycle / 2)
+            p->far_s += took, p->far_n++;
+    }
     if (p->out == NULL)
         return;
     const double elapsed = train_now() - p->start;

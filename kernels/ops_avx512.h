@@ -98,6 +98,13 @@ GCK_ALWAYS_INLINE void gck_pair16_store_bf16(uint16_t *p, __m512 lo, __m512 hi)
 {
     _mm512_storeu_si512(p, _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi)));
 }
+/* two consecutive steps' f32 (elements 0-15 in lo, 16-31 in hi) as bf16 in order: the in-lane
+ * pack then one cross-lane permute (elementwise.h's GCK_EW_CONVERT_BF16) */
+GCK_ALWAYS_INLINE void gck_pair16_store_seq_bf16(uint16_t *p, __m512 lo, __m512 hi)
+{
+    const __m512i v = _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi));
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), v));
+}
 /* f16 <-> f32: the IEEE conversions ops_scalar.h writes out (the rounding
  * mode is the instruction's immediate, not MXCSR's) */
 GCK_ALWAYS_INLINE __m512 gck_w32_cvt_f16_f32(__m256i v) { return _mm512_cvtph_ps(v); }

@@ -43,6 +43,10 @@
  *                  load and interleave, f16 8 per vcvtph2ps): with the ymm
  *                  ones, the best AVX2 ÷ AVX-512 ratio these sums can reach
  *                  (x86 with AVX-512)
+ *   ref_pow_ymm_bf16, ref_pow_zmm_bf16  |x|^3 of bf16 elements summed with
+ *                  SLEEF's pow, 4 or 8 lanes a call, as the p-norms of any
+ *                  other p than 1, 2 and Inf call it: their ceiling (x86 with
+ *                  AVX-512; pnorm benchmarks take p = 3)
  * ref_add3 writes lines it has not read, so the CPU also reads them first
  * (write-allocate): 4 transfers per element where rmw2 has 3, for the same
  * 3 counted arrays.
@@ -415,6 +419,43 @@ REF_SQ_SHAPE(zmm, ZMM)
 #define REF_SQ_ZMM_ENTRIES
 #endif
 
+#if defined(__AVX512F__) && defined(__GNUC__) && __has_include(<sleef.h>)
+#include <sleef.h>
+/* |x|^3 of bf16 elements summed, with SLEEF's pow as the library's p-norms
+ * call it, in the ymm (4 a call) and zmm (8) shapes: no scaling, runs, masks
+ * or tails (x86 with AVX-512; the bench links SLEEF through gradckpt). */
+static double pow_ymm_chunk(void *c, size_t lo, size_t len)
+{
+    const uint16_t *x = A(uint16_t, c) + lo;
+    const __m256d p = _mm256_set1_pd(3.0), m = _mm256_castsi256_pd(_mm256_set1_epi64x(INT64_MAX));
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0;
+    for (size_t i = 0; i + 8 <= len; i += 8) {
+        const __m256 f = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(x + i))), 16));
+        s0 = _mm256_add_pd(s0, Sleef_powd4_u10avx2(_mm256_and_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), m), p));
+        s1 = _mm256_add_pd(s1, Sleef_powd4_u10avx2(_mm256_and_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), m), p));
+    }
+    const __m256d s = _mm256_add_pd(s0, s1);
+    return _mm256_cvtsd_f64(s);
+}
+static double pow_zmm_chunk(void *c, size_t lo, size_t len)
+{
+    const uint16_t *x = A(uint16_t, c) + lo;
+    const __m512d p = _mm512_set1_pd(3.0);
+    __m512d s0 = _mm512_setzero_pd(), s1 = s0;
+    for (size_t i = 0; i + 16 <= len; i += 16) {
+        const __m512 f = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(x + i))), 16));
+        s0 = _mm512_add_pd(s0, Sleef_powd8_u10avx512f(_mm512_abs_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(f))), p));
+        s1 = _mm512_add_pd(s1, Sleef_powd8_u10avx512f(_mm512_abs_pd(_mm512_cvtps_pd(_mm512_extractf32x8_ps(f, 1))), p));
+    }
+    return _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+}
+static double pow_ymm_bf16(void *c, int64_t n) { return over_chunks(pow_ymm_chunk, c, n); }
+static double pow_zmm_bf16(void *c, int64_t n) { return over_chunks(pow_zmm_chunk, c, n); }
+#define REF_POW_ENTRIES , { "pow_ymm_bf16", pow_ymm_bf16, 2 }, { "pow_zmm_bf16", pow_zmm_bf16, 2 }
+#else
+#define REF_POW_ENTRIES
+#endif
+
 static double read_16(void *c, int64_t n) { return over_chunks(read_chunk_16, c, n); }
 static double read2_16(void *c, int64_t n) { return over_chunks(read2_chunk_16, c, n); }
 static double widen_bf16(void *c, int64_t n) { return over_chunks(widen_chunk_bf16, c, n); }
@@ -426,7 +467,7 @@ static const struct {
     size_t bytes; /* per element: 2 per array read */
 } refs16[] = { { "read_16", read_16, 2 }, { "read2_16", read2_16, 4 }, { "widen_bf16", widen_bf16, 2 },
                { "widen_f16", widen_f16, 2 } REF_BUSY_ENTRIES REF_CVT_ENTRIES REF_SQ_YMM_ENTRIES
-               REF_SQ_ZMM_ENTRIES };
+               REF_SQ_ZMM_ENTRIES REF_POW_ENTRIES };
 
 static const gck_bench_op refs[] = {
     GCK_BENCH_OP(read, 1),

@@ -334,23 +334,31 @@
  * 64 Mi: 0.87 -> 1.07 of ref_rmw1_f32; 1.4x in L2). Every element's value
  * is the step's (one multiply, one rounding); the tail goes step by step. */
 #ifdef GCK_PAIR16_BF16
+/* The paired kernels' loop: PAIR(j) does the 2 * lanes elements from j, x is
+ * prefetched as PF says; i_ ends at the first element left (the tail, which
+ * goes step by step). */
+#define GCK_EW_PAIR_LOOP(PF, PAIR)                                             \
+    const size_t l_ = 2 * GCK_STEP_LANES(GCK_W32);                             \
+    size_t i_ = 0;                                                             \
+    for (; i_ + GCK_EW_UNROLL / 2 * l_ <= n; i_ += GCK_EW_UNROLL / 2 * l_) {   \
+        GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL / 2 * l_ * sizeof *x);       \
+        _Pragma("GCC unroll 4")                                                \
+        for (size_t u_ = 0; u_ < GCK_EW_UNROLL / 2; u_++)                      \
+            PAIR(i_ + u_ * l_);                                                \
+    }
+#define GCK_EW_PAIR_SCALE(j)                                                   \
+    {                                                                          \
+        GCK_V(GCK_W32, f32) lo_, hi_;                                          \
+        gck_pair16_load_bf16(x + (j), &lo_, &hi_);                             \
+        gck_pair16_store_bf16(x + (j), GCK_OP(GCK_W32, mul, f32)(lo_, sv_),    \
+                              GCK_OP(GCK_W32, mul, f32)(hi_, sv_));            \
+    }
 #define GCK_EW_SCALE_BF16(slot, PF)                                            \
     GCK_EW_SCALE(slot##_steps, GCK_W32, bf16, f32, PF)                          \
     static void GCK_ISA_FN(slot)(uint16_t *x, float s, size_t n)              \
     {                                                                          \
         const GCK_V(GCK_W32, f32) sv_ = GCK_OP(GCK_W32, set1, f32)(s);         \
-        const size_t l_ = 2 * GCK_STEP_LANES(GCK_W32);                         \
-        size_t i_ = 0;                                                         \
-        for (; i_ + GCK_EW_UNROLL / 2 * l_ <= n; i_ += GCK_EW_UNROLL / 2 * l_) { \
-            GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL / 2 * l_ * sizeof *x);   \
-            _Pragma("GCC unroll 4")                                            \
-            for (size_t u_ = 0; u_ < GCK_EW_UNROLL / 2; u_++) {                \
-                GCK_V(GCK_W32, f32) lo_, hi_;                                  \
-                gck_pair16_load_bf16(x + i_ + u_ * l_, &lo_, &hi_);            \
-                gck_pair16_store_bf16(x + i_ + u_ * l_, GCK_OP(GCK_W32, mul, f32)(lo_, sv_), \
-                                      GCK_OP(GCK_W32, mul, f32)(hi_, sv_));    \
-            }                                                                  \
-        }                                                                      \
+        GCK_EW_PAIR_LOOP(PF, GCK_EW_PAIR_SCALE)                                \
         GCK_ISA_FN(slot##_steps)(x + i_, s, n - i_);                           \
     }
 #else
@@ -370,21 +378,14 @@
  * Intel core (above) and stays. Each element's bits are the step's; the
  * tail goes step by step. */
 #ifdef GCK_PAIR16_BF16
+#define GCK_EW_PAIR_CONVERT(j)                                                 \
+    gck_pair16_store_seq_bf16(dst + (j), GCK_OP(GCK_W32, load, f32)(x + (j)),  \
+                              GCK_OP(GCK_W32, load, f32)(x + (j) + l_ / 2))
 #define GCK_EW_CONVERT_BF16(slot, PF)                                          \
     GCK_EW_CONVERT(slot##_steps, GCK_W32, bf16, f32, f32, PF)                  \
     static void GCK_ISA_FN(slot)(uint16_t *dst, const float *x, size_t n)      \
     {                                                                          \
-        const size_t l_ = 2 * GCK_STEP_LANES(GCK_W32);                         \
-        size_t i_ = 0;                                                         \
-        for (; i_ + GCK_EW_UNROLL / 2 * l_ <= n; i_ += GCK_EW_UNROLL / 2 * l_) { \
-            GCK_EW_PREFETCH(PF, x + i_, GCK_EW_UNROLL / 2 * l_ * sizeof *x);   \
-            _Pragma("GCC unroll 4")                                            \
-            for (size_t u_ = 0; u_ < GCK_EW_UNROLL / 2; u_++) {                \
-                const float *s_ = x + i_ + u_ * l_;                            \
-                gck_pair16_store_seq_bf16(dst + i_ + u_ * l_, GCK_OP(GCK_W32, load, f32)(s_), \
-                                          GCK_OP(GCK_W32, load, f32)(s_ + l_ / 2)); \
-            }                                                                  \
-        }                                                                      \
+        GCK_EW_PAIR_LOOP(PF, GCK_EW_PAIR_CONVERT)                              \
         GCK_ISA_FN(slot##_steps)(dst + i_, x + i_, n - i_);                    \
     }
 #else

@@ -119,16 +119,20 @@ GCK_ALWAYS_INLINE void gck_pair16_load_bf16(const uint16_t *p, __m256 *lo, __m25
     *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, v));
     *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, v));
 }
+/* both steps' rounded lanes packed in-lane: the pairs' order (the loads' above) */
+GCK_ALWAYS_INLINE __m256i gck_pair16_pack_bf16(__m256 lo, __m256 hi)
+{
+    return _mm256_packus_epi32(gck_avx2_round_bf16(lo), gck_avx2_round_bf16(hi));
+}
 GCK_ALWAYS_INLINE void gck_pair16_store_bf16(uint16_t *p, __m256 lo, __m256 hi)
 {
-    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_packus_epi32(gck_avx2_round_bf16(lo), gck_avx2_round_bf16(hi)));
+    _mm256_storeu_si256((__m256i *)(void *)p, gck_pair16_pack_bf16(lo, hi));
 }
 /* two consecutive steps' f32 (elements 0-7 in lo, 8-15 in hi) as bf16 in order: the in-lane pack
  * then one cross-lane permute (elementwise.h's GCK_EW_CONVERT_BF16) */
 GCK_ALWAYS_INLINE void gck_pair16_store_seq_bf16(uint16_t *p, __m256 lo, __m256 hi)
 {
-    const __m256i v = _mm256_packus_epi32(gck_avx2_round_bf16(lo), gck_avx2_round_bf16(hi));
-    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_permute4x64_epi64(v, 0xd8));
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm256_permute4x64_epi64(gck_pair16_pack_bf16(lo, hi), 0xd8));
 }
 /* f16 <-> f32: F16C, the IEEE conversions ops_scalar.h writes out (the
  * rounding mode is the instruction's immediate, not MXCSR's) */

@@ -94,16 +94,21 @@ GCK_ALWAYS_INLINE void gck_pair16_load_bf16(const uint16_t *p, __m512 *lo, __m51
     *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, v));
     *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, v));
 }
+/* both steps' rounded lanes packed in-lane: the pairs' order (the loads' above) */
+GCK_ALWAYS_INLINE __m512i gck_pair16_pack_bf16(__m512 lo, __m512 hi)
+{
+    return _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi));
+}
 GCK_ALWAYS_INLINE void gck_pair16_store_bf16(uint16_t *p, __m512 lo, __m512 hi)
 {
-    _mm512_storeu_si512(p, _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi)));
+    _mm512_storeu_si512(p, gck_pair16_pack_bf16(lo, hi));
 }
 /* two consecutive steps' f32 (elements 0-15 in lo, 16-31 in hi) as bf16 in order: the in-lane
  * pack then one cross-lane permute (elementwise.h's GCK_EW_CONVERT_BF16) */
 GCK_ALWAYS_INLINE void gck_pair16_store_seq_bf16(uint16_t *p, __m512 lo, __m512 hi)
 {
-    const __m512i v = _mm512_packus_epi32(gck_avx512_round_bf16(lo), gck_avx512_round_bf16(hi));
-    _mm512_storeu_si512(p, _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7), v));
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi64(order, gck_pair16_pack_bf16(lo, hi)));
 }
 /* f16 <-> f32: the IEEE conversions ops_scalar.h writes out (the rounding
  * mode is the instruction's immediate, not MXCSR's) */
